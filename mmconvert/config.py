@@ -1,0 +1,76 @@
+"""Option models. The same model is what the CLI fills, what a YAML config holds and what
+run.json records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import UsageError
+from .renderers.page import PageOptions
+
+
+class RenderConfig(BaseModel):
+    """A ``render`` run: which corpus, which rows, how to draw them, what to write."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    corpus: str = Field(description="a registered corpus name or a local file")
+    source: Path | None = Field(None, description="local copy of the corpus (file or folder)")
+    subsets: list[str] | None = None
+    split: str | None = None
+    keep_flagged: bool = False
+    sample: int | None = Field(None, ge=1, description="items per subset, sampled with the seed")
+    limit: int | None = Field(None, ge=1, description="items overall, after sampling")
+    seed: int = 0
+    on_error: Literal["fail", "skip"] = "fail"
+    renderer: Literal["page"] = "page"
+    page: PageOptions = Field(default_factory=PageOptions)
+    pdf: bool = Field(False, description="keep each item's vector PDF in pdf/")
+    prompt_style: Literal["cot", "direct"] = "cot"
+    prompt_dir: Path | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What decides the run folder's content (a re-run with another identity is refused)."""
+        data = self.model_dump(mode="json")
+        for key in ("source", "prompt_dir"):
+            if data[key] is not None:
+                data[key] = str(Path(data[key]).resolve())
+        return data
+
+
+class ExecutionOptions(BaseModel):
+    """How a run is carried out; none of it changes the output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    out: Path
+    workers: int = Field(1, ge=0, description="processes; 0 = one per core")
+    overwrite: bool = False
+    progress: bool | None = None  # None: a bar when stderr is a terminal
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as err:
+        raise UsageError(f"--config {path}: cannot read ({err.strerror})") from None
+    except yaml.YAMLError as err:
+        raise UsageError(f"--config {path}: not valid YAML ({err})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--config {path}: expected a mapping of option names to values")
+    return data
+
+
+def build(model: type[BaseModel], values: dict[str, Any], origin: str = "options"):
+    """Validate ``values`` into ``model``; the first problem becomes one readable line."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "options"
+        raise UsageError(f"{origin}: {where}: {first['msg']}") from None

@@ -1,0 +1,228 @@
+"""Orchestration only: load → sample → limit → render → write, resumable and parallel.
+
+Workers render and write their own image files (atomically); the main process appends manifest
+rows strictly in item order, so the manifest is byte-identical for any ``--workers`` and a
+killed run leaves a manifest that is a complete prefix of the finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+import time
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import ExecutionOptions, RenderConfig
+from .corpora import LoadReport, LoadRequest, resolve
+from .errors import ItemError
+from .items import Item, RenderPart
+from .manifest import atomic_write
+from .prompts import Prompts
+from .renderers.fonts import font_manifest
+from .renderers.page import PageRenderer
+from .runfolder import RunFolder
+from .seeds import rng
+
+
+@dataclass
+class RunSummary:
+    out: Path
+    selected: int = 0
+    rendered: int = 0
+    already_done: int = 0
+    skipped: int = 0
+    pages: int = 0
+    seconds: float = 0.0
+    load: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        text = (f"{self.rendered} item(s) rendered ({self.pages} page(s)) into {self.out} "
+                f"in {self.seconds:.1f} s")
+        if self.already_done:
+            text += f"; {self.already_done} already done"
+        if self.skipped:
+            text += f"; {self.skipped} skipped (see skipped.jsonl)"
+        return text
+
+
+def select(items: list[Item], sample: int | None, limit: int | None, seed: int) -> list[Item]:
+    """``--sample N`` per subset (seeded, source order kept), then ``--limit N`` overall."""
+    if sample is not None:
+        by_subset: dict[str, list[Item]] = defaultdict(list)
+        for item in items:
+            by_subset[item.subset].append(item)
+        chosen: set[str] = set()
+        for subset, group in by_subset.items():
+            if len(group) <= sample:
+                chosen.update(i.id for i in group)
+            else:
+                picks = rng(seed, "sample", subset).sample(range(len(group)), sample)
+                chosen.update(group[i].id for i in picks)
+        items = [i for i in items if i.id in chosen]
+    if limit is not None:
+        items = items[:limit]
+    return items
+
+
+# --- worker side -------------------------------------------------------------------------
+
+_STATE: dict[str, Any] = {}
+
+
+def _init_worker(config: RenderConfig, out: Path) -> None:
+    _STATE["renderer"] = PageRenderer(config.page)
+    _STATE["prompts"] = Prompts(config.prompt_dir)
+    _STATE["config"] = config
+    _STATE["out"] = out
+
+
+def _render_one(task: tuple[Item, RenderPart]) -> tuple[str, Any]:
+    """Render one item and write its files; ("ok", row) or ("error", ItemError)."""
+    item, part = task
+    config: RenderConfig = _STATE["config"]
+    out: Path = _STATE["out"]
+    renderer: PageRenderer = _STATE["renderer"]
+    try:
+        result = renderer.render(item, part, want_pdf=config.pdf)
+        prompt, text_prompt = _STATE["prompts"].pair(item, part, config.prompt_style)
+    except ItemError as err:
+        err.item_id = err.item_id or item.id
+        err.stage = "render"
+        return "error", err
+    images = []
+    for number, page in enumerate(result.pages, start=1):
+        rel = f"images/{item.id}_p{number:03d}.png"
+        atomic_write(out / rel, page.png)
+        images.append({"path": rel, "role": "page", "width": page.width, "height": page.height,
+                       "ppi": config.page.ppi, "sha256": hashlib.sha256(page.png).hexdigest()})
+    row: dict[str, Any] = {
+        "id": item.id, "corpus": item.corpus, "subset": item.subset, "split": item.split,
+        "language": item.language,
+        "renderer": {"name": PageRenderer.name, "version": PageRenderer.version,
+                     "params": {**config.page.model_dump(mode="json"), "render": part}},
+        "seed": config.seed, "images": images,
+    }
+    if result.pdf is not None:
+        rel = f"pdf/{item.id}.pdf"
+        atomic_write(out / rel, result.pdf)
+        row["pdf"] = rel
+    row.update({
+        "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
+        "question": item.question, "context": item.context, "options": item.options,
+        "answer": item.answer, "metadata": item.metadata,
+    })
+    return "ok", row
+
+
+# --- main side ---------------------------------------------------------------------------
+
+
+def convert(config: RenderConfig | dict, *, out: Path | str, workers: int = 1,
+            overwrite: bool = False, progress: bool | None = None, log=None) -> RunSummary:
+    """Do what ``mmconvert render`` does; return the run's summary."""
+    if isinstance(config, dict):
+        config = RenderConfig.model_validate(config)
+    execution = ExecutionOptions(out=Path(out), workers=workers, overwrite=overwrite,
+                                 progress=progress)
+    log = log or (lambda message: print(message, file=sys.stderr))
+    started = time.perf_counter()
+    summary = RunSummary(out=execution.out)
+
+    corpus = resolve(config.corpus)
+    Prompts(config.prompt_dir)  # fail early on a bad --prompt-dir
+    folder = RunFolder(execution.out)
+    folder.prepare(config.identity(), execution.overwrite)
+
+    report = LoadReport()
+    request = LoadRequest(source=config.source, subsets=config.subsets, split=config.split,
+                          keep_flagged=config.keep_flagged, on_error=config.on_error)
+    items = select(corpus.load(request, report), config.sample, config.limit, config.seed)
+    summary.selected = len(items)
+    summary.load = report.as_dict()
+    summary.notes.extend(report.notes)
+    for note in report.notes:
+        log(note)
+
+    folder.write_info(_run_info(config, summary, status="running"))
+    done = folder.done_ids()
+    new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
+    folder.skipped.append(*new_skips)
+    todo = [i for i in items if i.id not in done]
+    summary.already_done = len(items) - len(todo)
+    part_for = getattr(corpus, "part_for", lambda item: corpus.render_part)
+    tasks = [(item, config.page.render or part_for(item)) for item in todo]
+
+    for status, payload in _run_tasks(tasks, config, execution):
+        if status == "ok":
+            folder.manifest.append(payload)
+            summary.rendered += 1
+            summary.pages += len(payload["images"])
+        elif config.on_error == "skip":
+            folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
+                                   "reason": str(payload)})
+            summary.skipped += 1
+        else:
+            raise payload
+    summary.skipped += len(report.skipped)
+    summary.seconds = time.perf_counter() - started
+    folder.write_info(_run_info(config, summary, status="complete"))
+    return summary
+
+
+def _run_tasks(tasks, config: RenderConfig, execution: ExecutionOptions):
+    """Results in task order, from this process or a pool."""
+    from tqdm import tqdm
+
+    workers = execution.workers or os.cpu_count() or 1
+    show = execution.progress if execution.progress is not None else sys.stderr.isatty()
+    bar = tqdm(total=len(tasks), unit="item", disable=not show or not tasks, file=sys.stderr)
+    try:
+        if workers == 1 or len(tasks) <= 1:
+            _init_worker(config, execution.out)
+            for task in tasks:
+                yield _render_one(task)
+                bar.update()
+            return
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), initializer=_init_worker,
+                                 initargs=(config, execution.out)) as pool:
+            try:
+                for result in pool.map(_render_one, tasks, chunksize=1):
+                    yield result
+                    bar.update()
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    finally:
+        bar.close()
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"mmconvert": __version__, "python": platform.python_version()}
+    for name in ("pymupdf", "pymupdf-fonts", "pydantic", "datasets"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _run_info(config: RenderConfig, summary: RunSummary, status: str) -> dict[str, Any]:
+    return {
+        "status": status,
+        "config": config.identity(),
+        "versions": _versions(),
+        "fonts": font_manifest(),
+        "load": summary.load,
+        "notes": summary.notes,
+        "items": summary.selected,
+    }

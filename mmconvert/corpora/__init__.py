@@ -1,0 +1,23 @@
+"""Corpus loaders, registered by name and imported only when used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..registry import Registry
+from .base import Corpus, LoadReport, LoadRequest
+
+CORPORA: Registry[type[Corpus]] = Registry("corpus")
+CORPORA.register("mmlu-redux", "mmconvert.corpora.mmlu:MMLURedux")
+
+
+def resolve(name: str) -> Corpus:
+    """A registered corpus by name, or a local file in the generic schema."""
+    from .files import LocalFile, is_table_path
+
+    if name not in CORPORA and (is_table_path(name) or Path(name).is_file()):
+        return LocalFile(Path(name))
+    return CORPORA.get(name)()
+
+
+__all__ = ["CORPORA", "Corpus", "LoadReport", "LoadRequest", "resolve"]

@@ -1,0 +1,120 @@
+"""Local files in the generic item schema: JSONL, JSON, CSV or Parquet with the fields
+``id``, ``question``, ``options``, ``answer``, ``context``, ``language`` (and optionally
+``subset``, ``split``, ``metadata``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ItemError, SourceError
+from ..items import Item, RenderPart, is_safe_id, row_id
+from .base import (
+    Corpus,
+    LoadReport,
+    LoadRequest,
+    RowGuard,
+    answer_letter,
+    options_field,
+    text_field,
+)
+from .sources import TABLE_SUFFIXES, Row, read_table
+
+KNOWN_FIELDS = ("id", "question", "options", "answer", "context", "language", "subset", "split",
+                "metadata")
+
+
+def is_table_path(name: str) -> bool:
+    return Path(name).suffix.lower() in TABLE_SUFFIXES
+
+
+class LocalFile(Corpus):
+    name = "file"
+    description = "a local JSONL/CSV/Parquet file in the generic item schema"
+    render_part = "options"
+    default_split = "test"
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.label = path.stem
+
+    def part_for(self, item: Item) -> RenderPart:
+        return "context" if item.context else "options"
+
+    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+        if not self.path.is_file():
+            raise SourceError(f"{self.path}: no such file")
+        guard = RowGuard(request, report)
+        items: list[Item] = []
+        seen: dict[str, str] = {}
+        for row in read_table(self.path):
+            if row.index == 0:
+                unknown = [k for k in row.data if k not in KNOWN_FIELDS]
+                if "question" not in row.data and "context" not in row.data:
+                    raise SourceError(f"{self.path}: no question or context column "
+                                      f"(generic fields: {', '.join(KNOWN_FIELDS)})")
+                if unknown:
+                    report.notes.append(f"{self.path}: kept unknown column(s) "
+                                        f"{', '.join(unknown)} in metadata")
+            report.rows += 1
+            item = guard.convert(self.item, row, request)
+            if item is None:
+                continue
+            if item.id in seen:
+                raise SourceError(f"{row.where}: id {item.id!r} repeats {seen[item.id]}")
+            seen[item.id] = row.where
+            if request.subsets and item.subset not in request.subsets:
+                report.dropped["subset"] += 1
+                continue
+            if request.split and item.split != request.split:
+                report.dropped["split"] += 1
+                continue
+            items.append(item)
+        return items
+
+    def item(self, row: Row, request: LoadRequest) -> Item:
+        data, where = row.data, row.where
+        subset = text_field(data, "subset", where, required=False) or self.label
+        raw_id = data.get("id")
+        if raw_id is None or raw_id == "":
+            item_id = row_id(subset, row.index)
+        else:
+            item_id = str(raw_id)
+            if not is_safe_id(item_id):
+                raise ItemError(f"id {item_id!r} is not file-name safe (letters, digits, "
+                                "'.', '_', '-'; starting with a letter or digit)",
+                                where=where, field="id")
+        try:
+            return self._item(data, where, item_id, subset)
+        except ItemError as err:
+            err.item_id = item_id
+            raise
+
+    def _item(self, data: dict, where: str, item_id: str, subset: str) -> Item:
+        question = text_field(data, "question", where, required=False)
+        context = text_field(data, "context", where, required=False)
+        raw_options = data.get("options")
+        options = [] if raw_options in (None, "") else options_field(raw_options, where,
+                                                                     "options")
+        raw_answer = data.get("answer")
+        if options:
+            answer = answer_letter(raw_answer, len(options), where)
+        elif raw_answer in (None, ""):
+            answer = None
+        elif isinstance(raw_answer, str):
+            answer = [raw_answer]
+        elif hasattr(raw_answer, "__iter__"):
+            answer = [str(a) for a in raw_answer]
+        else:
+            answer = [str(raw_answer)]
+        if not question and not context:
+            raise ItemError("neither question nor context", where=where, field="question")
+        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        metadata = dict(metadata)
+        for key, value in data.items():
+            if key not in KNOWN_FIELDS:
+                metadata[key] = value
+        return Item(id=item_id, corpus=self.label, subset=subset,
+                    split=text_field(data, "split", where, required=False) or "test",
+                    language=text_field(data, "language", where, required=False) or "en",
+                    context=context, question=question, options=options, answer=answer,
+                    metadata=metadata, origin=where)

@@ -1,0 +1,204 @@
+"""Reading corpus rows from where they live: local CSV, JSONL, Parquet, a ``save_to_disk``
+folder, or the Hugging Face hub through ``datasets``. Every row comes with a location string
+(``file line N`` / ``file row N``) that error messages name."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import HubUnavailableError, ItemError, SourceError
+
+TABLE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
+_SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(?:-\d{5}-of-\d{5})?$")
+
+
+@dataclass
+class Row:
+    index: int  # 0-based position in its file / split, before any filtering
+    where: str  # "path line N" or "path row N", for messages
+    data: dict[str, Any]
+
+
+@dataclass
+class SourceFile:
+    path: Path
+    subset: str
+    split: str | None
+
+
+def decode(path: Path) -> str:
+    """UTF-8 text of a file; undecodable bytes survive as surrogates so the row that holds them
+    can be named (see ``check_text``)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise SourceError(f"{path}: cannot read ({err.strerror})") from None
+    return raw.decode("utf-8-sig", errors="surrogateescape")
+
+
+def check_text(value: str, where: str, field: str) -> str:
+    for i, char in enumerate(value):
+        if "\udc80" <= char <= "\udcff":
+            raise ItemError(f"undecodable text: byte 0x{ord(char) - 0xDC00:02X} at character {i} "
+                            "is not UTF-8 (re-save the file as UTF-8)", where=where, field=field)
+    return value
+
+
+def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -> Iterator[Row]:
+    text = decode(path)
+    if delimiter is None:
+        first = text.split("\n", 1)[0]
+        delimiter = ";" if first.count(";") > first.count(",") else ","
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    names: list[str] | None = None
+    index = 0
+    try:
+        for record in reader:
+            line = reader.line_num
+            if header and names is None:
+                names = [n.strip() for n in record]
+                continue
+            if not record or record == [""]:
+                continue
+            if names is None:
+                data = {str(i): v for i, v in enumerate(record)}
+            else:
+                if len(record) > len(names) and any(v.strip() for v in record[len(names):]):
+                    raise ItemError(f"{len(record)} fields where the header has {len(names)}",
+                                    where=f"{path} line {line}")
+                data = dict(zip(names, record))
+            yield Row(index, f"{path} line {line}", data)
+            index += 1
+    except csv.Error as err:
+        raise SourceError(f"{path} line {reader.line_num}: malformed CSV ({err})") from None
+
+
+def read_jsonl(path: Path) -> Iterator[Row]:
+    text = decode(path)
+    if path.suffix == ".json" and text.lstrip().startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise SourceError(f"{path} line {err.lineno}: malformed JSON ({err.msg})") from None
+        for index, record in enumerate(records):
+            if not isinstance(record, dict):
+                raise ItemError("not a JSON object", where=f"{path} record {index}")
+            yield Row(index, f"{path} record {index}", record)
+        return
+    index = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path} line {number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ItemError(f"malformed JSON ({err.msg} at column {err.colno})",
+                            where=where) from None
+        if not isinstance(record, dict):
+            raise ItemError("not a JSON object", where=where)
+        yield Row(index, where, record)
+        index += 1
+
+
+def read_parquet(path: Path) -> Iterator[Row]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds
+        raise SourceError(f"{path}: not a readable Parquet file ({err})") from None
+    for index, record in enumerate(table.to_pylist()):
+        yield Row(index, f"{path} row {index}", record)
+
+
+def read_table(path: Path, **csv_args: Any) -> Iterator[Row]:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return read_csv(path, **csv_args)
+    if suffix in (".jsonl", ".json"):
+        return read_jsonl(path)
+    if suffix == ".parquet":
+        return read_parquet(path)
+    raise SourceError(f"{path}: unsupported file type {suffix!r} "
+                      f"(expected one of {', '.join(TABLE_SUFFIXES)})")
+
+
+def is_saved_dataset(path: Path) -> bool:
+    return path.is_dir() and any(
+        (path / name).exists() for name in ("dataset_dict.json", "state.json"))
+
+
+def read_saved(path: Path, split: str | None) -> dict[str, list[Row]]:
+    """Rows of a ``save_to_disk`` folder, by split."""
+    from datasets import Dataset, load_from_disk
+
+    try:
+        data = load_from_disk(str(path))
+    except Exception as err:  # noqa: BLE001
+        raise SourceError(f"{path}: not a readable save_to_disk folder ({err})") from None
+    splits = {split or "train": data} if isinstance(data, Dataset) else dict(data)
+    return {name: [Row(i, f"{path} [{name}] row {i}", r) for i, r in enumerate(ds)]
+            for name, ds in splits.items()}
+
+
+def discover(root: Path, pattern_subset=None) -> list[SourceFile]:
+    """Table files under a folder, with the subset and split their path implies.
+
+    Hub layout ``<config>/<split>-00000-of-00001.parquet`` gives subset = config; flat files
+    give subset = ``pattern_subset(stem)`` (a corpus-specific rule) or the stem.
+    """
+    if not root.exists():
+        raise SourceError(f"{root}: no such file or folder")
+    if root.is_file():
+        files = [root]
+        base = root.parent
+    else:
+        files = sorted(p for p in root.rglob("*") if p.suffix.lower() in TABLE_SUFFIXES
+                       and p.is_file() and not p.name.startswith("."))
+        base = root
+        if not files:
+            raise SourceError(f"{root}: no {', '.join(TABLE_SUFFIXES)} files in this folder")
+    found = []
+    for path in files:
+        rel = path.relative_to(base)
+        stem = path.name[: -len(path.suffix)]
+        if len(rel.parts) > 1 and path.suffix.lower() == ".parquet":
+            match = _SHARD.match(stem)
+            found.append(SourceFile(path, rel.parts[-2], match.group("split") if match else None))
+        else:
+            subset, split = pattern_subset(stem) if pattern_subset else (stem, None)
+            found.append(SourceFile(path, subset, split))
+    return found
+
+
+def load_hub(hub_id: str, config: str | None, split: str) -> list[Row]:
+    """Rows of one config and split from the hub (or the local ``datasets`` cache)."""
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - a core dependency
+        raise SourceError("the datasets package is missing: pip install datasets") from None
+    datasets.logging.set_verbosity_error()
+    label = f"{hub_id}" + (f" config {config}" if config else "") + f" split {split}"
+    try:
+        data = datasets.load_dataset(hub_id, config, split=split)
+    except (ValueError, KeyError) as err:
+        if "split" in str(err).lower():
+            raise SourceError(f"{label}: no such split ({err})") from None
+        raise HubUnavailableError(_offline(label, err)) from None
+    except Exception as err:  # noqa: BLE001 - connection errors come in many classes
+        raise HubUnavailableError(_offline(label, err)) from None
+    return [Row(i, f"{hub_id}/{config or ''} [{split}] row {i}", r) for i, r in enumerate(data)]
+
+
+def _offline(label: str, err: Exception) -> str:
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return (f"cannot load {label} from the Hugging Face hub ({first[:160]}); "
+            "pass --source PATH with a local copy")

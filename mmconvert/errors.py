@@ -1,0 +1,48 @@
+"""One error hierarchy. The CLI prints ``str(error)`` on one line and exits non-zero."""
+
+from __future__ import annotations
+
+
+class MMConvertError(Exception):
+    """Base class of every error mmconvert reports to a user."""
+
+    exit_code = 1
+
+
+class UsageError(MMConvertError):
+    """Options that do not fit together, or an unknown name."""
+
+    exit_code = 2
+
+
+class SourceError(MMConvertError):
+    """A corpus source that is missing, unreadable or of the wrong shape."""
+
+
+class ItemError(MMConvertError):
+    """A problem with one item; ``--on-error skip`` records it and goes on.
+
+    ``where`` names the file and row (or the item id) and ``field`` the field, so the
+    message reads ``<where>: field <field>: <reason>``.
+    """
+
+    def __init__(self, reason: str, *, where: str = "", field: str = "", item_id: str = "",
+                 stage: str = "load"):
+        self.reason = reason
+        self.where = where
+        self.field = field
+        self.item_id = item_id
+        self.stage = stage
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        parts = [p for p in (self.where, f"field {self.field}" if self.field else "") if p]
+        return ": ".join([*parts, self.reason])
+
+
+class RunFolderError(MMConvertError):
+    """The output folder belongs to another run."""
+
+
+class HubUnavailableError(SourceError):
+    """The Hugging Face hub could not be reached."""

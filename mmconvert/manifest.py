@@ -1,0 +1,78 @@
+"""Run-folder files: atomic file writes and crash-safe JSONL logs.
+
+A JSONL log is appended one whole line at a time and fsync'd; a line torn by a kill is cut off
+when the log is next opened, so a re-run continues from the last complete row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.jsonl"
+SKIPPED = "skipped.jsonl"
+QA = "qa.jsonl"
+RUN_INFO = "run.json"
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def dumps(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False, separators=(", ", ": "))
+
+
+class JsonlLog:
+    """An append-only JSONL file of whole rows."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self) -> list[dict[str, Any]]:
+        """All complete rows; a torn last line (from a kill) is removed from the file."""
+        if not self.path.exists():
+            return []
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            with open(self.path, "r+b") as handle:
+                handle.truncate(end)
+        rows = []
+        for number, line in enumerate(data[:end].splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    from .errors import RunFolderError
+
+                    raise RunFolderError(f"{self.path} line {number}: not a JSON row "
+                                         f"({err.msg}); the file is damaged") from None
+        return rows
+
+    def append(self, *rows: dict[str, Any]) -> None:
+        if not rows:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join(dumps(r) + "\n" for r in rows)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())

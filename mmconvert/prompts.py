@@ -1,0 +1,86 @@
+"""Prompt templates: the multimodal prompt of each item and its text-only twin.
+
+Templates are plain text files named ``<kind>_<modality>_<style>.txt`` with ``{placeholder}``
+fields (``{{`` and ``}}`` for literal braces). Kinds: ``mcq`` (options in the image, question
+as text), ``context`` (context in the image, question as text), ``all`` (everything in the
+image). ``--prompt-dir`` points at a folder of templates with the same names; a name missing
+there falls back to the shipped one.
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+from typing import Literal
+
+from .errors import UsageError
+from .items import Item, RenderPart, option_letter
+
+PromptStyle = Literal["cot", "direct"]
+SHIPPED = Path(__file__).parent / "prompts"
+
+
+def format_options(options: list[str]) -> str:
+    return "\n".join(f"{option_letter(i)}. {o}" for i, o in enumerate(options))
+
+
+def letters(n: int) -> str:
+    names = [option_letter(i) for i in range(n)]
+    return names[0] if n == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+class Prompts:
+    def __init__(self, prompt_dir: Path | None = None):
+        if prompt_dir is not None and not prompt_dir.is_dir():
+            raise UsageError(f"--prompt-dir {prompt_dir}: no such folder")
+        self.prompt_dir = prompt_dir
+        self._cache: dict[str, tuple[Path, str]] = {}
+
+    def template(self, name: str) -> tuple[Path, str]:
+        if name not in self._cache:
+            for folder in (self.prompt_dir, SHIPPED):
+                if folder is not None and (folder / f"{name}.txt").is_file():
+                    path = folder / f"{name}.txt"
+                    self._cache[name] = (path, path.read_text(encoding="utf-8"))
+                    break
+            else:
+                raise UsageError(f"no prompt template {name}.txt")
+        return self._cache[name]
+
+    def fill(self, name: str, values: dict[str, str]) -> str:
+        path, text = self.template(name)
+        try:
+            fields = {f for _, f, _, _ in string.Formatter().parse(text) if f}
+        except ValueError as err:
+            raise UsageError(f"{path}: malformed template ({err})") from None
+        unknown = sorted(fields - set(values))
+        if unknown:
+            raise UsageError(f"{path}: unknown placeholder {{{unknown[0]}}} "
+                             f"(known: {', '.join(sorted(values))})")
+        return text.format_map(values).strip() + "\n"
+
+    def pair(self, item: Item, part: RenderPart, style: PromptStyle) -> tuple[str, str]:
+        """(multimodal prompt, text-only twin) for an item rendered with ``part``."""
+        values = {
+            "question": item.question or "",
+            "context": item.context or "",
+            "options": format_options(item.options),
+            "letters": letters(len(item.options)) if item.options else "",
+            "with_options": " and its answer options" if item.options else "",
+            "answer_form": (f"the letter of the correct option ({letters(len(item.options))})"
+                            if item.options else "the answer"),
+        }
+        text_kind = "mcq" if item.options and not item.context else "context"
+        if item.options and item.context:
+            # a context question with options: the twin shows both
+            values["question"] = f"{values['question']}\n\n{values['options']}".strip()
+        if part == "options":
+            image_kind = "mcq"
+        elif part == "context":
+            image_kind = "context"
+            if item.options:
+                values["question"] = f"{item.question or ''}\n\n{values['options']}".strip()
+        else:
+            image_kind = "all"
+        return (self.fill(f"{image_kind}_image_{style}", values),
+                self.fill(f"{text_kind}_text_{style}", values))

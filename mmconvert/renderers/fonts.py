@@ -1,0 +1,116 @@
+"""The font chain: shipped fonts only, tried in order, so every character gets a real glyph.
+
+Order: Liberation Sans (Arial's metrics; ships in ``renderers/fonts``), then the Noto faces of
+the pinned ``pymupdf-fonts`` (Sans, Sans Math, Symbols 2, Symbols), then Droid Sans Fallback,
+which PyMuPDF carries (Chinese, Japanese, Korean). The machine's own fonts are never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import ItemError
+
+FONT_DIR = Path(__file__).parent / "fonts"
+
+
+@dataclass(frozen=True)
+class FontSpec:
+    name: str
+    origin: str
+    # a file inside FONT_DIR, or a PyMuPDF font code ("notos", "cjk", …)
+    file: str | None = None
+    code: str | None = None
+
+
+FONT_CHAIN: tuple[FontSpec, ...] = (
+    FontSpec("Liberation Sans", "mmconvert (renderers/fonts, SIL OFL 1.1)",
+             file="LiberationSans-Regular.ttf"),
+    FontSpec("Noto Sans", "pymupdf-fonts", code="notos"),
+    FontSpec("Noto Sans Math", "pymupdf-fonts", code="math"),
+    FontSpec("Noto Sans Symbols 2", "pymupdf-fonts", code="symbol2"),
+    FontSpec("Noto Sans Symbols", "pymupdf-fonts", code="symbol1"),
+    FontSpec("Droid Sans Fallback", "PyMuPDF (MuPDF built-in)", code="cjk"),
+)
+
+# Characters that take no glyph: they are layout instructions, not text.
+INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
+_RTL_CLASSES = frozenset({"R", "AL"})
+
+
+class FontChain:
+    """Loaded fonts plus a per-character cache of (font index, advance at size 1)."""
+
+    def __init__(self, specs: tuple[FontSpec, ...] = FONT_CHAIN):
+        import pymupdf
+
+        self.specs = specs
+        self.fonts = []
+        for spec in specs:
+            if spec.file:
+                self.fonts.append(pymupdf.Font(fontfile=str(FONT_DIR / spec.file)))
+            else:
+                self.fonts.append(pymupdf.Font(spec.code))
+        self._glyphs: dict[str, tuple[int, float]] = {}
+        primary = self.fonts[0]
+        self.ascender = primary.ascender
+        self.descender = primary.descender
+
+    def glyph(self, char: str) -> tuple[int, float]:
+        """(index of the first font with a glyph for ``char``, its advance at size 1)."""
+        try:
+            return self._glyphs[char]
+        except KeyError:
+            pass
+        code = ord(char)
+        for index, font in enumerate(self.fonts):
+            if font.has_glyph(code):
+                found = (index, font.glyph_advance(code))
+                self._glyphs[char] = found
+                return found
+        raise KeyError(char)
+
+    def check(self, text: str, *, where: str = "", field: str = "") -> None:
+        """Raise an ItemError naming the first character no shipped font can draw."""
+        for char in set(text):
+            if char in INVISIBLE or char in "\n\t":
+                continue
+            if unicodedata.bidirectional(char) in _RTL_CLASSES:
+                raise ItemError(
+                    f"right-to-left text is not supported yet: {describe(char)}",
+                    where=where, field=field, stage="render")
+            try:
+                self.glyph(char)
+            except KeyError:
+                raise ItemError(f"no shipped font has a glyph for {describe(char)}",
+                                where=where, field=field, stage="render") from None
+
+
+def describe(char: str) -> str:
+    name = unicodedata.name(char, "unnamed character")
+    shown = f" {char!r}" if char.isprintable() else ""
+    return f"U+{ord(char):04X} {name}{shown}"
+
+
+@lru_cache(maxsize=1)
+def font_chain() -> FontChain:
+    """The process-wide chain (fonts load once per process)."""
+    return FontChain()
+
+
+def font_manifest() -> list[dict[str, str]]:
+    """Name, origin and sha256 of each font in the chain, for run.json."""
+    chain = font_chain()
+    out = []
+    for spec, font in zip(chain.specs, chain.fonts):
+        if spec.file:
+            data = (FONT_DIR / spec.file).read_bytes()
+        else:
+            data = bytes(font.buffer)
+        out.append({"name": spec.name, "origin": spec.origin,
+                    "sha256": hashlib.sha256(data).hexdigest()})
+    return out

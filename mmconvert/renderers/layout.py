@@ -1,0 +1,237 @@
+"""Line and page breaking, computed once in points and independent of the output PPI.
+
+Latin text breaks at spaces, CJK text between characters (with the common kinsoku rules: no
+closing punctuation at a line start, no opening bracket at a line end), and a token longer than
+the line breaks inside itself, so no glyph is ever placed past the margin. Tabs advance to the
+next 0.5 in stop. Text must already be normalised (see ``normalise``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+
+from .fonts import INVISIBLE, FontChain
+
+TAB_STOP = 36.0  # points
+_EPS = 1e-6
+_NON_BREAKING_SPACES = frozenset("\u00a0\u2007\u202f")
+_NO_BREAK_BEFORE = frozenset(
+    "、。，．・：；？！）］｝〕〉》」』】〙〗〟’”｠»ゝゞーァィゥェォッャュョヮヵヶぁぃぅぇぉっゃゅょゎゕゖ"
+    "々〻‐゠–〜～?!),.:;]}"
+)
+_NO_BREAK_AFTER = frozenset("（［｛〔〈《「『【〘〖〝‘“｟«([{")
+
+
+def normalise(text: str) -> str:
+    """NFC, and CR/LF, CR, form feed, vertical tab and Unicode line breaks as ``\\n``."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    for sep in ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"):
+        text = text.replace(sep, "\n")
+    return unicodedata.normalize("NFC", text)
+
+
+def control_characters(text: str) -> list[str]:
+    """Characters that have no place in rendered text (C0/C1 controls other than tab/newline)."""
+    return sorted({c for c in text if unicodedata.category(c) == "Cc" and c not in "\n\t"})
+
+
+def is_wide(char: str) -> bool:
+    """Characters between which a line may break (CJK ideographs, kana, hangul, fullwidth)."""
+    return unicodedata.east_asian_width(char) in "WF"
+
+
+@dataclass
+class Run:
+    x: float
+    text: str
+    font: int
+    end: float
+
+
+@dataclass
+class Line:
+    runs: list[Run] = field(default_factory=list)
+
+
+@dataclass
+class Block:
+    """A paragraph group: ``text`` (may hold ``\\n``), its first-line indent and the indent of
+    continuation lines (a hanging indent for options), and blank lines before it."""
+
+    text: str
+    indent: float = 0.0
+    hanging: float = 0.0
+    blank_before: int = 0
+
+
+@dataclass
+class Piece:
+    text: str
+    width: float
+    kind: str  # "word", "space", "tab"
+
+
+class LineBreaker:
+    def __init__(self, chain: FontChain, size: float, width: float):
+        self.chain = chain
+        self.size = size
+        self.width = width
+
+    def advance(self, char: str) -> float:
+        if char in INVISIBLE:
+            return 0.0
+        return self.chain.glyph(char)[1] * self.size
+
+    def pieces(self, paragraph: str) -> list[Piece]:
+        out: list[Piece] = []
+        glue_next = False
+        for char in paragraph:
+            if char in INVISIBLE and char != "\u200b":
+                if out:
+                    out[-1].text += char
+                continue
+            if char == "\t":
+                out.append(Piece("\t", 0.0, "tab"))
+                glue_next = False
+                continue
+            if char == "\u200b" or (unicodedata.category(char) == "Zs"
+                                    and char not in _NON_BREAKING_SPACES):
+                width = self.advance(char)
+                if out and out[-1].kind == "space":
+                    out[-1].text += char
+                    out[-1].width += width
+                else:
+                    out.append(Piece(char, width, "space"))
+                glue_next = False
+                continue
+            width = self.advance(char)
+            previous = out[-1] if out else None
+            joinable = previous is not None and previous.kind == "word"
+            if is_wide(char):
+                attach = joinable and (glue_next or char in _NO_BREAK_BEFORE)
+            else:
+                attach = joinable and (glue_next or not is_wide(previous.text[-1])
+                                       or unicodedata.category(char)[0] in "MP")
+            if attach:
+                previous.text += char
+                previous.width += width
+            else:
+                out.append(Piece(char, width, "word"))
+            glue_next = char in _NO_BREAK_AFTER
+        return out
+
+    def split_long(self, piece: Piece, room: float) -> tuple[Piece, Piece]:
+        """Split a word that does not fit in ``room`` at the last character that fits
+        (at least one character, never before a combining mark)."""
+        used = 0.0
+        cut = 0
+        for i, char in enumerate(piece.text):
+            w = self.advance(char)
+            if used + w > room + _EPS and cut > 0:
+                break
+            used += w
+            if i + 1 < len(piece.text) and unicodedata.category(piece.text[i + 1])[0] == "M":
+                continue
+            cut = i + 1
+        head = piece.text[:cut]
+        head_width = sum(self.advance(c) for c in head)
+        return Piece(head, head_width, "word"), Piece(piece.text[cut:], piece.width - head_width,
+                                                      "word")
+
+    def lines(self, block: Block) -> list[Line]:
+        out: list[Line] = []
+        for p_index, paragraph in enumerate(block.text.split("\n")):
+            left = block.indent if p_index == 0 else block.hanging
+            out.extend(self._paragraph(paragraph, left, block.hanging))
+        return out
+
+    def _paragraph(self, paragraph: str, first_left: float, rest_left: float) -> list[Line]:
+        lines: list[Line] = []
+        line = Line()
+        left = first_left
+        x = left
+        pending: list[Piece] = []  # spaces and tabs waiting for the next word
+        wrapped = False
+        queue = self.pieces(paragraph)
+        queue.reverse()
+        while queue:
+            piece = queue.pop()
+            if piece.kind in ("space", "tab"):
+                if wrapped and not line.runs:
+                    continue  # spaces at the start of a wrapped line are not drawn
+                pending.append(piece)
+                continue
+            start = x
+            for gap in pending:
+                start = self._after_gap(gap, start, left)
+            if start + piece.width <= self.width + _EPS:
+                x = self._commit(line, pending, x, left)
+                self._place(line, piece.text, x)
+                x += piece.width
+                pending = []
+                continue
+            if line.runs:
+                lines.append(line)
+                line, left, x, pending, wrapped = Line(), rest_left, rest_left, [], True
+                queue.append(piece)
+                continue
+            # an empty line and still too long: break inside the token
+            x = self._commit(line, pending, x, left)
+            pending = []
+            head, tail = self.split_long(piece, self.width - x)
+            self._place(line, head.text, x)
+            lines.append(line)
+            line, left, x, wrapped = Line(), rest_left, rest_left, True
+            if tail.text:
+                queue.append(tail)
+        lines.append(line)
+        return lines
+
+    def _after_gap(self, gap: Piece, x: float, left: float) -> float:
+        if gap.kind == "tab":
+            return left + (int((x - left + _EPS) // TAB_STOP) + 1) * TAB_STOP
+        return x + gap.width
+
+    def _commit(self, line: Line, pending: list[Piece], x: float, left: float) -> float:
+        for gap in pending:
+            if gap.kind == "space":
+                self._place(line, gap.text, x)
+            x = self._after_gap(gap, x, left)
+        return x
+
+    def _place(self, line: Line, text: str, x: float) -> None:
+        """Append ``text`` at ``x`` as runs of one font each (invisible characters join the
+        run they follow and are not drawn)."""
+        for char in text:
+            if char in INVISIBLE:
+                continue
+            font, adv = self.chain.glyph(char)
+            last = line.runs[-1] if line.runs else None
+            if last is not None and last.font == font and abs(last.end - x) < _EPS:
+                last.text += char
+                last.end += adv * self.size
+            else:
+                line.runs.append(Run(x, char, font, x + adv * self.size))
+            x += adv * self.size
+
+
+@dataclass
+class PageLayout:
+    """Pages of lines; each line's top is ``margin + index * pitch`` on its page."""
+
+    pages: list[list[Line]]
+    pitch: float
+
+    def line_count(self) -> int:
+        return sum(len(p) for p in self.pages)
+
+
+def paginate(lines: list[Line], lines_per_page: int, pitch: float) -> PageLayout:
+    pages = [lines[i:i + lines_per_page] for i in range(0, len(lines), lines_per_page)]
+    # trailing blank lines on the last page add nothing to read; drop them
+    while pages and pages[-1] and not pages[-1][-1].runs:
+        pages[-1].pop()
+        if not pages[-1]:
+            pages.pop()
+    return PageLayout(pages or [[]], pitch)

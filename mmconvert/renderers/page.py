@@ -1,0 +1,194 @@
+"""ReadBench-style A4 page renderer: the text laid out once in points, drawn as a vector PDF
+with PyMuPDF and rasterised at any (fractional) PPI."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ItemError
+from ..items import Item, RenderPart, option_letter
+from .fonts import FontChain, font_chain
+from .layout import Block, LineBreaker, PageLayout, control_characters, normalise, paginate
+
+POINTS_PER_INCH = 72.0
+
+
+class PageOptions(BaseModel):
+    """Everything that decides what a page image looks like."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ppi: float = Field(92.9, gt=10, le=1200, description="pixels per inch of the PNG pages")
+    font_size: float = Field(12.0, gt=2, le=72, description="type size in points")
+    line_spacing: float = Field(1.2, ge=1.0, le=3.0, description="line pitch / type size")
+    margin: float = Field(0.25, ge=0, le=2, description="page margins in inches")
+    page_width: float = Field(8.27, gt=1, le=40, description="page width in inches (A4)")
+    page_height: float = Field(11.69, gt=1, le=40, description="page height in inches (A4)")
+    color: Literal["gray", "rgb"] = "gray"
+    render: RenderPart | None = Field(
+        None, description="what becomes image: options, context or all (default: the corpus')")
+    crop_last: bool = Field(True, description="crop the last page to its content")
+
+
+@dataclass
+class PageImage:
+    png: bytes
+    width: int
+    height: int
+
+
+@dataclass
+class PageRender:
+    pages: list[PageImage]
+    pdf: bytes | None
+    part: RenderPart
+    lines: int
+
+
+def image_fields(item: Item, part: RenderPart) -> list[tuple[str, str]]:
+    """(field name, text) of the parts that become image, in drawing order."""
+    fields: list[tuple[str, str]] = []
+    if part in ("context", "all") and item.context:
+        fields.append(("context", item.context))
+    if part == "all" and item.question:
+        fields.append(("question", item.question))
+    if part in ("options", "all"):
+        fields.extend((f"options[{i}]", o) for i, o in enumerate(item.options))
+    return fields
+
+
+class PageRenderer:
+    """Lays out the chosen part of an item on A4 pages and rasterises them."""
+
+    name = "page"
+    version = "1"
+    Options = PageOptions
+
+    def __init__(self, options: PageOptions | None = None, chain: FontChain | None = None):
+        self.options = options or PageOptions()
+        self.chain = chain or font_chain()
+        o = self.options
+        self.size = o.font_size
+        self.pitch = o.font_size * o.line_spacing
+        self.margin_pt = o.margin * POINTS_PER_INCH
+        self.page_w = o.page_width * POINTS_PER_INCH
+        self.page_h = o.page_height * POINTS_PER_INCH
+        self.text_width = self.page_w - 2 * self.margin_pt
+        usable = self.page_h - 2 * self.margin_pt
+        self.lines_per_page = max(1, int((usable + 1e-6) // self.pitch))
+        self.breaker = LineBreaker(self.chain, self.size, self.text_width)
+        # baseline of a line: its glyph box centred in the line pitch
+        glyph_box = (self.chain.ascender - self.chain.descender) * self.size
+        self.baseline = (self.pitch - glyph_box) / 2 + self.chain.ascender * self.size
+
+    def blocks(self, item: Item, part: RenderPart) -> list[Block]:
+        where = item.origin or item.id
+        fields = image_fields(item, part)
+        if not fields:
+            what = "options" if part == "options" else "context" if part == "context" else "text"
+            raise ItemError(f"nothing to render: the item has no {what}", where=where,
+                            field=what, item_id=item.id, stage="render")
+        blocks: list[Block] = []
+        for name, raw in fields:
+            text = normalise(raw)
+            bad = control_characters(text)
+            if bad:
+                raise ItemError(f"control character U+{ord(bad[0]):04X} in text", where=where,
+                                field=name, item_id=item.id, stage="render")
+            try:
+                self.chain.check(text, where=where, field=name)
+            except ItemError as err:
+                err.item_id = item.id
+                raise
+            gap = 1 if blocks and not name.startswith("options[") else 0
+            if name.startswith("options["):
+                index = int(name[8:-1])
+                if index == 0 and blocks:
+                    gap = 1
+                label = f"{option_letter(index)}. "
+                hang = sum(self.breaker.advance(c) for c in label)
+                blocks.append(Block(label + text, hanging=hang, blank_before=gap))
+            else:
+                blocks.append(Block(text, blank_before=gap))
+        return blocks
+
+    def layout(self, item: Item, part: RenderPart) -> PageLayout:
+        lines = []
+        for block in self.blocks(item, part):
+            if lines:
+                lines.extend([type(lines[0])()] * block.blank_before)
+            lines.extend(self.breaker.lines(block))
+        return paginate(lines, self.lines_per_page, self.pitch)
+
+    def render(self, item: Item, part: RenderPart, *, want_pdf: bool = False) -> PageRender:
+        import pymupdf
+
+        layout = self.layout(item, part)
+        doc = pymupdf.open()
+        try:
+            last = len(layout.pages) - 1
+            for index, lines in enumerate(layout.pages):
+                height = self.page_h
+                if index == last and self.options.crop_last:
+                    height = min(self.page_h, 2 * self.margin_pt + len(lines) * self.pitch)
+                page = doc.new_page(width=self.page_w, height=height)
+                writer = pymupdf.TextWriter(page.rect)
+                for row, line in enumerate(lines):
+                    y = self.margin_pt + row * self.pitch + self.baseline
+                    for run in line.runs:
+                        writer.append((self.margin_pt + run.x, y), run.text,
+                                      font=self.chain.fonts[run.font], fontsize=self.size)
+                writer.write_text(page)
+            images = [self.rasterise(page) for page in doc]
+            pdf = pdf_bytes(doc) if want_pdf else None
+        finally:
+            doc.close()
+        return PageRender(images, pdf, part, layout.line_count())
+
+    def rasterise(self, page) -> PageImage:
+        import pymupdf
+
+        ppi = self.options.ppi
+        scale = ppi / POINTS_PER_INCH
+        width = round(page.rect.width / POINTS_PER_INCH * ppi)
+        height = round(page.rect.height / POINTS_PER_INCH * ppi)
+        colorspace = pymupdf.csGRAY if self.options.color == "gray" else pymupdf.csRGB
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(scale, scale), colorspace=colorspace,
+                              alpha=False, clip=pymupdf.Rect(0, 0, width / scale, height / scale))
+        if (pix.width, pix.height) != (width, height):  # pragma: no cover - MuPDF rounding guard
+            raise RuntimeError(f"raster size {pix.width}x{pix.height} != {width}x{height}")
+        return PageImage(set_png_ppi(pix.tobytes("png"), ppi), width, height)
+
+
+def pdf_bytes(doc) -> bytes:
+    """The document with its fonts subset, compressed, with no time stamps or random id."""
+    doc.subset_fonts()
+    return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
+
+
+def set_png_ppi(png: bytes, ppi: float) -> bytes:
+    """Write the PPI into the PNG's pHYs chunk (whole pixels per metre), replacing MuPDF's."""
+    ppm = round(ppi / 0.0254)
+    data = struct.pack(">IIB", ppm, ppm, 1)
+    chunk = struct.pack(">I", len(data)) + b"pHYs" + data
+    chunk += struct.pack(">I", zlib.crc32(b"pHYs" + data) & 0xFFFFFFFF)
+    pos = 8
+    ihdr_end = None
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos:pos + 4])
+        kind = png[pos + 4:pos + 8]
+        end = pos + 12 + length
+        if kind == b"pHYs":
+            return png[:pos] + chunk + png[end:]
+        if kind == b"IHDR":
+            ihdr_end = end
+        if kind == b"IDAT":
+            break
+        pos = end
+    assert ihdr_end is not None, "not a PNG"
+    return png[:ihdr_end] + chunk + png[ihdr_end:]

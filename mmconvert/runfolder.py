@@ -1,0 +1,60 @@
+"""The run folder: its identity check, run.json, and resuming."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .errors import RunFolderError
+from .manifest import MANIFEST, QA, RUN_INFO, SKIPPED, JsonlLog, atomic_write
+
+OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, "images", "pdf")
+
+
+class RunFolder:
+    def __init__(self, path: Path):
+        self.path = path
+        self.manifest = JsonlLog(path / MANIFEST)
+        self.skipped = JsonlLog(path / SKIPPED)
+
+    def prepare(self, identity: dict[str, Any], overwrite: bool) -> None:
+        """Make the folder ready for a run with ``identity``: new, or a matching earlier run."""
+        info_path = self.path / RUN_INFO
+        if overwrite:
+            self.clear()
+        elif info_path.exists():
+            try:
+                previous = json.loads(info_path.read_text(encoding="utf-8")).get("config")
+            except (json.JSONDecodeError, AttributeError):
+                raise RunFolderError(f"{info_path}: damaged; use --overwrite to start "
+                                     "again") from None
+            if previous != identity:
+                changed = sorted(k for k in set(previous or {}) | set(identity)
+                                 if (previous or {}).get(k) != identity.get(k))
+                raise RunFolderError(
+                    f"{self.path} holds a run made with other options "
+                    f"({', '.join(changed) or 'config'} differ); use --overwrite to replace it "
+                    "or --out to choose another folder")
+        elif self.path.exists() and any(self.path.iterdir()):
+            raise RunFolderError(f"{self.path} is not empty and is not an mmconvert run folder; "
+                                 "choose another --out")
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def clear(self) -> None:
+        """Remove what an earlier run wrote (and nothing else)."""
+        for name in OWNED:
+            target = self.path / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+
+    def write_info(self, info: dict[str, Any]) -> None:
+        text = json.dumps(info, ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+        atomic_write(self.path / RUN_INFO, text.encode("utf-8"))
+
+    def done_ids(self) -> set[str]:
+        """Items that need no more work: in the manifest, or recorded as skipped."""
+        return {r["id"] for r in self.manifest.read()} | {r["id"] for r in self.skipped.read()}
