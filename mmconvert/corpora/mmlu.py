@@ -39,7 +39,7 @@ REQUIRED_COLUMNS = ("question", "choices", "answer", "error_type")
 
 
 def normalise_error_type(value: str | None) -> str:
-    """``Ok``, ``OK``, ``Wrong Groundtruth``, ``wrong-groundtruth`` → ``ok``, ``wrong_groundtruth``."""
+    """Any spelling to snake case: ``Wrong Groundtruth`` → ``wrong_groundtruth``."""
     return re.sub(r"[\s\-]+", "_", (value or "").strip().lower())
 
 

@@ -73,7 +73,7 @@ def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -
                 if len(record) > len(names) and any(v.strip() for v in record[len(names):]):
                     raise ItemError(f"{len(record)} fields where the header has {len(names)}",
                                     where=f"{path} line {line}")
-                data = dict(zip(names, record))
+                data = dict(zip(names, record, strict=False))  # short rows: fields missing
             yield Row(index, f"{path} line {line}", data)
             index += 1
     except csv.Error as err:

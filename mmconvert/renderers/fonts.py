@@ -106,7 +106,7 @@ def font_manifest() -> list[dict[str, str]]:
     """Name, origin and sha256 of each font in the chain, for run.json."""
     chain = font_chain()
     out = []
-    for spec, font in zip(chain.specs, chain.fonts):
+    for spec, font in zip(chain.specs, chain.fonts, strict=True):
         if spec.file:
             data = (FONT_DIR / spec.file).read_bytes()
         else:
