@@ -76,7 +76,7 @@ class FontChain:
 
     def check(self, text: str, *, where: str = "", field: str = "") -> None:
         """Raise an ItemError naming the first character no shipped font can draw."""
-        for char in set(text):
+        for char in dict.fromkeys(text):  # first offender in reading order
             if char in INVISIBLE or char in "\n\t":
                 continue
             if unicodedata.bidirectional(char) in _RTL_CLASSES:

@@ -3,6 +3,7 @@ with PyMuPDF and rasterised at any (fractional) PPI."""
 
 from __future__ import annotations
 
+import math
 import struct
 import zlib
 from dataclasses import dataclass
@@ -129,13 +130,13 @@ class PageRenderer:
         import pymupdf
 
         layout = self.layout(item, part)
+        heights = [self.page_h] * len(layout.pages)
+        if self.options.crop_last:
+            content = 2 * self.margin_pt + len(layout.pages[-1]) * self.pitch
+            heights[-1] = min(self.page_h, content)
         doc = pymupdf.open()
         try:
-            last = len(layout.pages) - 1
-            for index, lines in enumerate(layout.pages):
-                height = self.page_h
-                if index == last and self.options.crop_last:
-                    height = min(self.page_h, 2 * self.margin_pt + len(lines) * self.pitch)
+            for lines, height in zip(layout.pages, heights, strict=True):
                 page = doc.new_page(width=self.page_w, height=height)
                 writer = pymupdf.TextWriter(page.rect)
                 for row, line in enumerate(lines):
@@ -144,25 +145,32 @@ class PageRenderer:
                         writer.append((self.margin_pt + run.x, y), run.text,
                                       font=self.chain.fonts[run.font], fontsize=self.size)
                 writer.write_text(page)
-            images = [self.rasterise(page) for page in doc]
+            images = [self.rasterise(page, height) for page, height in zip(doc, heights,
+                                                                          strict=True)]
             pdf = pdf_bytes(doc) if want_pdf else None
         finally:
             doc.close()
         return PageRender(images, pdf, part, layout.line_count())
 
-    def rasterise(self, page) -> PageImage:
+    def rasterise(self, page, height_pt: float) -> PageImage:
+        """The page as a PNG of ``pixels(inches, ppi)`` in each direction."""
         import pymupdf
 
         ppi = self.options.ppi
         scale = ppi / POINTS_PER_INCH
-        width = round(page.rect.width / POINTS_PER_INCH * ppi)
-        height = round(page.rect.height / POINTS_PER_INCH * ppi)
+        width = pixels(self.options.page_width, ppi)
+        height = pixels(height_pt / POINTS_PER_INCH, ppi)
         colorspace = pymupdf.csGRAY if self.options.color == "gray" else pymupdf.csRGB
         pix = page.get_pixmap(matrix=pymupdf.Matrix(scale, scale), colorspace=colorspace,
                               alpha=False, clip=pymupdf.Rect(0, 0, width / scale, height / scale))
         if (pix.width, pix.height) != (width, height):  # pragma: no cover - MuPDF rounding guard
             raise RuntimeError(f"raster size {pix.width}x{pix.height} != {width}x{height}")
         return PageImage(set_png_ppi(pix.tobytes("png"), ppi), width, height)
+
+
+def pixels(inches: float, ppi: float) -> int:
+    """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
+    return math.floor(inches * ppi + 0.5 + 1e-9)
 
 
 def pdf_bytes(doc) -> bytes:

@@ -1,0 +1,1 @@
+"""Automatic quality checks."""

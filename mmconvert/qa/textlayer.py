@@ -1,0 +1,77 @@
+"""Text-layer check of a page render: every source character is in the PDF's text layer, drawn
+with a real glyph (glyph id 0 is a tofu box), inside the page's margins."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..renderers.fonts import INVISIBLE
+from ..renderers.layout import normalise
+
+# what get_text() may give back for a character we drew
+_READ_BACK = {"\u00a0": " ", "\u2007": " ", "\u202f": " "}
+
+
+def visible_characters(text: str) -> Counter:
+    """The characters of ``text`` that must be seen: NFC, no white space or invisibles."""
+    text = normalise(text)
+    return Counter(c for c in text if not c.isspace() and c not in INVISIBLE
+                   and unicodedata.category(c) != "Zs")
+
+
+@dataclass
+class TextLayerReport:
+    expected: int = 0
+    missing: Counter = field(default_factory=Counter)
+    extra: Counter = field(default_factory=Counter)
+    tofu: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.tofu or self.outside)
+
+    def summary(self) -> str:
+        parts = []
+        if self.missing:
+            parts.append("missing " + "".join(sorted(self.missing.elements()))[:40])
+        if self.extra:
+            parts.append("unexpected " + "".join(sorted(self.extra.elements()))[:40])
+        if self.tofu:
+            parts.append(f"{len(self.tofu)} tofu glyph(s)")
+        if self.outside:
+            parts.append(f"{len(self.outside)} glyph(s) past the margin")
+        return "; ".join(parts) or "ok"
+
+
+def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str = "",
+              tolerance: float = 0.5) -> TextLayerReport:
+    """Compare the PDF's text layer with ``expected_text`` (plus ``labels``, e.g. "A.B.")."""
+    import pymupdf
+
+    report = TextLayerReport()
+    want = visible_characters(expected_text) + visible_characters(labels)
+    report.expected = sum(want.values())
+    got: Counter = Counter()
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        for page in doc:
+            right = page.rect.width - margin_pt + tolerance
+            bottom = page.rect.height - margin_pt + tolerance
+            for span in page.get_texttrace():
+                for code, glyph, origin, _bbox in span["chars"]:
+                    char = _READ_BACK.get(chr(code), chr(code))
+                    if glyph == 0 and not char.isspace():
+                        report.tofu.append(char)
+                    x, y = origin
+                    if (x < margin_pt - tolerance or y > bottom) and not char.isspace():
+                        report.outside.append(char)
+                    advance_end = x + (_bbox[2] - _bbox[0])
+                    if advance_end > right and not char.isspace():
+                        report.outside.append(char)
+                    if not char.isspace() and unicodedata.category(char) != "Zs":
+                        got[char] += 1
+    report.missing = want - got
+    report.extra = got - want
+    return report

@@ -1,0 +1,141 @@
+"""Page images: geometry at any PPI, cropping, PNG metadata, fidelity, determinism."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from mmconvert.errors import ItemError
+from mmconvert.qa.textlayer import check_pdf
+from mmconvert.renderers.page import PageOptions, PageRenderer, pixels
+from tests.conftest import make_item
+
+LONG = " ".join(f"word{i}" for i in range(3000))
+HARD_CASES = {
+    "cjk_no_spaces": "這是一段沒有空格的繁體中文句子，用來測試換行。简体中文也一样没有空格。"
+                     "日本語の文章、カタカナ、ひらがな。한국어 문장도 있습니다.",
+    "math": "∀ε>0 ∃δ>0: |x−a|<δ ⇒ |f(x)−f(a)|<ε; ∑ₖ₌₁ⁿ k² = n(n+1)(2n+1)/6; ∫₀^∞ e^{−x²}dx = √π/2;"
+            " ∂u/∂t = α∇²u; A ⊆ B ∪ C; ¬(P ∧ Q) ≡ ¬P ∨ ¬Q; x ∈ ℝ, ℕ ⊂ ℤ ⊂ ℚ; ≤ ≥ ≠ ≈ ∞ ± × ÷",
+    "long_tokens": "https://en.wikipedia.org/wiki/Methylenedioxymethamphetamine_" + "x" * 300 +
+                   " 1-(3,4-dimethoxyphenyl)-2-methylaminopropane-" * 3 + "ACGT" * 120,
+    "mixed_scripts": "Ελληνικά, Русский текст, Español ñ, Čeština, Türkçe ğ, Tiếng Việt ậ, "
+                     "中文 mixed with English, 日本語とEnglish, 한국어 and Deutsch ß, "
+                     "✓ ★ ☂ → ⇒ © ™ €",
+    "whitespace": "tab\tseparated\tvalues\r\nwindows line\rold mac line\u00a0nbsp\u2003em"
+                  " space\u200bzero width\u00adsoft hyphen  double  spaces\n\n\ntrailing   ",
+    "nfd": "Cafe\u0301 re\u0301sume\u0301 na\u0131\u0308ve A\u030a",
+}
+
+
+def png(page):
+    return Image.open(io.BytesIO(page.png))
+
+
+@pytest.mark.parametrize("ppi", [72, 92.9, 150, 300])
+def test_full_page_pixel_size_is_round_inches_times_ppi(ppi):
+    renderer = PageRenderer(PageOptions(ppi=ppi))
+    result = renderer.render(make_item(context=LONG), "context")
+    assert len(result.pages) > 1
+    first = result.pages[0]
+    assert (first.width, first.height) == (pixels(8.27, ppi), pixels(11.69, ppi))
+    image = png(first)
+    assert image.size == (first.width, first.height) and image.mode == "L"
+    assert image.info["dpi"][0] == pytest.approx(ppi, abs=0.02)
+
+
+def test_last_page_is_cropped_to_content_plus_margin(renderer):
+    result = renderer.render(make_item(options=["one", "two", "three"]), "options")
+    (page,) = result.pages
+    # 3 lines of 14.4 pt plus two 18 pt margins
+    assert page.height == pixels((3 * 14.4 + 36) / 72, 92.9)
+    data = png(page).load()
+    assert all(data[x, page.height - 1] == 255 for x in range(page.width))
+
+
+def test_layout_is_the_same_at_every_ppi():
+    item = make_item(context=LONG + " " + HARD_CASES["mixed_scripts"])
+    layouts = []
+    for ppi in (72, 92.9, 300):
+        renderer = PageRenderer(PageOptions(ppi=ppi))
+        layout = renderer.layout(item, "context")
+        layouts.append([[(r.x, r.text) for r in line.runs] for page in layout.pages
+                        for line in page])
+        result = renderer.render(item, "context")
+        heights = [p.height for p in result.pages]
+        assert heights[:-1] == [pixels(11.69, ppi)] * (len(heights) - 1)
+    assert layouts[0] == layouts[1] == layouts[2]
+
+
+def test_type_is_12pt_at_every_ppi():
+    # the cap height of "H" in pixels scales linearly with the PPI (no whole-pixel rounding)
+    heights = {}
+    for ppi in (100, 300):
+        page = PageRenderer(PageOptions(ppi=ppi)).render(make_item(options=["HHHH"]),
+                                                         "options").pages[0]
+        image = png(page)
+        rows = [y for y in range(image.height)
+                if any(image.getpixel((x, y)) < 128 for x in range(image.width // 4))]
+        heights[ppi] = rows[-1] - rows[0] + 1
+    assert heights[300] / heights[100] == pytest.approx(3.0, rel=0.08)
+
+
+@pytest.mark.parametrize("case", sorted(HARD_CASES))
+def test_every_character_is_in_the_text_layer_with_a_real_glyph(renderer, case):
+    item = make_item(context=HARD_CASES[case])
+    result = renderer.render(item, "context", want_pdf=True)
+    report = check_pdf(result.pdf, HARD_CASES[case], renderer.margin_pt)
+    assert report.expected > 15
+    assert report.ok, report.summary()
+
+
+def test_options_render_with_letters_and_question_stays_text(renderer):
+    item = make_item(question="Which?", options=["alpha", "beta"])
+    result = renderer.render(item, "options", want_pdf=True)
+    report = check_pdf(result.pdf, "alpha beta", renderer.margin_pt, labels="A.B.")
+    assert report.ok, report.summary()
+
+
+def test_render_all_draws_context_question_and_options(renderer):
+    item = make_item(context="Ctx.", question="Q?", options=["x", "y"])
+    result = renderer.render(item, "all", want_pdf=True)
+    assert check_pdf(result.pdf, "Ctx. Q? x y", renderer.margin_pt, labels="A.B.").ok
+
+
+def test_a_character_no_font_has_is_an_error_naming_it(renderer):
+    item = make_item(options=["fine", "smile \U0001F600"], origin="f.csv line 3")
+    with pytest.raises(ItemError) as err:
+        renderer.render(item, "options")
+    assert str(err.value) == ("f.csv line 3: field options[1]: no shipped font has a glyph for "
+                              "U+1F600 GRINNING FACE '\U0001F600'")
+
+
+def test_right_to_left_text_is_refused_not_drawn_backwards(renderer):
+    with pytest.raises(ItemError, match=r"right-to-left text is not supported yet: U\+0627"):
+        renderer.render(make_item(context="\u0627\u0644\u0639\u0631\u0628\u064a\u0629"),
+                        "context")
+
+
+def test_control_characters_are_an_error(renderer):
+    with pytest.raises(ItemError, match="field context: control character U\\+0007"):
+        renderer.render(make_item(context="bell\x07"), "context")
+
+
+def test_missing_part_is_an_error(renderer):
+    with pytest.raises(ItemError, match="nothing to render: the item has no options"):
+        renderer.render(make_item(question="q"), "options")
+
+
+def test_rendering_is_deterministic(renderer):
+    item = make_item(context=HARD_CASES["mixed_scripts"] * 20)
+    first = renderer.render(item, "context", want_pdf=True)
+    second = PageRenderer().render(item, "context", want_pdf=True)
+    assert [p.png for p in first.pages] == [p.png for p in second.pages]
+    assert first.pdf == second.pdf
+
+
+def test_rgb_option():
+    page = PageRenderer(PageOptions(color="rgb")).render(make_item(options=["x"]),
+                                                         "options").pages[0]
+    assert png(page).mode == "RGB"
