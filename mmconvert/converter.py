@@ -139,7 +139,7 @@ def convert(config: RenderConfig | dict, *, out: Path | str, workers: int = 1,
     corpus = resolve(config.corpus)
     Prompts(config.prompt_dir)  # fail early on a bad --prompt-dir
     folder = RunFolder(execution.out)
-    folder.prepare(config.identity(), execution.overwrite)
+    folder.check(config.identity(), execution.overwrite)
 
     report = LoadReport()
     request = LoadRequest(source=config.source, subsets=config.subsets, split=config.split,
@@ -150,6 +150,8 @@ def convert(config: RenderConfig | dict, *, out: Path | str, workers: int = 1,
     summary.notes.extend(report.notes)
     for note in report.notes:
         log(note)
+
+    folder.create(execution.overwrite)
 
     folder.write_info(_run_info(config, summary, status="running"))
     done = folder.done_ids()

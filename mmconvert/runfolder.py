@@ -19,12 +19,12 @@ class RunFolder:
         self.manifest = JsonlLog(path / MANIFEST)
         self.skipped = JsonlLog(path / SKIPPED)
 
-    def prepare(self, identity: dict[str, Any], overwrite: bool) -> None:
-        """Make the folder ready for a run with ``identity``: new, or a matching earlier run."""
+    def check(self, identity: dict[str, Any], overwrite: bool) -> None:
+        """Refuse a folder that holds another run (unless ``overwrite``) or other files."""
         info_path = self.path / RUN_INFO
         if overwrite:
-            self.clear()
-        elif info_path.exists():
+            return
+        if info_path.exists():
             try:
                 previous = json.loads(info_path.read_text(encoding="utf-8")).get("config")
             except (json.JSONDecodeError, AttributeError):
@@ -40,6 +40,10 @@ class RunFolder:
         elif self.path.exists() and any(self.path.iterdir()):
             raise RunFolderError(f"{self.path} is not empty and is not an mmconvert run folder; "
                                  "choose another --out")
+
+    def create(self, overwrite: bool) -> None:
+        if overwrite:
+            self.clear()
         self.path.mkdir(parents=True, exist_ok=True)
 
     def clear(self) -> None:

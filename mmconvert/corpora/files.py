@@ -47,7 +47,7 @@ class LocalFile(Corpus):
         items: list[Item] = []
         seen: dict[str, str] = {}
         for row in read_table(self.path):
-            if row.index == 0:
+            if row.index == 0 and not row.error:
                 unknown = [k for k in row.data if k not in KNOWN_FIELDS]
                 if "question" not in row.data and "context" not in row.data:
                     raise SourceError(f"{self.path}: no question or context column "
@@ -72,21 +72,23 @@ class LocalFile(Corpus):
         return items
 
     def item(self, row: Row, request: LoadRequest) -> Item:
-        data, where = row.data, row.where
-        subset = text_field(data, "subset", where, required=False) or self.label
-        raw_id = data.get("id")
-        if raw_id is None or raw_id == "":
-            item_id = row_id(subset, row.index)
-        else:
-            item_id = str(raw_id)
-            if not is_safe_id(item_id):
-                raise ItemError(f"id {item_id!r} is not file-name safe (letters, digits, "
+        where = row.where
+        item_id = row_id(self.label, row.index)  # until the row says otherwise
+        try:
+            data = row.check()
+            subset = text_field(data, "subset", where, required=False) or self.label
+            raw_id = data.get("id")
+            if raw_id is None or raw_id == "":
+                item_id = row_id(subset, row.index)
+            elif not is_safe_id(str(raw_id)):
+                raise ItemError(f"id {str(raw_id)!r} is not file-name safe (letters, digits, "
                                 "'.', '_', '-'; starting with a letter or digit)",
                                 where=where, field="id")
-        try:
+            else:
+                item_id = str(raw_id)
             return self._item(data, where, item_id, subset)
         except ItemError as err:
-            err.item_id = item_id
+            err.item_id = err.item_id or item_id
             raise
 
     def _item(self, data: dict, where: str, item_id: str, subset: str) -> Item:

@@ -117,7 +117,7 @@ class MMLURedux(Corpus):
 
     def _read(self, found: SourceFile) -> list[Row]:
         rows = list(read_table(found.path))
-        if rows:
+        if rows and not rows[0].error:
             missing = [c for c in REQUIRED_COLUMNS if c not in rows[0].data]
             if missing:
                 raise SourceError(f"{found.path}: missing column(s) {', '.join(missing)} "
@@ -125,9 +125,10 @@ class MMLURedux(Corpus):
         return rows
 
     def item(self, row: Row, subset: str, split: str, width: int, keep_flagged: bool) -> Item:
-        data, where = row.data, row.where
+        where = row.where
         item_id = row_id(subset, row.index, width)
         try:
+            data = row.check()
             question = text_field(data, "question", where)
             options = options_field(data.get("choices"), where, "choices")
             answer = answer_letter(data.get("answer"), len(options), where)

@@ -24,6 +24,12 @@ class Row:
     index: int  # 0-based position in its file / split, before any filtering
     where: str  # "path line N" or "path row N", for messages
     data: dict[str, Any]
+    error: str | None = None  # a row that could not be read: the loader raises it per row
+
+    def check(self) -> dict[str, Any]:
+        if self.error:
+            raise ItemError(self.error, where=self.where)
+        return self.data
 
 
 @dataclass
@@ -70,10 +76,12 @@ def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -
             if names is None:
                 data = {str(i): v for i, v in enumerate(record)}
             else:
-                if len(record) > len(names) and any(v.strip() for v in record[len(names):]):
-                    raise ItemError(f"{len(record)} fields where the header has {len(names)}",
-                                    where=f"{path} line {line}")
                 data = dict(zip(names, record, strict=False))  # short rows: fields missing
+                if len(record) > len(names) and any(v.strip() for v in record[len(names):]):
+                    yield Row(index, f"{path} line {line}", data,
+                              f"{len(record)} fields where the header has {len(names)}")
+                    index += 1
+                    continue
             yield Row(index, f"{path} line {line}", data)
             index += 1
     except csv.Error as err:
@@ -88,9 +96,9 @@ def read_jsonl(path: Path) -> Iterator[Row]:
         except json.JSONDecodeError as err:
             raise SourceError(f"{path} line {err.lineno}: malformed JSON ({err.msg})") from None
         for index, record in enumerate(records):
-            if not isinstance(record, dict):
-                raise ItemError("not a JSON object", where=f"{path} record {index}")
-            yield Row(index, f"{path} record {index}", record)
+            ok = isinstance(record, dict)
+            yield Row(index, f"{path} record {index}", record if ok else {},
+                      None if ok else "not a JSON object")
         return
     index = 0
     for number, line in enumerate(text.split("\n"), start=1):
@@ -99,12 +107,10 @@ def read_jsonl(path: Path) -> Iterator[Row]:
         where = f"{path} line {number}"
         try:
             record = json.loads(line)
+            error = None if isinstance(record, dict) else "not a JSON object"
         except json.JSONDecodeError as err:
-            raise ItemError(f"malformed JSON ({err.msg} at column {err.colno})",
-                            where=where) from None
-        if not isinstance(record, dict):
-            raise ItemError("not a JSON object", where=where)
-        yield Row(index, where, record)
+            record, error = {}, f"malformed JSON ({err.msg} at column {err.colno})"
+        yield Row(index, where, record if error is None else {}, error)
         index += 1
 
 
@@ -186,6 +192,12 @@ def load_hub(hub_id: str, config: str | None, split: str) -> list[Row]:
     except ImportError:  # pragma: no cover - a core dependency
         raise SourceError("the datasets package is missing: pip install datasets") from None
     datasets.logging.set_verbosity_error()
+    try:  # its retry warnings would bury our one-line message
+        from huggingface_hub.utils import logging as hub_logging
+
+        hub_logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover
+        pass
     label = f"{hub_id}" + (f" config {config}" if config else "") + f" split {split}"
     try:
         data = datasets.load_dataset(hub_id, config, split=split)

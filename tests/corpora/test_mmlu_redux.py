@@ -1,0 +1,140 @@
+"""MMLU-Redux from every local form: release CSVs, hub parquet, save_to_disk; and the hub."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from mmconvert.corpora import LoadReport, LoadRequest, resolve
+from mmconvert.errors import HubUnavailableError, ItemError, SourceError, UsageError
+from tests.conftest import REDUX_CSV, REDUX_HUB
+
+
+def load(**request):
+    report = LoadReport()
+    items = resolve("mmlu-redux").load(LoadRequest(**request), report)
+    return items, report
+
+
+def test_release_csv_folder_keeps_only_ok_rows_and_counts_the_rest():
+    items, report = load(source=REDUX_CSV)
+    assert report.rows == 200
+    assert len(items) == 185
+    assert sum(report.dropped.values()) == 15
+    assert report.dropped["error_type=wrong_groundtruth"] == 8
+    assert report.notes == ["mmlu-redux: dropped 15 of 200 rows flagged by error_type "
+                            "(--keep-flagged keeps them)"]
+    first = items[0]
+    assert first.id == "abstract_algebra-002"  # rows 0 and 1 are flagged; ids keep source rows
+    assert first.options == ["Yes, with p=2.", "Yes, with p=3.", "Yes, with p=5.", "No."]
+    assert first.answer == "B"
+    assert first.metadata["error_type"] == "ok"
+    assert first.origin.endswith("mmlu_abstract_algebra.csv line 11")
+
+
+def test_keep_flagged_uses_the_annotated_correct_answer():
+    items, report = load(source=REDUX_CSV, keep_flagged=True)
+    assert len(items) == 200 and not report.dropped
+    by_id = {i.id: i for i in items}
+    # Statement 1 true, statement 2 false: the annotators' answer "2" is option C
+    fixed = by_id["abstract_algebra-001"]
+    assert fixed.metadata["error_type"] == "wrong_groundtruth"
+    assert (fixed.answer, fixed.metadata["original_answer"]) == ("C", "D")
+    # an "expert" row keeps its free-text correct_answer only as metadata
+    assert all(i.metadata.get("original_answer") is None
+               for i in items if i.metadata["error_type"] != "wrong_groundtruth")
+
+
+def test_single_file_and_subset_selection():
+    items, _ = load(source=REDUX_CSV / "mmlu_high_school_biology.csv")
+    assert {i.subset for i in items} == {"high_school_biology"} and len(items) == 95
+    items, _ = load(source=REDUX_CSV, subsets=["high_school_biology"])
+    assert len(items) == 95
+
+
+def test_hub_parquet_layout_gives_the_same_items_as_the_csv():
+    hub, _ = load(source=REDUX_HUB)
+    csv_items, _ = load(source=REDUX_CSV, subsets=["abstract_algebra"])
+    expected = [i for i in csv_items if int(i.id.rsplit("-", 1)[1]) < 30]  # the first 30 rows
+    assert [i.id for i in hub] == [i.id for i in expected] and len(hub) == 25
+    by_id = {i.id: i for i in csv_items}
+    for item in hub:
+        twin = by_id[item.id]
+        assert (item.question, item.options, item.answer) == (twin.question, twin.options,
+                                                               twin.answer)
+
+
+def test_save_to_disk_folder(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(next(REDUX_HUB.rglob("*.parquet")))
+    target = tmp_path / "abstract_algebra"
+    datasets.DatasetDict({"test": datasets.Dataset(table)}).save_to_disk(str(target))
+    items, _ = load(source=target)
+    assert len(items) == 25 and items[0].subset == "abstract_algebra"
+    items, _ = load(source=tmp_path)  # a folder of saved subsets
+    assert len(items) == 25
+
+
+def test_missing_columns_are_named(tmp_path):
+    bad = tmp_path / "mmlu_anatomy.csv"
+    bad.write_text("question,options,answer\nq,\"['a','b']\",0\n", encoding="utf-8")
+    with pytest.raises(SourceError) as err:
+        load(source=bad)
+    assert str(err.value) == (f"{bad}: missing column(s) choices, error_type (an MMLU-Redux "
+                              "file has question, choices, answer, error_type, …)")
+
+
+def test_malformed_row_names_file_line_and_field(tmp_path):
+    bad = tmp_path / "mmlu_anatomy.csv"
+    shutil.copy(REDUX_CSV / "mmlu_high_school_biology.csv", bad)
+    text = bad.read_text(encoding="utf-8").replace("'Nematoda']", "'Nematoda'", 1)
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(ItemError, match=r"mmlu_anatomy\.csv line \d+: field choices: not a list"):
+        load(source=bad)
+    items, report = load(source=bad, on_error="skip")
+    assert len(report.skipped) == 1 and report.skipped[0]["id"].startswith("anatomy-")
+    assert len(items) == 95  # the corrupted row was a flagged one: skipped, not counted twice
+
+
+def test_answer_outside_the_options(tmp_path):
+    bad = tmp_path / "mmlu_anatomy.csv"
+    bad.write_text("question,choices,answer,error_type\nq,\"['a', 'b']\",3,ok\n",
+                   encoding="utf-8")
+    with pytest.raises(ItemError) as err:
+        load(source=bad)
+    assert str(err.value) == (f"{bad} line 2: field answer: answer 3 is not one of the 2 "
+                              "options (a letter A-B or an index 0-1)")
+
+
+def test_undecodable_bytes_name_the_row(tmp_path):
+    bad = tmp_path / "mmlu_anatomy.csv"
+    bad.write_bytes(b"question,choices,answer,error_type\nok row,\"['a', 'b']\",0,ok\n"
+                    b"caf\xe9,\"['a', 'b']\",0,ok\n")
+    with pytest.raises(ItemError) as err:
+        load(source=bad)
+    assert str(err.value) == (f"{bad} line 3: field question: undecodable text: byte 0xE9 at "
+                              "character 3 is not UTF-8 (re-save the file as UTF-8)")
+
+
+def test_missing_source():
+    with pytest.raises(SourceError, match="no such file or folder"):
+        load(source=REDUX_CSV / "nope")
+
+
+def test_unknown_subset_has_a_suggestion():
+    with pytest.raises(UsageError, match="did you mean 'astronomy'"):
+        load(subsets=["astronomyy"])
+
+
+def test_hub_offline_says_to_pass_source(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(HubUnavailableError) as err:
+        load(subsets=["abstract_algebra"])
+    message = str(err.value)
+    assert message.startswith("cannot load edinburgh-dawg/mmlu-redux-2.0 config abstract_algebra "
+                              "split test from the Hugging Face hub")
+    assert message.endswith("; pass --source PATH with a local copy")
+    assert "\n" not in message
