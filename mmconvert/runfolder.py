@@ -45,6 +45,12 @@ class RunFolder:
         if overwrite:
             self.clear()
         self.path.mkdir(parents=True, exist_ok=True)
+        self.remove_partial_files()
+
+    def remove_partial_files(self) -> None:
+        """Temporary files of writes a kill interrupted (their targets were never replaced)."""
+        for temp in self.path.rglob(".*.tmp"):
+            temp.unlink(missing_ok=True)
 
     def clear(self) -> None:
         """Remove what an earlier run wrote (and nothing else)."""
