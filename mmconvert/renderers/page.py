@@ -1,5 +1,5 @@
-"""ReadBench-style A4 page renderer: the text laid out once in points, drawn as a vector PDF
-with PyMuPDF and rasterised at any (fractional) PPI."""
+"""ReadBench-style A4 page renderer: the text laid out once in points, drawn with MuPDF at any
+(fractional) PPI, and optionally kept as a vector PDF with its text layer."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 import struct
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -127,56 +128,93 @@ class PageRenderer:
         return paginate(lines, self.lines_per_page, self.pitch)
 
     def render(self, item: Item, part: RenderPart, *, want_pdf: bool = False) -> PageRender:
-        import pymupdf
+        """Page PNGs (and the vector PDF) of ``part`` of ``item``.
 
+        Each page's glyph runs become one MuPDF text object, drawn straight into a pixmap for
+        the PNG and, with ``want_pdf``, written through MuPDF's PDF device into the PDF: both
+        come from the same glyphs at the same positions.
+        """
         layout = self.layout(item, part)
         heights = [self.page_h] * len(layout.pages)
         if self.options.crop_last:
             content = 2 * self.margin_pt + len(layout.pages[-1]) * self.pitch
             heights[-1] = min(self.page_h, content)
-        doc = pymupdf.open()
-        try:
-            for lines, height in zip(layout.pages, heights, strict=True):
-                page = doc.new_page(width=self.page_w, height=height)
-                writer = pymupdf.TextWriter(page.rect)
-                for row, line in enumerate(lines):
-                    y = self.margin_pt + row * self.pitch + self.baseline
-                    for run in line.runs:
-                        writer.append((self.margin_pt + run.x, y), run.text,
-                                      font=self.chain.fonts[run.font], fontsize=self.size)
-                writer.write_text(page)
-            images = [self.rasterise(page, height) for page, height in zip(doc, heights,
-                                                                          strict=True)]
-            pdf = pdf_bytes(doc) if want_pdf else None
-        finally:
-            doc.close()
+        texts = [self.text_object(lines) for lines in layout.pages]
+        images = [self.rasterise(text, height) for text, height in zip(texts, heights,
+                                                                       strict=True)]
+        pdf = self.pdf(texts, heights) if want_pdf else None
         return PageRender(images, pdf, part, layout.line_count())
 
-    def rasterise(self, page, height_pt: float) -> PageImage:
-        """The page as a PNG of ``pixels(inches, ppi)`` in each direction."""
-        import pymupdf
+    def text_object(self, lines):
+        """The page's runs as one ``fz_text`` in page coordinates (points, y down)."""
+        mupdf = _mupdf()
+        text = mupdf.FzText()
+        size = self.size
+        for row, line in enumerate(lines):
+            y = self.margin_pt + row * self.pitch + self.baseline
+            for run in line.runs:
+                trm = mupdf.FzMatrix(size, 0, 0, -size, self.margin_pt + run.x, y)
+                mupdf.fz_show_string(text, self.chain.fonts[run.font].this, trm, run.text, 0, 0,
+                                     mupdf.FZ_BIDI_LTR, mupdf.FZ_LANG_UNSET)
+        return text
 
+    def rasterise(self, text, height_pt: float) -> PageImage:
+        """The page as a PNG of ``pixels(inches, ppi)`` in each direction."""
+        mupdf = _mupdf()
         ppi = self.options.ppi
         scale = ppi / POINTS_PER_INCH
         width = pixels(self.options.page_width, ppi)
         height = pixels(height_pt / POINTS_PER_INCH, ppi)
-        colorspace = pymupdf.csGRAY if self.options.color == "gray" else pymupdf.csRGB
-        pix = page.get_pixmap(matrix=pymupdf.Matrix(scale, scale), colorspace=colorspace,
-                              alpha=False, clip=pymupdf.Rect(0, 0, width / scale, height / scale))
-        if (pix.width, pix.height) != (width, height):  # pragma: no cover - MuPDF rounding guard
-            raise RuntimeError(f"raster size {pix.width}x{pix.height} != {width}x{height}")
-        return PageImage(set_png_ppi(pix.tobytes("png"), ppi), width, height)
+        gray = self.options.color == "gray"
+        colorspace = mupdf.fz_device_gray() if gray else mupdf.fz_device_rgb()
+        pix = mupdf.FzPixmap(colorspace, width, height, mupdf.FzSeparations(), 0)
+        mupdf.fz_clear_pixmap_with_value(pix, 255)
+        device = mupdf.fz_new_draw_device(mupdf.fz_scale(scale, scale), pix)
+        mupdf.fz_fill_text(device, text, mupdf.FzMatrix(), mupdf.fz_device_gray(), [0.0], 1.0,
+                           _color_params())
+        mupdf.fz_close_device(device)
+        png = mupdf.fz_buffer_extract(mupdf.fz_new_buffer_from_pixmap_as_png(pix,
+                                                                             _color_params()))
+        return PageImage(set_png_ppi(png, ppi), width, height)
+
+    def pdf(self, texts, heights: list[float]) -> bytes:
+        """A PDF with one page per text object; fonts subset, no time stamps or random id."""
+        import pymupdf
+
+        mupdf = _mupdf()
+        doc = pymupdf.open()
+        try:
+            pdf = mupdf.PdfDocument(doc.this)
+            for text, height in zip(texts, heights, strict=True):
+                mediabox = mupdf.FzRect(0, 0, self.page_w, height)
+                device, resources, contents = mupdf.pdf_page_write(pdf, mediabox)
+                mupdf.fz_fill_text(device, text, mupdf.FzMatrix(), mupdf.fz_device_gray(), [0.0],
+                                   1.0, _color_params())
+                mupdf.fz_close_device(device)
+                page = mupdf.pdf_add_page(pdf, mediabox, 0, resources, contents)
+                mupdf.pdf_insert_page(pdf, -1, page)
+            doc._reset_page_refs()
+            doc.subset_fonts()
+            return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
+        finally:
+            doc.close()
+
+
+@lru_cache(maxsize=1)
+def _mupdf():
+    import pymupdf
+
+    return pymupdf.mupdf
+
+
+@lru_cache(maxsize=1)
+def _color_params():
+    return _mupdf().FzColorParams()
 
 
 def pixels(inches: float, ppi: float) -> int:
     """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
     return math.floor(inches * ppi + 0.5 + 1e-9)
-
-
-def pdf_bytes(doc) -> bytes:
-    """The document with its fonts subset, compressed, with no time stamps or random id."""
-    doc.subset_fonts()
-    return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
 
 
 def set_png_ppi(png: bytes, ppi: float) -> bytes:

@@ -1,0 +1,240 @@
+"""Render speed and memory of the page renderer against a ReadBench-style Pillow baseline.
+
+    python bench/render_speed.py [--ppi 92.9] [--repeat 3]
+
+Prints pages/s, items/s and PNG bytes per page for (a) the MCQ option blocks of the shipped
+MMLU-Redux sample and (b) ~8,000-word contexts, on one worker for both renderers and on all
+cores for mmconvert's converter; then the peak RSS of rendering one 100-page context in a
+fresh process. The baseline is made the way ReadBench's public code makes its pages: RGB,
+Liberation Sans at int(12*PPI/72) px, word wrap by measured width, one ``draw.text`` per line,
+0.25 in margins, PNG saved with ``optimize=True, compress_level=3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mmconvert.corpora import LoadReport, LoadRequest, resolve  # noqa: E402
+from mmconvert.items import Item, option_letter  # noqa: E402
+from mmconvert.renderers.fonts import FONT_DIR  # noqa: E402
+from mmconvert.renderers.page import PageOptions, PageRenderer  # noqa: E402
+
+SAMPLE = ROOT / "mmconvert" / "samples" / "mmlu-redux"
+VOCAB = ("the of and to in a is that for it as was with be by on not he this are or his from at "
+         "which but have an they you were her she there been one all we their has would when "
+         "reading benchmark model vision language token image page context question answer "
+         "measure result experiment evidence quantum probability distribution").split()
+
+
+class PillowBaseline:
+    """ReadBench-style page images with Pillow (see the module docstring)."""
+
+    def __init__(self, ppi: float):
+        from PIL import ImageFont
+
+        self.ppi = ppi
+        self.width, self.height = round(8.27 * ppi), round(11.69 * ppi)
+        self.margin = int(0.25 * ppi)
+        self.font_px = int(12 * ppi / 72)
+        self.font = ImageFont.truetype(str(FONT_DIR / "LiberationSans-Regular.ttf"),
+                                       self.font_px)
+        self.line_height = int(self.font_px * 1.2)
+
+    def wrap(self, text: str) -> list[str]:
+        limit = self.width - 2 * self.margin
+        lines: list[str] = []
+        for paragraph in text.split("\n"):
+            line = ""
+            for word in paragraph.split(" "):
+                trial = f"{line} {word}" if line else word
+                if self.font.getlength(trial) <= limit or not line:
+                    line = trial
+                else:
+                    lines.append(line)
+                    line = word
+            lines.append(line)
+        return lines
+
+    def render(self, text: str) -> list[bytes]:
+        from PIL import Image, ImageDraw
+
+        lines = self.wrap(text)
+        per_page = (self.height - 2 * self.margin) // self.line_height
+        pages = []
+        for start in range(0, len(lines), per_page):
+            chunk = lines[start:start + per_page]
+            image = Image.new("RGB", (self.width, self.height), "white")
+            draw = ImageDraw.Draw(image)
+            y = self.margin
+            for line in chunk:
+                draw.text((self.margin, y), line, font=self.font, fill="black")
+                y += self.line_height
+            if len(chunk) < per_page:
+                image = image.crop((0, 0, self.width, y + self.margin))
+            buffer = io.BytesIO()
+            image.save(buffer, format="PNG", optimize=True, compress_level=3)
+            pages.append(buffer.getvalue())
+        return pages
+
+
+def sample_items(copies: int) -> list[Item]:
+    report = LoadReport()
+    items = resolve("mmlu-redux").load(LoadRequest(source=SAMPLE), report)
+    return [item for _ in range(copies) for item in items]
+
+
+def long_text(words: int, seed: int) -> str:
+    rng = random.Random(seed)
+    out, paragraph = [], []
+    for _ in range(words):
+        paragraph.append(rng.choice(VOCAB))
+        if len(paragraph) >= rng.randint(60, 160):
+            out.append(" ".join(paragraph))
+            paragraph = []
+    out.append(" ".join(paragraph))
+    return "\n".join(out)
+
+
+def context_items(n: int, words: int) -> list[Item]:
+    return [Item(id=f"ctx-{i:03d}", corpus="bench", subset="ctx", split="test",
+                 question="What is it about?", context=long_text(words, i)) for i in range(n)]
+
+
+def text_of(item: Item, part: str) -> str:
+    if part == "options":
+        return "\n".join(f"{option_letter(i)}. {o}" for i, o in enumerate(item.options))
+    return item.context or ""
+
+
+def time_ours(items, part, ppi, repeat):
+    renderer = PageRenderer(PageOptions(ppi=ppi))
+    renderer.render(items[0], part)  # warm-up: fonts, caches
+    best, pages, size = float("inf"), 0, 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        pages = size = 0
+        for item in items:
+            result = renderer.render(item, part)
+            pages += len(result.pages)
+            size += sum(len(p.png) for p in result.pages)
+        best = min(best, time.perf_counter() - started)
+    return best, pages, size
+
+
+def time_baseline(items, part, ppi, repeat):
+    baseline = PillowBaseline(ppi)
+    best, pages, size = float("inf"), 0, 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        pages = size = 0
+        for item in items:
+            result = baseline.render(text_of(item, part))
+            pages += len(result)
+            size += sum(len(p) for p in result)
+        best = min(best, time.perf_counter() - started)
+    return best, pages, size
+
+
+def time_converter(items_file: Path, workers: int, ppi: float) -> tuple[float, int, int]:
+    import mmconvert
+
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        summary = mmconvert.convert({"corpus": str(items_file), "page": {"ppi": ppi}},
+                                    out=Path(tmp) / "run", workers=workers, progress=False)
+        return time.perf_counter() - started, summary.pages, summary.rendered
+
+
+def peak_rss_of_100_pages(ppi: float) -> tuple[int, float]:
+    """(pages, peak RSS MiB) of rendering one ~100-page context in a fresh process."""
+    code = (
+        f"import resource, sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from bench.render_speed import context_items\n"
+        "from mmconvert.renderers.page import PageOptions, PageRenderer\n"
+        "item = context_items(1, 93000)[0]\n"
+        f"result = PageRenderer(PageOptions(ppi={ppi!r})).render(item, 'context', want_pdf=True)\n"
+        "print(len(result.pages), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    pages, kib = out.stdout.split()
+    return int(pages), int(kib) / 1024
+
+
+def row(label, seconds, pages, items, size):
+    return {"case": label, "pages/s": pages / seconds, "items/s": items / seconds,
+            "bytes/page": size / pages if pages else 0, "pages": pages, "seconds": seconds}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ppi", type=float, default=92.9)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--contexts", type=int, default=8)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    args = parser.parse_args()
+
+    mcq = sample_items(copies=20)
+    ctx = context_items(args.contexts, 8000)
+    results = []
+    checks = []
+    for label, items, part, target in (("MCQ options (shipped sample x20)", mcq, "options", 3.0),
+                                       ("8k-word contexts", ctx, "context", 6.0)):
+        ours = row(f"{label}: mmconvert, 1 worker", *_swap(time_ours(items, part, args.ppi,
+                                                                      args.repeat), len(items)))
+        base = row(f"{label}: Pillow baseline", *_swap(time_baseline(items, part, args.ppi,
+                                                                      args.repeat), len(items)))
+        results += [ours, base]
+        speedup = ours["pages/s"] / base["pages/s"]
+        checks.append((f"{label}: speed-up {speedup:.2f}x (target >= {target}x)",
+                       speedup >= target))
+        checks.append((f"{label}: PNG bytes/page {ours['bytes/page']:.0f} vs baseline "
+                       f"{base['bytes/page']:.0f}", ours["bytes/page"] <= base["bytes/page"]))
+
+    cores = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as tmp:
+        items_file = Path(tmp) / "ctx.jsonl"
+        items_file.write_text("".join(
+            json.dumps({"id": i.id, "question": i.question, "context": i.context}) + "\n"
+            for i in ctx), encoding="utf-8")
+        for workers in sorted({1, cores}):
+            seconds, pages, items = time_converter(items_file, workers, args.ppi)
+            results.append(row(f"8k-word contexts: mmconvert render end to end, {workers} "
+                               f"worker(s)", seconds, pages, items, 0))
+
+    pages, rss = peak_rss_of_100_pages(args.ppi)
+    checks.append((f"peak RSS rendering a {pages}-page context: {rss:.0f} MiB (target < 300)",
+                   rss < 300))
+
+    print(f"PPI {args.ppi}, {cores} core(s), best of {args.repeat}")
+    print(f"{'case':<66} {'pages/s':>9} {'items/s':>9} {'bytes/page':>11}")
+    for r in results:
+        size = f"{r['bytes/page']:.0f}" if r["bytes/page"] else "-"
+        print(f"{r['case']:<66} {r['pages/s']:9.1f} {r['items/s']:9.2f} {size:>11}")
+    print()
+    for text, ok in checks:
+        print(f"[{'ok' if ok else 'MISS'}] {text}")
+    if args.json:
+        print(json.dumps({"results": results, "checks": [{"check": t, "ok": o}
+                                                          for t, o in checks]}, indent=1))
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+def _swap(measured, items):
+    seconds, pages, size = measured
+    return seconds, pages, items, size
+
+
+if __name__ == "__main__":
+    sys.exit(main())
