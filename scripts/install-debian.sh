@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# System packages the tests need (Debian/Ubuntu): Tesseract OCR with English, Traditional and
+# Simplified Chinese. Idempotent; uses sudo when not run as root. On other systems install
+# Tesseract with your package manager (macOS: brew install tesseract tesseract-lang).
+set -euo pipefail
+packages=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-tra tesseract-ocr-chi-sim)
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-debian.sh: no apt-get here; install: ${packages[*]}" >&2
+  exit 0
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
