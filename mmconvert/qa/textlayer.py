@@ -26,6 +26,9 @@ class TextLayerReport:
     expected: int = 0
     missing: Counter = field(default_factory=Counter)
     extra: Counter = field(default_factory=Counter)
+    # (source, read back) pairs that share one glyph, e.g. U+2F8F KANGXI RADICAL WALK and
+    # U+FA08: the PDF's ToUnicode map can name only one of them; NFKC makes them equal
+    shared_glyphs: Counter = field(default_factory=Counter)
     tofu: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
 
@@ -74,4 +77,18 @@ def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str =
                         got[char] += 1
     report.missing = want - got
     report.extra = got - want
+    _pair_shared_glyphs(report)
     return report
+
+
+def _pair_shared_glyphs(report: TextLayerReport) -> None:
+    for char in list(report.missing):
+        key = unicodedata.normalize("NFKC", char)
+        for other in list(report.extra):
+            if unicodedata.normalize("NFKC", other) == key:
+                n = min(report.missing[char], report.extra[other])
+                report.missing[char] -= n
+                report.extra[other] -= n
+                report.shared_glyphs[(char, other)] += n
+        report.missing += Counter()  # drop zero counts
+        report.extra += Counter()

@@ -2,7 +2,8 @@
 
 Order: Liberation Sans (Arial's metrics; ships in ``renderers/fonts``), then the Noto faces of
 the pinned ``pymupdf-fonts`` (Sans, Sans Math, Symbols 2, Symbols), then Droid Sans Fallback,
-which PyMuPDF carries (Chinese, Japanese, Korean). The machine's own fonts are never used.
+which PyMuPDF carries (Chinese, Japanese, Korean), then a subset of Noto Sans CJK SC with what
+Droid lacks (CJK Extension A, Kangxi radicals, …). The machine's own fonts are never used.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ FONT_CHAIN: tuple[FontSpec, ...] = (
     FontSpec("Noto Sans Symbols 2", "pymupdf-fonts", code="symbol2"),
     FontSpec("Noto Sans Symbols", "pymupdf-fonts", code="symbol1"),
     FontSpec("Droid Sans Fallback", "PyMuPDF (MuPDF built-in)", code="cjk"),
+    FontSpec("Noto Sans CJK SC (supplement)", "mmconvert (renderers/fonts, SIL OFL 1.1)",
+             file="NotoSansCJKsc-Regular-supplement.otf"),
 )
 
 # Characters that take no glyph: they are layout instructions, not text.

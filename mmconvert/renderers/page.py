@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 import struct
 import zlib
 from dataclasses import dataclass
@@ -194,8 +196,10 @@ class PageRenderer:
                 page = mupdf.pdf_add_page(pdf, mediabox, 0, resources, contents)
                 mupdf.pdf_insert_page(pdf, -1, page)
             doc._reset_page_refs()
-            doc.subset_fonts()
-            return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
+            # MuPDF's own subsetter: handles the CFF supplement font (fontTools' path does not)
+            # and gives the smaller files
+            doc.subset_fonts(fallback=True)
+            return stable_subset_tags(doc.tobytes(garbage=3, deflate=True, no_new_id=True))
         finally:
             doc.close()
 
@@ -215,6 +219,24 @@ def _color_params():
 def pixels(inches: float, ppi: float) -> int:
     """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
     return math.floor(inches * ppi + 0.5 + 1e-9)
+
+
+_SUBSET_TAG = re.compile(rb"/(?:BaseFont|FontName)\s*/([A-Z]{6})\+([^/\s<>\[\]()]+)")
+
+
+def stable_subset_tags(pdf: bytes) -> bytes:
+    """Replace the random six-letter subset tags (``ABCDEF+Font``) with tags derived from the
+    font's name and its order in the file, so the same input gives the same PDF bytes. Same
+    length, so the cross-reference offsets stay valid."""
+    mapping: dict[bytes, bytes] = {}
+    for match in _SUBSET_TAG.finditer(pdf):
+        tag, name = match.group(1), match.group(2)
+        if tag not in mapping:
+            digest = hashlib.sha256(b"%d:" % len(mapping) + name).digest()
+            mapping[tag] = bytes(65 + b % 26 for b in digest[:6])
+    for old, new in mapping.items():
+        pdf = pdf.replace(old + b"+", new + b"+")
+    return pdf
 
 
 def set_png_ppi(png: bytes, ppi: float) -> bytes:

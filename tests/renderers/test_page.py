@@ -25,6 +25,8 @@ HARD_CASES = {
                      "✓ ★ ☂ → ⇒ © ™ €",
     "whitespace": "tab\tseparated\tvalues\r\nwindows line\rold mac line\u00a0nbsp\u2003em"
                   " space\u200bzero width\u00adsoft hyphen  double  spaces\n\n\ntrailing   ",
+    "cjk_extension_a_and_radicals": "CMMLU writes ⼀ (U+2F00) for 一 and history has 䜣 (U+4723);"
+                                    " ⾏ ⻌ 㐀 䶵 〇 ㈠ ㍻ 﨎",
     "nfd": "Cafe\u0301 re\u0301sume\u0301 na\u0131\u0308ve A\u030a",
 }
 
