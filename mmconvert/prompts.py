@@ -60,27 +60,28 @@ class Prompts:
         return text.format_map(values).strip() + "\n"
 
     def pair(self, item: Item, part: RenderPart, style: PromptStyle) -> tuple[str, str]:
-        """(multimodal prompt, text-only twin) for an item rendered with ``part``."""
+        """(multimodal prompt, text-only twin) for an item rendered with ``part``.
+
+        Whatever is not in the image is in the prompt: a context question's options go with
+        its question, and a context that stays text (``--render options``) goes before it.
+        """
+        options = format_options(item.options)
+        question = item.question or ""
+        if item.context and item.options:
+            question = f"{question}\n\n{options}".strip()
         values = {
-            "question": item.question or "",
+            "question": question,
             "context": item.context or "",
-            "options": format_options(item.options),
+            "options": options,
             "letters": letters(len(item.options)) if item.options else "",
             "with_options": " and its answer options" if item.options else "",
             "answer_form": (f"the letter of the correct option ({letters(len(item.options))})"
                             if item.options else "the answer"),
         }
-        text_kind = "mcq" if item.options and not item.context else "context"
-        if item.options and item.context:
-            # a context question with options: the twin shows both
-            values["question"] = f"{values['question']}\n\n{values['options']}".strip()
-        if part == "options":
-            image_kind = "mcq"
-        elif part == "context":
-            image_kind = "context"
-            if item.options:
-                values["question"] = f"{item.question or ''}\n\n{values['options']}".strip()
-        else:
-            image_kind = "all"
-        return (self.fill(f"{image_kind}_image_{style}", values),
+        text_kind = "context" if item.context else "mcq"
+        image_kind = {"options": "mcq", "context": "context", "all": "all"}[part]
+        image_values = values
+        if part == "options" and item.context:
+            image_values = {**values, "question": f"{item.context}\n\n{item.question or ''}"}
+        return (self.fill(f"{image_kind}_image_{style}", image_values),
                 self.fill(f"{text_kind}_text_{style}", values))
