@@ -118,31 +118,28 @@ def text_of(item: Item, part: str) -> str:
     return item.context or ""
 
 
-def time_ours(items, part, ppi, repeat):
+def ours_pages(ppi: float, part: str):
     renderer = PageRenderer(PageOptions(ppi=ppi))
-    renderer.render(items[0], part)  # warm-up: fonts, caches
-    best, pages, size = float("inf"), 0, 0
-    for _ in range(repeat):
-        started = time.perf_counter()
-        pages = size = 0
-        for item in items:
-            result = renderer.render(item, part)
-            pages += len(result.pages)
-            size += sum(len(p.png) for p in result.pages)
-        best = min(best, time.perf_counter() - started)
-    return best, pages, size
+    return lambda item: [page.png for page in renderer.render(item, part).pages]
 
 
-def time_baseline(items, part, ppi, repeat):
+def baseline_pages(ppi: float, part: str):
     baseline = PillowBaseline(ppi)
+    return lambda item: baseline.render(text_of(item, part))
+
+
+def time_best(render_pages, items, repeat) -> tuple[float, int, int]:
+    """(best seconds of ``repeat`` passes, pages, PNG bytes) of ``render_pages(item)`` (a list
+    of PNG bytes) over ``items``, after one warm-up item (fonts, caches)."""
+    render_pages(items[0])
     best, pages, size = float("inf"), 0, 0
     for _ in range(repeat):
         started = time.perf_counter()
         pages = size = 0
         for item in items:
-            result = baseline.render(text_of(item, part))
-            pages += len(result)
-            size += sum(len(p) for p in result)
+            pngs = render_pages(item)
+            pages += len(pngs)
+            size += sum(len(png) for png in pngs)
         best = min(best, time.perf_counter() - started)
     return best, pages, size
 
@@ -172,7 +169,7 @@ def peak_rss_of_100_pages(ppi: float) -> tuple[int, float]:
     return int(pages), int(kib) / 1024
 
 
-def row(label, seconds, pages, items, size):
+def row(label, items, seconds, pages, size):
     return {"case": label, "pages/s": pages / seconds, "items/s": items / seconds,
             "bytes/page": size / pages if pages else 0, "pages": pages, "seconds": seconds}
 
@@ -191,10 +188,10 @@ def main() -> int:
     checks = []
     for label, items, part, target in (("MCQ options (shipped sample x20)", mcq, "options", 3.0),
                                        ("8k-word contexts", ctx, "context", 6.0)):
-        ours = row(f"{label}: mmconvert, 1 worker", *_swap(time_ours(items, part, args.ppi,
-                                                                      args.repeat), len(items)))
-        base = row(f"{label}: Pillow baseline", *_swap(time_baseline(items, part, args.ppi,
-                                                                      args.repeat), len(items)))
+        ours = row(f"{label}: mmconvert, 1 worker", len(items),
+                   *time_best(ours_pages(args.ppi, part), items, args.repeat))
+        base = row(f"{label}: Pillow baseline", len(items),
+                   *time_best(baseline_pages(args.ppi, part), items, args.repeat))
         results += [ours, base]
         speedup = ours["pages/s"] / base["pages/s"]
         checks.append((f"{label}: speed-up {speedup:.2f}x (target >= {target}x)",
@@ -211,7 +208,7 @@ def main() -> int:
         for workers in sorted({1, cores}):
             seconds, pages, items = time_converter(items_file, workers, args.ppi)
             results.append(row(f"8k-word contexts: mmconvert render end to end, {workers} "
-                               f"worker(s)", seconds, pages, items, 0))
+                               f"worker(s)", items, seconds, pages, 0))
 
     pages, rss = peak_rss_of_100_pages(args.ppi)
     checks.append((f"peak RSS rendering a {pages}-page context: {rss:.0f} MiB (target < 300)",
@@ -229,11 +226,6 @@ def main() -> int:
         print(json.dumps({"results": results, "checks": [{"check": t, "ok": o}
                                                           for t, o in checks]}, indent=1))
     return 0 if all(ok for _, ok in checks) else 1
-
-
-def _swap(measured, items):
-    seconds, pages, size = measured
-    return seconds, pages, items, size
 
 
 if __name__ == "__main__":

@@ -73,16 +73,14 @@ def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -
                 continue
             if not record or record == [""]:
                 continue
+            error = None
             if names is None:
                 data = {str(i): v for i, v in enumerate(record)}
             else:
                 data = dict(zip(names, record, strict=False))  # short rows: fields missing
                 if len(record) > len(names) and any(v.strip() for v in record[len(names):]):
-                    yield Row(index, f"{path} line {line}", data,
-                              f"{len(record)} fields where the header has {len(names)}")
-                    index += 1
-                    continue
-            yield Row(index, f"{path} line {line}", data)
+                    error = f"{len(record)} fields where the header has {len(names)}"
+            yield Row(index, f"{path} line {line}", data, error)
             index += 1
     except csv.Error as err:
         raise SourceError(f"{path} line {reader.line_num}: malformed CSV ({err})") from None

@@ -14,11 +14,14 @@ from ..renderers.layout import normalise
 _READ_BACK = {"\u00a0": " ", "\u2007": " ", "\u202f": " "}
 
 
+def _seen(char: str) -> bool:
+    """Whether ``char`` leaves ink (every Unicode space separator is ``isspace()`` too)."""
+    return not char.isspace() and char not in INVISIBLE
+
+
 def visible_characters(text: str) -> Counter:
     """The characters of ``text`` that must be seen: NFC, no white space or invisibles."""
-    text = normalise(text)
-    return Counter(c for c in text if not c.isspace() and c not in INVISIBLE
-                   and unicodedata.category(c) != "Zs")
+    return Counter(c for c in normalise(text) if _seen(c))
 
 
 @dataclass
@@ -63,18 +66,16 @@ def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str =
             right = page.rect.width - margin_pt + tolerance
             bottom = page.rect.height - margin_pt + tolerance
             for span in page.get_texttrace():
-                for code, glyph, origin, _bbox in span["chars"]:
+                for code, glyph, (x, y), bbox in span["chars"]:
                     char = _READ_BACK.get(chr(code), chr(code))
-                    if glyph == 0 and not char.isspace():
+                    if not _seen(char):
+                        continue
+                    got[char] += 1
+                    if glyph == 0:
                         report.tofu.append(char)
-                    x, y = origin
-                    if (x < margin_pt - tolerance or y > bottom) and not char.isspace():
+                    if (x < margin_pt - tolerance or y > bottom
+                            or x + (bbox[2] - bbox[0]) > right):
                         report.outside.append(char)
-                    advance_end = x + (_bbox[2] - _bbox[0])
-                    if advance_end > right and not char.isspace():
-                        report.outside.append(char)
-                    if not char.isspace() and unicodedata.category(char) != "Zs":
-                        got[char] += 1
     report.missing = want - got
     report.extra = got - want
     _pair_shared_glyphs(report)
@@ -90,5 +91,5 @@ def _pair_shared_glyphs(report: TextLayerReport) -> None:
                 report.missing[char] -= n
                 report.extra[other] -= n
                 report.shared_glyphs[(char, other)] += n
-        report.missing += Counter()  # drop zero counts
-        report.extra += Counter()
+    report.missing += Counter()  # drop zero counts
+    report.extra += Counter()

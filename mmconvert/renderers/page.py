@@ -171,10 +171,7 @@ class PageRenderer:
         colorspace = mupdf.fz_device_gray() if gray else mupdf.fz_device_rgb()
         pix = mupdf.FzPixmap(colorspace, width, height, mupdf.FzSeparations(), 0)
         mupdf.fz_clear_pixmap_with_value(pix, 255)
-        device = mupdf.fz_new_draw_device(mupdf.fz_scale(scale, scale), pix)
-        mupdf.fz_fill_text(device, text, mupdf.FzMatrix(), mupdf.fz_device_gray(), [0.0], 1.0,
-                           _color_params())
-        mupdf.fz_close_device(device)
+        _fill_black(mupdf.fz_new_draw_device(mupdf.fz_scale(scale, scale), pix), text)
         png = mupdf.fz_buffer_extract(mupdf.fz_new_buffer_from_pixmap_as_png(pix,
                                                                              _color_params()))
         return PageImage(set_png_ppi(png, ppi), width, height)
@@ -190,9 +187,7 @@ class PageRenderer:
             for text, height in zip(texts, heights, strict=True):
                 mediabox = mupdf.FzRect(0, 0, self.page_w, height)
                 device, resources, contents = mupdf.pdf_page_write(pdf, mediabox)
-                mupdf.fz_fill_text(device, text, mupdf.FzMatrix(), mupdf.fz_device_gray(), [0.0],
-                                   1.0, _color_params())
-                mupdf.fz_close_device(device)
+                _fill_black(device, text)
                 page = mupdf.pdf_add_page(pdf, mediabox, 0, resources, contents)
                 mupdf.pdf_insert_page(pdf, -1, page)
             doc._reset_page_refs()
@@ -214,6 +209,14 @@ def _mupdf():
 @lru_cache(maxsize=1)
 def _color_params():
     return _mupdf().FzColorParams()
+
+
+def _fill_black(device, text) -> None:
+    """Draw ``text`` in black on ``device`` (a pixmap or a PDF page) and finish the device."""
+    mupdf = _mupdf()
+    mupdf.fz_fill_text(device, text, mupdf.FzMatrix(), mupdf.fz_device_gray(), [0.0], 1.0,
+                       _color_params())
+    mupdf.fz_close_device(device)
 
 
 def pixels(inches: float, ppi: float) -> int:

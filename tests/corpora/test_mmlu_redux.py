@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from mmconvert.corpora import LoadReport, LoadRequest, resolve
@@ -78,9 +76,18 @@ def test_save_to_disk_folder(tmp_path):
     assert len(items) == 25
 
 
+def anatomy_csv(tmp_path, content: str | bytes):
+    """A one-subject MMLU-Redux release file with the given content."""
+    path = tmp_path / "mmlu_anatomy.csv"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
 def test_missing_columns_are_named(tmp_path):
-    bad = tmp_path / "mmlu_anatomy.csv"
-    bad.write_text("question,options,answer\nq,\"['a','b']\",0\n", encoding="utf-8")
+    bad = anatomy_csv(tmp_path, "question,options,answer\nq,\"['a','b']\",0\n")
     with pytest.raises(SourceError) as err:
         load(source=bad)
     assert str(err.value) == (f"{bad}: missing column(s) choices, error_type (an MMLU-Redux "
@@ -88,10 +95,8 @@ def test_missing_columns_are_named(tmp_path):
 
 
 def test_malformed_row_names_file_line_and_field(tmp_path):
-    bad = tmp_path / "mmlu_anatomy.csv"
-    shutil.copy(REDUX_CSV / "mmlu_high_school_biology.csv", bad)
-    text = bad.read_text(encoding="utf-8").replace("'Nematoda']", "'Nematoda'", 1)
-    bad.write_text(text, encoding="utf-8")
+    text = (REDUX_CSV / "mmlu_high_school_biology.csv").read_text(encoding="utf-8")
+    bad = anatomy_csv(tmp_path, text.replace("'Nematoda']", "'Nematoda'", 1))
     with pytest.raises(ItemError, match=r"mmlu_anatomy\.csv line \d+: field choices: not a list"):
         load(source=bad)
     items, report = load(source=bad, on_error="skip")
@@ -100,9 +105,7 @@ def test_malformed_row_names_file_line_and_field(tmp_path):
 
 
 def test_answer_outside_the_options(tmp_path):
-    bad = tmp_path / "mmlu_anatomy.csv"
-    bad.write_text("question,choices,answer,error_type\nq,\"['a', 'b']\",3,ok\n",
-                   encoding="utf-8")
+    bad = anatomy_csv(tmp_path, "question,choices,answer,error_type\nq,\"['a', 'b']\",3,ok\n")
     with pytest.raises(ItemError) as err:
         load(source=bad)
     assert str(err.value) == (f"{bad} line 2: field answer: answer 3 is not one of the 2 "
@@ -110,9 +113,8 @@ def test_answer_outside_the_options(tmp_path):
 
 
 def test_undecodable_bytes_name_the_row(tmp_path):
-    bad = tmp_path / "mmlu_anatomy.csv"
-    bad.write_bytes(b"question,choices,answer,error_type\nok row,\"['a', 'b']\",0,ok\n"
-                    b"caf\xe9,\"['a', 'b']\",0,ok\n")
+    bad = anatomy_csv(tmp_path, b"question,choices,answer,error_type\nok row,\"['a', 'b']\",0,ok\n"
+                                b"caf\xe9,\"['a', 'b']\",0,ok\n")
     with pytest.raises(ItemError) as err:
         load(source=bad)
     assert str(err.value) == (f"{bad} line 3: field question: undecodable text: byte 0xE9 at "
