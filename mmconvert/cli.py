@@ -112,6 +112,28 @@ def selection_values(flags: dict, *, dedup_default: bool = False) -> tuple[dict,
     return values, origin
 
 
+def run_options(fn):
+    """Where and how a run is carried out (none of it changes the output)."""
+    options = [
+        click.option("--workers", type=int, default=1, show_default=True,
+                     help="Processes to render with; 0 = one per core. Output is the same for "
+                          "any N."),
+        click.option("--overwrite", is_flag=True,
+                     help="Replace a run folder made with other options."),
+        click.option("--progress/--no-progress", default=None,
+                     help="Progress bar (default: when stderr is a terminal)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def set_given(target: dict, **values) -> dict:
+    """``target`` updated with the values that were given (not None)."""
+    target.update({k: v for k, v in values.items() if v is not None})
+    return target
+
+
 @main.command()
 @selection_options
 @click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
@@ -125,11 +147,7 @@ def selection_values(flags: dict, *, dedup_default: bool = False) -> tuple[dict,
               help="Prompt style of the manifest's prompts (default cot).")
 @click.option("--prompt-dir", type=click.Path(path_type=Path),
               help="Folder of prompt templates that replace the shipped ones by name.")
-@click.option("--workers", type=int, default=1, show_default=True,
-              help="Processes to render with; 0 = one per core. Output is the same for any N.")
-@click.option("--overwrite", is_flag=True, help="Replace a run folder made with other options.")
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bar (default: when stderr is a terminal).")
+@run_options
 @reports_errors
 def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers, overwrite,
            progress, **flags):
@@ -148,15 +166,69 @@ def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers,
 
     corpus = flags["corpus"]
     values, origin = selection_values(flags)
-    values.update({k: v for k, v in {"pdf": pdf, "prompt_style": prompt_style,
-                                     "prompt_dir": prompt_dir}.items() if v is not None})
-    page = dict(values.get("page") or {})
-    page.update({k: v for k, v in {"ppi": ppi, "render": render_part, "color": color}.items()
-                 if v is not None})
-    values["page"] = page
+    set_given(values, pdf=pdf, prompt_style=prompt_style, prompt_dir=prompt_dir)
+    values["page"] = set_given(dict(values.get("page") or {}), ppi=ppi, render=render_part,
+                               color=color)
     config = build(RenderConfig, values, origin)
     if out is None:
         out = Path("runs") / Path(corpus).stem
+    summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
+                      log=lambda m: click.echo(m, err=True))
+    click.echo(summary.line(), err=True)
+
+
+@main.command()
+@selection_options
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Run folder to write (default: runs/<corpus>-occlude).")
+@click.option("--difficulty", type=click.Choice(["easy", "hard", "mixed"]),
+              help="Band height: easy, hard, or drawn per item (default easy; hidden style: "
+                   "mixed).")
+@click.option("--style", type=click.Choice(["standard", "hidden"]),
+              help="standard (default): caption below, fixed width and font. hidden: caption "
+                   "above or below, width 600-1000 px and font drawn per item.")
+@click.option("--width", type=int, help="Image and caption width in px (default 300).")
+@click.option("--font", help="Caption face: Liberation Sans (default), Liberation Serif, "
+                             "Comic Neue, Ubuntu, FiraGO, Noto Sans, Droid Sans Fallback.")
+@click.option("--font-size", type=int, help="Type size in px (default 20).")
+@click.option("--max-lines", type=int, help="Caption lines kept (default 5).")
+@click.option("--max-height", type=int,
+              help="Drop pairs whose stacked image is taller (default 900 px).")
+@click.option("--ngram", type=int, help="Words per covered span (default 5).")
+@click.option("--mask-ratio", type=float,
+              help="Most of a caption's tokens covered (default 0.5).")
+@click.option("--no-ner", "no_ner", is_flag=True, default=None,
+              help="English: choose spans without an entity model (the manifest says ner: "
+                   "none).")
+@click.option("--prompt-dir", type=click.Path(path_type=Path),
+              help="Folder of prompt templates that replace the shipped ones by name.")
+@run_options
+@reports_errors
+def occlude(out, difficulty, style, width, font, font_size, max_lines, max_height, ngram,
+            mask_ratio, no_ner, prompt_dir, workers, overwrite, progress, **flags):
+    """Make VCR-style items of CORPUS (image-caption pairs): each image stacked over its
+    caption, 5-word spans of the caption partly covered by white bands, and a text-only image
+    of the same size.
+
+    \b
+    Examples:
+      mmconvert occlude captions --source path/to/coco --split val2017 --difficulty hard
+      mmconvert occlude captions --source pairs.tsv --language zh
+      mmconvert occlude captions --source wit.parquet --style hidden --workers 0
+    """
+    from .config import OccludeConfig, build
+    from .converter import convert
+
+    corpus = flags["corpus"]
+    values, origin = selection_values(flags)
+    set_given(values, prompt_dir=prompt_dir)
+    values["occlude"] = set_given(
+        dict(values.get("occlude") or {}), difficulty=difficulty, style=style, width=width,
+        font=font, font_size=font_size, max_lines=max_lines, max_height=max_height,
+        ngram=ngram, mask_ratio=mask_ratio, ner=False if no_ner else None)
+    config = build(OccludeConfig, values, origin)
+    if out is None:
+        out = Path("runs") / f"{Path(corpus).stem}-occlude"
     summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
                       log=lambda m: click.echo(m, err=True))
     click.echo(summary.line(), err=True)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .corpora.dedup import DedupOptions
 from .errors import UsageError
+from .renderers.occlude import OccludeOptions
 from .renderers.page import PageOptions
 
 
@@ -54,6 +55,23 @@ class RenderConfig(Selection):
     pdf: bool = Field(False, description="keep each item's vector PDF in pdf/")
     prompt_style: Literal["cot", "direct"] = "cot"
     prompt_dir: Path | None = None
+
+
+class OccludeConfig(Selection):
+    """An ``occlude`` run: which image-caption pairs, how to cover them, what to write."""
+
+    renderer: Literal["occlude"] = "occlude"
+    occlude: OccludeOptions = Field(default_factory=OccludeOptions)
+    prompt_dir: Path | None = None
+
+
+RunConfig = RenderConfig | OccludeConfig
+
+
+def run_config(values: dict[str, Any]) -> RunConfig:
+    """A config dict (as run.json or YAML holds it) as the model its ``renderer`` names."""
+    model = OccludeConfig if values.get("renderer") == "occlude" else RenderConfig
+    return model.model_validate(values)
 
 
 def show_progress(flag: bool | None) -> bool:

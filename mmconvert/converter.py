@@ -1,5 +1,7 @@
 """Orchestration only: load → sample → limit → render → write, resumable and parallel.
 
+What "render" means is the job's (``jobs.py``): A4 pages, or the caption occluder.
+
 Workers render and write their own image files (atomically); the main process appends manifest
 rows strictly in item order, so the manifest is byte-identical for any ``--workers`` and a
 killed run leaves a manifest that is a complete prefix of the finished one.
@@ -7,7 +9,6 @@ killed run leaves a manifest that is a complete prefix of the finished one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -20,16 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .config import ExecutionOptions, RenderConfig, Selection, show_progress
+from .config import ExecutionOptions, RunConfig, Selection, run_config, show_progress
 from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, deduplicate
-from .errors import ItemError
+from .errors import ItemError, ItemFiltered
 from .items import Item, RenderPart
-from .manifest import atomic_write, write_json
-from .prompts import Prompts
-from .renderers.fonts import font_manifest
-from .renderers.page import PageRenderer
+from .jobs import job_for
+from .manifest import write_json
 from .runfolder import DEDUP, RunFolder
 from .seeds import rng
 
@@ -41,16 +40,20 @@ class RunSummary:
     rendered: int = 0
     already_done: int = 0
     skipped: int = 0
-    pages: int = 0
+    filtered: int = 0
+    images: int = 0
+    unit: str = "page"
     seconds: float = 0.0
     load: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        text = (f"{self.rendered} item(s) rendered ({self.pages} page(s)) into {self.out} "
-                f"in {self.seconds:.1f} s")
+        text = (f"{self.rendered} item(s) rendered ({self.images} {self.unit}(s)) into "
+                f"{self.out} in {self.seconds:.1f} s")
         if self.already_done:
             text += f"; {self.already_done} already done"
+        if self.filtered:
+            text += f"; {self.filtered} dropped by a limit (see skipped.jsonl)"
         if self.skipped:
             text += f"; {self.skipped} skipped (see skipped.jsonl)"
         return text
@@ -82,50 +85,20 @@ def select(items: list[Item], sample: int | None, limit: int | None, seed: int,
 _STATE: dict[str, Any] = {}
 
 
-def _init_worker(config: RenderConfig, out: Path) -> None:
-    _STATE["renderer"] = PageRenderer(config.page)
-    _STATE["prompts"] = Prompts(config.prompt_dir)
-    _STATE["config"] = config
-    _STATE["out"] = out
+def _init_worker(config: RunConfig, out: Path) -> None:
+    _STATE["job"] = job_for(config, out)
 
 
 def _render_one(task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
     """Render one item and write its files; ("ok", row) or ("error", ItemError)."""
     item, part, prompt_keys = task
-    config: RenderConfig = _STATE["config"]
-    out: Path = _STATE["out"]
-    renderer: PageRenderer = _STATE["renderer"]
     try:
-        result = renderer.render(item, part, want_pdf=config.pdf)
-        prompt, text_prompt = _STATE["prompts"].pair(item, part, config.prompt_style,
-                                                     prompt_keys)
+        return "ok", _STATE["job"].run(item, part, prompt_keys)
     except ItemError as err:
         err.item_id = err.item_id or item.id
-        err.stage = "render"
+        if err.stage == "load":
+            err.stage = "render"
         return "error", err
-    images = []
-    for number, page in enumerate(result.pages, start=1):
-        rel = f"images/{item.id}_p{number:03d}.png"
-        atomic_write(out / rel, page.png)
-        images.append({"path": rel, "role": "page", "width": page.width, "height": page.height,
-                       "ppi": config.page.ppi, "sha256": hashlib.sha256(page.png).hexdigest()})
-    row: dict[str, Any] = {
-        "id": item.id, "corpus": item.corpus, "subset": item.subset, "split": item.split,
-        "language": item.language,
-        "renderer": {"name": PageRenderer.name, "version": PageRenderer.version,
-                     "params": {**config.page.model_dump(mode="json"), "render": part}},
-        "seed": config.seed, "images": images,
-    }
-    if result.pdf is not None:
-        rel = f"pdf/{item.id}.pdf"
-        atomic_write(out / rel, result.pdf)
-        row["pdf"] = rel
-    row.update({
-        "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
-        "question": item.question, "context": item.context, "options": item.options,
-        "answer": item.answer, "metadata": item.metadata,
-    })
-    return "ok", row
 
 
 # --- main side ---------------------------------------------------------------------------
@@ -177,11 +150,11 @@ def _dedup(items: list[Item], options: DedupOptions, path: Path | None, reuse: b
     return kept, report.as_dict()
 
 
-def convert(config: RenderConfig | dict, *, out: Path | str, workers: int = 1,
+def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             overwrite: bool = False, progress: bool | None = None, log=None) -> RunSummary:
-    """Do what ``mmconvert render`` does; return the run's summary."""
+    """Do what ``mmconvert render`` (or ``occlude``) does; return the run's summary."""
     if isinstance(config, dict):
-        config = RenderConfig.model_validate(config)
+        config = run_config(config)
     execution = ExecutionOptions(out=Path(out), workers=workers, overwrite=overwrite,
                                  progress=progress)
     log = log or (lambda message: print(message, file=sys.stderr))
@@ -189,7 +162,8 @@ def convert(config: RenderConfig | dict, *, out: Path | str, workers: int = 1,
     summary = RunSummary(out=execution.out)
 
     corpus = resolve(config.corpus)
-    Prompts(config.prompt_dir)  # fail early on a bad --prompt-dir
+    job = job_for(config, execution.out)  # fails early on bad options or a missing model
+    summary.unit = job.unit
     folder = RunFolder(execution.out)
     folder.check(config.identity(), execution.overwrite)
 
@@ -205,20 +179,23 @@ def convert(config: RenderConfig | dict, *, out: Path | str, workers: int = 1,
     if report.dedup is not None:
         write_json(execution.out / DEDUP, report.dedup, indent=1)
 
-    folder.write_info(_run_info(config, summary, status="running"))
+    folder.write_info(_run_info(config, summary, job, status="running"))
     done = folder.done_ids()
     new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
     folder.skipped.append(*new_skips)
     todo = [i for i in items if i.id not in done]
     summary.already_done = len(items) - len(todo)
-    tasks = [(item, config.page.render or corpus.part_for(item), corpus.prompt_keys(item))
-             for item in todo]
+    tasks = [(item, job.part(item, corpus), corpus.prompt_keys(item)) for item in todo]
 
     for status, payload in _run_tasks(tasks, config, execution):
         if status == "ok":
             folder.manifest.append(payload)
             summary.rendered += 1
-            summary.pages += len(payload["images"])
+            summary.images += len(payload["images"])
+        elif isinstance(payload, ItemFiltered):
+            folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
+                                   "reason": str(payload)})
+            summary.filtered += 1
         elif config.on_error == "skip":
             folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
                                    "reason": str(payload)})
@@ -227,11 +204,11 @@ def convert(config: RenderConfig | dict, *, out: Path | str, workers: int = 1,
             raise payload
     summary.skipped += len(report.skipped)
     summary.seconds = time.perf_counter() - started
-    folder.write_info(_run_info(config, summary, status="complete"))
+    folder.write_info(_run_info(config, summary, job, status="complete"))
     return summary
 
 
-def _run_tasks(tasks, config: RenderConfig, execution: ExecutionOptions):
+def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions):
     """Results in task order, from this process or a pool."""
     from tqdm import tqdm
 
@@ -262,7 +239,7 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"mmconvert": __version__, "python": platform.python_version()}
-    for name in ("pymupdf", "pymupdf-fonts", "pydantic", "datasets"):
+    for name in ("pymupdf", "pymupdf-fonts", "pillow", "pydantic", "datasets", "spacy"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -270,12 +247,12 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _run_info(config: RenderConfig, summary: RunSummary, status: str) -> dict[str, Any]:
+def _run_info(config: RunConfig, summary: RunSummary, job, status: str) -> dict[str, Any]:
     return {
         "status": status,
         "config": config.identity(),
         "versions": _versions(),
-        "fonts": font_manifest(),
+        "fonts": job.fonts(),
         "load": summary.load,
         "notes": summary.notes,
         "items": summary.selected,

@@ -40,6 +40,15 @@ class ItemError(MMConvertError):
         return ": ".join([*parts, self.reason])
 
 
+class ItemFiltered(ItemError):
+    """An item a rule leaves out (the occluder's height limit), not a fault of the data: it is
+    recorded in skipped.jsonl and counted in the summary whatever ``--on-error`` says."""
+
+    def __init__(self, reason: str, **kwargs):
+        kwargs.setdefault("stage", "filter")
+        super().__init__(reason, **kwargs)
+
+
 class RunFolderError(MMConvertError):
     """The output folder belongs to another run."""
 

@@ -28,6 +28,9 @@ class Captions(Corpus):
     render_part = "context"
     default_split = ""
 
+    def prompt_keys(self, item: Item) -> tuple[str, ...]:
+        return (f"lang-{item.language}",) if item.language != "en" else ()
+
     def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
         source = request.source
         if source is None:

@@ -6,3 +6,4 @@ from ..registry import Registry
 
 RENDERERS: Registry[type] = Registry("renderer")
 RENDERERS.register("page", "mmconvert.renderers.page:PageRenderer")
+RENDERERS.register("occlude", "mmconvert.renderers.occlude:CaptionOccluder")

