@@ -111,4 +111,5 @@ def build(model: type[BaseModel], values: dict[str, Any], origin: str = "options
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "options"
-        raise UsageError(f"{origin}: {where}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise UsageError(f"{origin}: {where}: {message}") from None

@@ -20,6 +20,8 @@ from .sources import Row, decode, discover, is_saved_dataset, load_hub, read_tab
 CAPTION_COLUMNS = ("caption", "caption_reference_description", "caption_attribution_description",
                    "caption_alt_text_description", "text", "sentence")
 IMAGE_COLUMNS = ("image", "img", "image_path", "file_name")
+# a COCO-CN sentence's image: COCO_<split>2014_<12-digit id>#<sentence number>
+COCO_CN_NAME = re.compile(r"^COCO_(train|val)2014_(\d{12})(?:#\d+)?$")
 
 
 class Captions(Corpus):
@@ -38,12 +40,12 @@ class Captions(Corpus):
                               "save_to_disk folder, parquet files, or a hub id owner/name")
         language = request.language or "en"
         guard = RowGuard(request, report)
+        if source.is_file() and source.suffix.lower() in (".tsv", ".txt"):
+            return self.tsv_items(source, guard, request.language)
         if not source.exists() and "/" in str(source) and not str(source).startswith((".", "/")):
             groups = {_safe(str(source).split("/")[-1]): load_hub(
                 str(source), None, request.split or "test")}
             return self.dataset_items(groups, guard, language)
-        if source.is_file() and source.suffix.lower() in (".tsv", ".txt"):
-            return self.tsv_items(source, guard, language)
         if is_saved_dataset(source):
             return self.dataset_items({_safe(source.name): _saved_rows(source, request.split)},
                                       guard, language)
@@ -127,7 +129,7 @@ class Captions(Corpus):
 
     # -- TSV
 
-    def tsv_items(self, path: Path, guard: RowGuard, language: str) -> list[Item]:
+    def tsv_items(self, path: Path, guard: RowGuard, language: str | None) -> list[Item]:
         rows = []
         for number, line in enumerate(decode(path).split("\n"), start=1):
             fields = line.rstrip("\r").split("\t")
@@ -136,13 +138,20 @@ class Captions(Corpus):
             rows.append(Row(len(rows), f"{path} line {number}", {"fields": fields}))
         return guard.convert_all(rows, self.tsv_item, path.parent, _safe(path.stem), language)
 
-    def tsv_item(self, row: Row, base: Path, subset: str, language: str) -> Item:
+    def tsv_item(self, row: Row, base: Path, subset: str, language: str | None) -> Item:
         item_id = row_id(subset, row.index)
         fields = row.data["fields"]
         if len(fields) < 2:
             raise ItemError("expected image path<TAB>caption", where=row.where, item_id=item_id)
-        image = (base / fields[0].strip()) if not Path(fields[0].strip()).is_absolute() else \
-            Path(fields[0].strip())
+        name = fields[0].strip()
+        metadata: dict[str, Any] = {"image_path": fields[0]}
+        coco_cn = COCO_CN_NAME.match(name)
+        if coco_cn:  # COCO-CN: <COCO 2014 image name>#<sentence>, Chinese
+            image = _coco_image(base, coco_cn.group(1), coco_cn.group(2))
+            metadata = {"coco_cn_name": name, "image_id": int(coco_cn.group(2))}
+            language = language or "zh"
+        else:
+            image = (base / name) if not Path(name).is_absolute() else Path(name)
         caption = "\t".join(fields[1:]).strip()
         if not caption:
             raise ItemError("empty caption", where=row.where, field="caption", item_id=item_id)
@@ -150,7 +159,7 @@ class Captions(Corpus):
             raise ItemError(f"image file {image} not found", where=row.where, field="image",
                             item_id=item_id)
         return Item(id=item_id, corpus=self.name, subset=subset, split="test",
-                    language=language, context=caption, metadata={"image_path": fields[0]},
+                    language=language or "en", context=caption, metadata=metadata,
                     origin=row.where, image=str(image))
 
     # -- datasets with an image column
@@ -184,6 +193,16 @@ class Captions(Corpus):
         return Item(id=item_id, corpus=self.name, subset=subset, split="test",
                     language=language, context=caption.strip(), metadata=metadata,
                     origin=row.where, image=image)
+
+
+def _coco_image(base: Path, split: str, digits: str) -> Path:
+    """A COCO image by its 2014 name, in a 2017 (``train2017/<id>.jpg``) or 2014 layout beside
+    the file; the first candidate when none exists (its absence is then reported)."""
+    candidates = [base / f"{split}2017" / f"{digits}.jpg",
+                  base / ("val2017" if split == "train" else "train2017") / f"{digits}.jpg",
+                  base / f"{split}2014" / f"COCO_{split}2014_{digits}.jpg",
+                  base / f"COCO_{split}2014_{digits}.jpg"]
+    return next((c for c in candidates if c.is_file()), candidates[0])
 
 
 def _columns(data: dict, where: str) -> tuple[str, str]:
