@@ -269,6 +269,32 @@ def dedup(out, progress, **flags):
     click.echo(f"report written to {out}", err=True)
 
 
+@main.group()
+def score():
+    """Score a model's answers against a run."""
+
+
+@score.command("vcr")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("predictions", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the scores as JSON (percentages) instead of a table.")
+@reports_errors
+def score_vcr(run_dir, predictions, as_json):
+    """Exact match and Jaccard index of PREDICTIONS (JSONL rows {"id", "prediction"}) for the
+    covered spans of an ``occlude`` run, overall and by language and difficulty.
+
+    A prediction is the model's answer as one string (each span is matched against its closest
+    n-gram) or a list with one string per span, in order.
+    """
+    import json
+
+    from .scoring.vcr import score_run, table
+
+    result = score_run(run_dir, predictions)
+    click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else table(result))
+
+
 @main.command("list")
 @click.argument("kind", type=click.Choice(["corpora", "renderers"]), required=False)
 def list_parts(kind):

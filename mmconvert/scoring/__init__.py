@@ -1,0 +1,1 @@
+"""Scoring a model's answers against a run's manifest."""
