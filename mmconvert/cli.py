@@ -128,6 +128,15 @@ def run_options(fn):
     return fn
 
 
+def run_and_report(config, out: Path, workers: int, overwrite: bool, progress) -> None:
+    """Carry out a render or occlude run; its notes and summary line go to stderr."""
+    from .converter import convert
+
+    summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
+                      log=lambda m: click.echo(m, err=True))
+    click.echo(summary.line(), err=True)
+
+
 def set_given(target: dict, **values) -> dict:
     """``target`` updated with the values that were given (not None)."""
     target.update({k: v for k, v in values.items() if v is not None})
@@ -162,7 +171,6 @@ def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers,
       mmconvert render items.jsonl --render all --pdf
     """
     from .config import RenderConfig, build
-    from .converter import convert
 
     corpus = flags["corpus"]
     values, origin = selection_values(flags)
@@ -170,11 +178,8 @@ def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers,
     values["page"] = set_given(dict(values.get("page") or {}), ppi=ppi, render=render_part,
                                color=color)
     config = build(RenderConfig, values, origin)
-    if out is None:
-        out = Path("runs") / Path(corpus).stem
-    summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
-                      log=lambda m: click.echo(m, err=True))
-    click.echo(summary.line(), err=True)
+    run_and_report(config, out or Path("runs") / Path(corpus).stem, workers, overwrite,
+                   progress)
 
 
 @main.command()
@@ -217,7 +222,6 @@ def occlude(out, difficulty, style, width, font, font_size, max_lines, max_heigh
       mmconvert occlude captions --source wit.parquet --style hidden --workers 0
     """
     from .config import OccludeConfig, build
-    from .converter import convert
 
     corpus = flags["corpus"]
     values, origin = selection_values(flags)
@@ -227,11 +231,8 @@ def occlude(out, difficulty, style, width, font, font_size, max_lines, max_heigh
         font=font, font_size=font_size, max_lines=max_lines, max_height=max_height,
         ngram=ngram, mask_ratio=mask_ratio, ner=False if no_ner else None)
     config = build(OccludeConfig, values, origin)
-    if out is None:
-        out = Path("runs") / f"{Path(corpus).stem}-occlude"
-    summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
-                      log=lambda m: click.echo(m, err=True))
-    click.echo(summary.line(), err=True)
+    run_and_report(config, out or Path("runs") / f"{Path(corpus).stem}-occlude", workers,
+                   overwrite, progress)
 
 
 @main.command()

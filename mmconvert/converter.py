@@ -192,14 +192,13 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             folder.manifest.append(payload)
             summary.rendered += 1
             summary.images += len(payload["images"])
-        elif isinstance(payload, ItemFiltered):
+        elif isinstance(payload, ItemFiltered) or config.on_error == "skip":
             folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
                                    "reason": str(payload)})
-            summary.filtered += 1
-        elif config.on_error == "skip":
-            folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
-                                   "reason": str(payload)})
-            summary.skipped += 1
+            if isinstance(payload, ItemFiltered):
+                summary.filtered += 1
+            else:
+                summary.skipped += 1
         else:
             raise payload
     summary.skipped += len(report.skipped)

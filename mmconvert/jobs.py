@@ -79,8 +79,7 @@ class OccludeJob:
         from .renderers.occlude import CaptionOccluder
 
         self.config, self.out = config, out
-        language = (config.language or "en").split("-")[0]
-        self.occluder = CaptionOccluder(config.occlude, language=language)
+        self.occluder = CaptionOccluder(config.occlude, language=config.language)
         self.prompts = Prompts(config.prompt_dir)
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:

@@ -63,6 +63,8 @@ class Corpus:
     hub_id: ClassVar[str | None] = None
     description: ClassVar[str] = ""
     render_part: ClassVar[RenderPart] = "options"
+    # non-English items look for their prompts in lang-<language>/ first
+    language_prompts: ClassVar[bool] = False
     default_split: ClassVar[str] = "test"
     subsets: ClassVar[tuple[str, ...]] = ()
 
@@ -77,7 +79,10 @@ class Corpus:
         return item.subset
 
     def prompt_keys(self, item: Item) -> tuple[str, ...]:
-        """Template folders to look in before the shipped defaults, most specific first."""
+        """Template folders to look in before the shipped defaults, most specific first:
+        ``lang-<language>/`` for a non-English item of a corpus with ``language_prompts``."""
+        if self.language_prompts and item.language != "en":
+            return (f"lang-{item.language}",)
         return ()
 
 

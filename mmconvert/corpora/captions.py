@@ -29,9 +29,7 @@ class Captions(Corpus):
     description = "image-caption pairs (COCO folder, TSV, or HF image+caption dataset)"
     render_part = "context"
     default_split = ""
-
-    def prompt_keys(self, item: Item) -> tuple[str, ...]:
-        return (f"lang-{item.language}",) if item.language != "en" else ()
+    language_prompts = True
 
     def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
         source = request.source

@@ -103,8 +103,7 @@ class ExamCorpus(SubsetCorpus):
 
     hidden_test_answers: ClassVar[bool] = False
 
-    def prompt_keys(self, item: Item) -> tuple[str, ...]:
-        return (f"lang-{item.language}",)
+    language_prompts = True
 
 
 class CMMLU(ExamCorpus):

@@ -40,8 +40,7 @@ class _LogiQABase(Corpus):
     files: ClassVar[dict[tuple[str, str], tuple[str, ...]]] = {}  # (language, split) → names
     hub_config: ClassVar[str | None] = None
 
-    def prompt_keys(self, item: Item) -> tuple[str, ...]:
-        return (f"lang-{item.language}",) if item.language != "en" else ()
+    language_prompts = True
 
     def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
         language = request.language or "en"

@@ -121,16 +121,21 @@ def font_chain(primary: str | None = None) -> FontChain:
     Sans). Fonts load once per process."""
     if primary is None or primary == FONT_CHAIN[0].name:
         return FontChain()
+    lead = caption_font(primary)
+    return FontChain((lead, *(s for s in FONT_CHAIN if s.name != lead.name)))
+
+
+def caption_font(name: str) -> FontSpec:
+    """The shipped caption face ``name``; a one-line error with a suggestion if there is none."""
     try:
-        lead = CAPTION_FONTS[primary]
+        return CAPTION_FONTS[name]
     except KeyError:
         from ..errors import UsageError
 
-        close = difflib.get_close_matches(primary, list(CAPTION_FONTS), n=1, cutoff=0.5)
+        close = difflib.get_close_matches(name, list(CAPTION_FONTS), n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UsageError(f"unknown font {primary!r} (shipped: {', '.join(CAPTION_FONTS)})"
+        raise UsageError(f"unknown font {name!r} (shipped: {', '.join(CAPTION_FONTS)})"
                          f"{hint}") from None
-    return FontChain((lead, *(s for s in FONT_CHAIN if s.name != lead.name)))
 
 
 def font_manifest(chain: FontChain | None = None) -> list[dict[str, str]]:

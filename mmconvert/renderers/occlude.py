@@ -1,9 +1,10 @@
 """VCR-style caption occluder: an image stacked over its caption, with n-gram spans of the
 caption partly covered by white bands, and a text-only image of the same size.
 
-Randomness is sampled apart from drawing: ``sample`` picks the difficulty, the caption's side,
-the width, the font and the spans with the run seed and the item id; ``draw`` is pure, so a
-manifest row (its ``renderer.params`` and ``masked_spans``) re-makes the images bit for bit.
+Randomness is sampled apart from drawing: ``layout`` picks the difficulty, the caption's side,
+the width and the font, and ``choose_spans`` the spans, with the run seed and the item id;
+``draw`` is pure, so a manifest row (its ``renderer.params`` and ``masked_spans``) re-makes the
+images bit for bit.
 
 Geometry follows the VCR paper's public code: type at 20 px; a line pitch of the height of the
 glyph box of "hg" (English) or "汉" (Chinese) times 1.2 or 1.3; each line's glyphs hang from
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import ItemError, ItemFiltered, UsageError
 from ..items import Item
 from ..seeds import rng
-from .fonts import CAPTION_FONTS, INVISIBLE, FontChain, font_chain
+from .fonts import INVISIBLE, FontChain, caption_font, font_chain
 from .layout import Block, LineBreaker, Run, control_characters, normalise
 from .page import _fill_black, _mupdf
 from .spans import Span, SpanChooser
@@ -80,8 +81,8 @@ class OccludeOptions(BaseModel):
                 if getattr(self, name) is not None:
                     raise ValueError(f"{name} is drawn per item in the hidden style; leave it "
                                      "unset")
-        if self.font is not None and self.font not in CAPTION_FONTS:
-            font_chain(self.font)  # raises the one-line "unknown font" message
+        if self.font is not None:
+            caption_font(self.font)
         return self
 
     def resolved_difficulty(self) -> str:
@@ -142,12 +143,22 @@ def clean_caption(text: str) -> str:
     return " ".join(text.split())
 
 
+def base_language(code: str | None) -> str:
+    """``zh-TW`` -> ``zh``; unset -> ``en``."""
+    return (code or "en").split("-")[0].lower()
+
+
 def language_of(item: Item) -> str:
-    language = (item.language or "en").split("-")[0].lower()
+    language = base_language(item.language)
     if language not in LANGUAGES:
         raise UsageError(f"the occluder draws English or Chinese captions, not {item.language!r}"
                          " (--language en or zh)")
     return language
+
+
+def caption_height(lines: int, line_height: int) -> int:
+    """Height of a caption block of ``lines`` lines (one extra row, as the VCR code)."""
+    return lines * line_height + 1
 
 
 class CaptionOccluder:
@@ -157,10 +168,11 @@ class CaptionOccluder:
     version = "1"
     Options = OccludeOptions
 
-    def __init__(self, options: OccludeOptions | None = None, language: str = "en"):
+    def __init__(self, options: OccludeOptions | None = None, language: str | None = "en"):
         self.options = options or OccludeOptions()
         self._choosers: dict[str, SpanChooser] = {}
-        self.chooser(language)  # fail before any work when the entity model is missing
+        # fail before any work when the entity model is missing
+        self.chooser(base_language(language))
         if self.options.font:
             font_chain(self.options.font)
 
@@ -178,11 +190,6 @@ class CaptionOccluder:
         return [self.options.font] if self.options.font else sorted(set(DEFAULT_FONT.values()))
 
     # -- sampling
-
-    def sample(self, item: Item, seed: int) -> tuple[OcclusionParams, str, list[CaptionLine]]:
-        """Draw the item's parameters; also return the caption and its kept lines."""
-        params, caption, lines = self.layout(item, seed)
-        return self.choose_spans(item, seed, params, caption, lines), caption, lines
 
     def layout(self, item: Item, seed: int) -> tuple[OcclusionParams, str, list[CaptionLine]]:
         """Everything but the spans: difficulty, side, width, font; the caption's lines."""
@@ -250,7 +257,7 @@ class CaptionOccluder:
         params, caption, lines = self.layout(item, seed)
         photo_h = scaled_height(photo_size(photo), params.width)
         line_height, _ = line_metrics(params.font, o.font_size, params.language)
-        height = photo_h + len(lines) * line_height + 1
+        height = photo_h + caption_height(len(lines), line_height)
         if height > o.max_height:
             raise ItemFiltered(f"stacked height {height} px is over --max-height "
                                f"{o.max_height}", where=where, item_id=item.id)
@@ -325,7 +332,7 @@ def draw_lines(chain: FontChain, lines, size: float, width: int, line_height: in
             trm = mupdf.FzMatrix(size, 0, 0, -size, run.x, y)
             mupdf.fz_show_string(text, chain.fonts[run.font].this, trm, run.text, 0, 0,
                                  mupdf.FZ_BIDI_LTR, mupdf.FZ_LANG_UNSET)
-    height = len(lines) * line_height + 1
+    height = caption_height(len(lines), line_height)
     pix = mupdf.FzPixmap(mupdf.fz_device_gray(), width, height, mupdf.FzSeparations(), 0)
     mupdf.fz_clear_pixmap_with_value(pix, 255)
     _fill_black(mupdf.fz_new_draw_device(mupdf.FzMatrix(), pix), text)
@@ -411,11 +418,11 @@ def decode_photo(image, width: int, where: str):
     """Decoded, upright, RGB on white, resized to ``width`` px wide."""
     from PIL import Image, ImageOps
 
-    height = scaled_height(photo_size(image), width)
+    shown = photo_size(image)
+    height = scaled_height(shown, width)
     try:
         if image.format == "JPEG":
-            image.draft("RGB", (width, height) if photo_size(image) == image.size
-                        else (height, width))
+            image.draft("RGB", (width, height) if shown == image.size else (height, width))
         image.load()
         image = ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError) as err:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import SourceError, UsageError
 from ..manifest import MANIFEST, JsonlLog
+from ..renderers.occlude import base_language
 
 BOOTSTRAP_SAMPLES = 1000
 
@@ -133,14 +134,14 @@ def score_run(run_dir: Path, predictions_path: Path) -> dict[str, Any]:
     if not manifest.is_file():
         raise SourceError(f"{run_dir}: no {MANIFEST} (not a run folder)")
     rows = JsonlLog(manifest).read()
-    if not rows or any("masked_spans" not in row for row in rows[:1]):
+    if not rows or "masked_spans" not in rows[0]:
         raise SourceError(f"{run_dir}: not an occlude run (its manifest rows have no "
                           "masked_spans)")
     predictions = read_predictions(predictions_path)
     groups: dict[str, Group] = defaultdict(Group)
     missing = 0
     for row in rows:
-        language = (row.get("language") or "en").split("-")[0]
+        language = base_language(row.get("language"))
         spans = [span["text"] for span in row["masked_spans"]]
         prediction = predictions.get(row["id"])
         if prediction is None:
