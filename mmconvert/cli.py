@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .api.prices import BudgetReached
 from .errors import MMConvertError
 
 
@@ -128,13 +129,14 @@ def run_options(fn):
     return fn
 
 
-def run_and_report(config, out: Path, workers: int, overwrite: bool, progress) -> None:
-    """Carry out a render or occlude run; its notes and summary line go to stderr."""
+def run_and_report(config, out: Path, workers: int, overwrite: bool, progress, api=None):
+    """Carry out a run; its notes and summary line go to stderr."""
     from .converter import convert
 
     summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
-                      log=lambda m: click.echo(m, err=True))
+                      log=lambda m: click.echo(m, err=True), api=api)
     click.echo(summary.line(), err=True)
+    return summary
 
 
 def set_given(target: dict, **values) -> dict:
@@ -233,6 +235,108 @@ def occlude(out, difficulty, style, width, font, font_size, max_lines, max_heigh
     config = build(OccludeConfig, values, origin)
     run_and_report(config, out or Path("runs") / f"{Path(corpus).stem}-occlude", workers,
                    overwrite, progress)
+
+
+@main.command()
+@selection_options
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Run folder to write (default: runs/<corpus>-generate).")
+@click.option("--image-model", help="Image-generation model (default gpt-image-1).")
+@click.option("--chat-model", help="Chat model that chooses the layout and writes background "
+                                   "depictions (default gpt-4o-mini).")
+@click.option("--layout", help="auto (the chat model chooses, default), background, "
+                               "interleaved, or tokens:N (background for items over N tokens, "
+                               "LogicOCR: tokens:250).")
+@click.option("--font", type=click.Choice(["random", "handwritten", "standard"]),
+              help="Font style; random (default) draws it per item from --seed.")
+@click.option("--size", type=click.Choice(["auto", "1536x1024", "1024x1536", "1024x1024"]),
+              help="Image size; auto (default): 1536x1024 for items over 250 tokens, else "
+                   "1024x1536.")
+@click.option("--quality", type=click.Choice(["low", "medium", "high", "auto"]),
+              help="Image quality (default high).")
+@click.option("--max-side", type=int, help="Longer side of the benchmark JPEG (default 1024).")
+@click.option("--jpeg-quality", type=int, help="Benchmark JPEG quality (default 95).")
+@click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
+              help="Style of the manifest's evaluation prompts (default cot).")
+@click.option("--prompt-dir", type=click.Path(path_type=Path),
+              help="Folder of prompt templates that replace the shipped ones by name "
+                   "(generate_<layout>_<font>.txt, generate_layout.txt, "
+                   "generate_depiction.txt, ...).")
+@click.option("--image-base-url", help="Image API base URL (default: OPENAI_BASE_URL, else "
+                                       "OpenAI's).")
+@click.option("--chat-base-url", help="Chat API base URL, any OpenAI-compatible server "
+                                      "(e.g. a local vLLM).")
+@click.option("--api-key-env", help="Environment variable holding the API key (default "
+                                    "OPENAI_API_KEY). Keys are never written anywhere.")
+@click.option("--chat-api-key-env", help="Variable holding the chat server's key (default: "
+                                         "--api-key-env; a local server needs none).")
+@click.option("--concurrency", type=int, help="Requests in flight at once (default 8).")
+@click.option("--budget", type=float,
+              help="USD this invocation may spend; it stops before a request would pass it.")
+@click.option("--price-table", type=click.Path(path_type=Path),
+              help="JSON price table whose models replace the shipped prices.")
+@click.option("--cache-dir", type=click.Path(path_type=Path),
+              help="Response cache (default $MMCONVERT_CACHE, else "
+                   "~/.cache/mmconvert/responses).")
+@click.option("--max-tries", type=int, help="Tries per request (default 5).")
+@click.option("--timeout", type=float, help="Seconds per try (default 300).")
+@click.option("--retry-failed", is_flag=True, default=None,
+              help="Try again the items whose requests failed, were refused or came back "
+                   "malformed.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the prompts, counts and estimated cost; call nothing, write nothing.")
+@click.option("--overwrite", is_flag=True, help="Replace a run folder made with other options "
+                                                "(the response cache is kept).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: when stderr is a terminal).")
+@reports_errors
+def generate(out, image_model, chat_model, layout, font, size, quality, max_side, jpeg_quality,
+             prompt_style, prompt_dir, image_base_url, chat_base_url, api_key_env,
+             chat_api_key_env, concurrency, budget, price_table, cache_dir, max_tries, timeout,
+             retry_failed, dry_run, overwrite, progress, **flags):
+    """Draw each item of CORPUS (context, question and options) with an image-generation API,
+    LogicOCR-style: a background scene or text beside an illustration, handwritten or printed.
+
+    Every response is cached before it is used, so a re-run, a crash or --overwrite never pays
+    for a response twice. The returned image is kept in originals/; the benchmark copy is a JPEG
+    in images/.
+
+    \b
+    Examples:
+      mmconvert generate logiqa --source LogiQA-dataset --dedup --dry-run
+      mmconvert generate logiqa --source LogiQA-dataset --layout tokens:250 --budget 20
+      mmconvert generate logiqa2 --chat-base-url http://localhost:8000/v1 \\
+          --chat-model Qwen/Qwen2.5-14B-Instruct
+    """
+    from .config import ApiOptions, GenerateConfig, build
+    from .converter import preview
+
+    corpus = flags["corpus"]
+    values, origin = selection_values(flags)
+    api_values = set_given(dict(values.pop("api", None) or {}), image_base_url=image_base_url,
+                           chat_base_url=chat_base_url, api_key_env=api_key_env,
+                           chat_api_key_env=chat_api_key_env, concurrency=concurrency,
+                           budget=budget, price_table=price_table, cache_dir=cache_dir,
+                           max_tries=max_tries, timeout=timeout, retry_failed=retry_failed)
+    set_given(values, prompt_style=prompt_style, prompt_dir=prompt_dir)
+    values["generate"] = set_given(
+        dict(values.get("generate") or {}), image_model=image_model, chat_model=chat_model,
+        layout=layout, font=font, size=size, quality=quality, max_side=max_side,
+        jpeg_quality=jpeg_quality)
+    config = build(GenerateConfig, values, origin)
+    api = build(ApiOptions, api_values, origin)
+    if dry_run:
+        blocks, summary = preview(config, api, log=lambda m: click.echo(m, err=True))
+        click.echo("\n".join(blocks))
+        click.echo(summary, err=True)
+        return
+    summary = run_and_report(config, out or Path("runs") / f"{Path(corpus).stem}-generate",
+                             0, overwrite, progress, api=api)
+    if summary.stopped:
+        raise OneLineError(BudgetReached(
+            f"{summary.stopped}: {summary.rendered + summary.already_done} of "
+            f"{summary.selected} item(s) done, {summary.not_done} not started; re-run with a "
+            "higher --budget to go on (finished work is kept)"))
 
 
 @main.command()

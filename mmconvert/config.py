@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .corpora.dedup import DedupOptions
 from .errors import UsageError
+from .renderers.generate import GenerateOptions
 from .renderers.occlude import OccludeOptions
 from .renderers.page import PageOptions
 
@@ -65,13 +66,23 @@ class OccludeConfig(Selection):
     prompt_dir: Path | None = None
 
 
-RunConfig = RenderConfig | OccludeConfig
+class GenerateConfig(Selection):
+    """A ``generate`` run: which items, how the image API is asked to draw them, what to
+    write. Where the servers are and how much may be spent are ``ApiOptions``."""
+
+    renderer: Literal["generate"] = "generate"
+    generate: GenerateOptions = Field(default_factory=GenerateOptions)
+    prompt_style: Literal["cot", "direct"] = "cot"
+    prompt_dir: Path | None = None
+
+
+RunConfig = RenderConfig | OccludeConfig | GenerateConfig
+CONFIGS = {"page": RenderConfig, "occlude": OccludeConfig, "generate": GenerateConfig}
 
 
 def run_config(values: dict[str, Any]) -> RunConfig:
     """A config dict (as run.json or YAML holds it) as the model its ``renderer`` names."""
-    model = OccludeConfig if values.get("renderer") == "occlude" else RenderConfig
-    return model.model_validate(values)
+    return CONFIGS.get(values.get("renderer"), RenderConfig).model_validate(values)
 
 
 def show_progress(flag: bool | None) -> bool:
@@ -88,6 +99,33 @@ class ExecutionOptions(BaseModel):
     workers: int = Field(1, ge=0, description="processes; 0 = one per core")
     overwrite: bool = False
     progress: bool | None = None  # None: a bar when stderr is a terminal
+
+
+class ApiOptions(BaseModel):
+    """How ``generate`` reaches the APIs and what it may spend; none of it changes what is
+    asked, so none of it is part of the run's identity (run.json records it apart)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image_base_url: str | None = Field(None, description="default: OPENAI_BASE_URL, else "
+                                                         "api.openai.com")
+    chat_base_url: str | None = None
+    api_key_env: str = Field("OPENAI_API_KEY", description="variable holding the key")
+    chat_api_key_env: str | None = Field(None, description="default: api_key_env")
+    concurrency: int = Field(8, ge=1, le=256, description="requests in flight at once")
+    budget: float | None = Field(None, ge=0, description="USD this invocation may spend")
+    price_table: Path | None = None
+    cache_dir: Path | None = Field(None, description="default: ~/.cache/mmconvert/responses")
+    max_tries: int = Field(5, ge=1, le=20)
+    timeout: float = Field(300.0, gt=0, description="seconds per try")
+    retry_failed: bool = False
+
+    def record(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        for key in ("price_table", "cache_dir"):
+            if data[key] is not None:
+                data[key] = str(Path(data[key]).resolve())
+        return data
 
 
 def load_yaml(path: Path) -> dict[str, Any]:

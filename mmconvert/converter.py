@@ -15,17 +15,18 @@ import platform
 import sys
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .config import ExecutionOptions, RunConfig, Selection, run_config, show_progress
+from .api.prices import BudgetReached
+from .config import ApiOptions, ExecutionOptions, RunConfig, Selection, run_config, show_progress
 from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, deduplicate
-from .errors import ItemError, ItemFiltered
+from .errors import ItemError, ItemFiltered, MMConvertError
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import write_json
@@ -41,6 +42,9 @@ class RunSummary:
     already_done: int = 0
     skipped: int = 0
     filtered: int = 0
+    failed: int = 0
+    not_done: int = 0
+    stopped: str | None = None
     images: int = 0
     unit: str = "page"
     seconds: float = 0.0
@@ -54,8 +58,13 @@ class RunSummary:
             text += f"; {self.already_done} already done"
         if self.filtered:
             text += f"; {self.filtered} dropped by a limit (see skipped.jsonl)"
+        if self.failed:
+            text += (f"; {self.failed} failed at the API (see skipped.jsonl; --retry-failed "
+                     "tries them again)")
         if self.skipped:
             text += f"; {self.skipped} skipped (see skipped.jsonl)"
+        if self.not_done:
+            text += f"; {self.not_done} not done: {self.stopped}"
         return text
 
 
@@ -90,15 +99,22 @@ def _init_worker(config: RunConfig, out: Path) -> None:
 
 
 def _render_one(task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
-    """Render one item and write its files; ("ok", row) or ("error", ItemError)."""
+    return _run_item(_STATE["job"], task)
+
+
+def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
+    """Render one item and write its files: ("ok", row), ("error", ItemError), or
+    ("stopped", BudgetReached) when the budget allows no more requests."""
     item, part, prompt_keys = task
     try:
-        return "ok", _STATE["job"].run(item, part, prompt_keys)
+        return "ok", job.run(item, part, prompt_keys)
     except ItemError as err:
         err.item_id = err.item_id or item.id
         if err.stage == "load":
             err.stage = "render"
         return "error", err
+    except BudgetReached as err:
+        return "stopped", err
 
 
 # --- main side ---------------------------------------------------------------------------
@@ -151,8 +167,10 @@ def _dedup(items: list[Item], options: DedupOptions, path: Path | None, reuse: b
 
 
 def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
-            overwrite: bool = False, progress: bool | None = None, log=None) -> RunSummary:
-    """Do what ``mmconvert render`` (or ``occlude``) does; return the run's summary."""
+            overwrite: bool = False, progress: bool | None = None, log=None,
+            api: ApiOptions | None = None) -> RunSummary:
+    """Do what ``mmconvert render`` (or ``occlude``, or ``generate`` with ``api``) does;
+    return the run's summary."""
     if isinstance(config, dict):
         config = run_config(config)
     execution = ExecutionOptions(out=Path(out), workers=workers, overwrite=overwrite,
@@ -162,7 +180,7 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     summary = RunSummary(out=execution.out)
 
     corpus = resolve(config.corpus)
-    job = job_for(config, execution.out)  # fails early on bad options or a missing model
+    job = job_for(config, execution.out, api)  # fails early on bad options, model, key
     summary.unit = job.unit
     folder = RunFolder(execution.out)
     folder.check(config.identity(), execution.overwrite)
@@ -179,7 +197,9 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     if report.dedup is not None:
         write_json(execution.out / DEDUP, report.dedup, indent=1)
 
-    folder.write_info(_run_info(config, summary, job, status="running"))
+    folder.write_info(_run_info(config, summary, job, folder, status="running"))
+    if api is not None and api.retry_failed:
+        folder.skipped.rewrite([r for r in folder.skipped.read() if r.get("stage") != "generate"])
     done = folder.done_ids()
     new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
     folder.skipped.append(*new_skips)
@@ -187,38 +207,71 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     summary.already_done = len(items) - len(todo)
     tasks = [(item, job.part(item, corpus), corpus.prompt_keys(item)) for item in todo]
 
-    for status, payload in _run_tasks(tasks, config, execution):
-        if status == "ok":
-            folder.manifest.append(payload)
-            summary.rendered += 1
-            summary.images += len(payload["images"])
-        elif isinstance(payload, ItemFiltered) or config.on_error == "skip":
-            folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
-                                   "reason": str(payload)})
-            if isinstance(payload, ItemFiltered):
-                summary.filtered += 1
+    try:
+        for status, payload in _run_tasks(tasks, config, execution, job):
+            if status == "ok":
+                folder.manifest.append(payload)
+                summary.rendered += 1
+                summary.images += len(payload["images"])
+            elif status == "stopped":
+                summary.not_done += 1
+                summary.stopped = summary.stopped or str(payload)
+            elif payload.always_recorded or config.on_error == "skip":
+                folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
+                                       "reason": str(payload)})
+                if isinstance(payload, ItemFiltered):
+                    summary.filtered += 1
+                elif payload.always_recorded:
+                    summary.failed += 1
+                else:
+                    summary.skipped += 1
             else:
-                summary.skipped += 1
-        else:
-            raise payload
+                raise payload
+    except MMConvertError:
+        folder.write_info(_run_info(config, summary, job, folder, status="failed"))
+        raise
     summary.skipped += len(report.skipped)
     summary.seconds = time.perf_counter() - started
-    folder.write_info(_run_info(config, summary, job, status="complete"))
+    status = "stopped: budget" if summary.stopped else "complete"
+    folder.write_info(_run_info(config, summary, job, folder, status=status))
     return summary
 
 
-def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions):
-    """Results in task order, from this process or a pool."""
+def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str], str]:
+    """``generate --dry-run``: the prompts and the estimated cost of a run, calling nothing
+    and writing nothing."""
+    from .jobs import GenerateJob
+
+    corpus = resolve(config.corpus)
+    job = GenerateJob(config, Path("."), api, dry_run=True)
+    items, _ = load_selection(config, corpus, log=log)
+    return job.dry_run([(item, job.part(item, corpus), corpus.prompt_keys(item))
+                        for item in items])
+
+
+def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
+    """Results in task order, from this process, a process pool, or (for a job that waits on
+    the network) a thread pool sharing ``job``."""
     from tqdm import tqdm
 
     workers = execution.workers or os.cpu_count() or 1
     show = show_progress(execution.progress)
     bar = tqdm(total=len(tasks), unit="item", disable=not show or not tasks, file=sys.stderr)
     try:
-        if workers == 1 or len(tasks) <= 1:
-            _init_worker(config, execution.out)
+        threads = getattr(job, "threads", None)
+        if threads and len(tasks) > 1:
+            with ThreadPoolExecutor(max_workers=min(threads, len(tasks))) as pool:
+                try:
+                    for result in pool.map(lambda task: _run_item(job, task), tasks):
+                        yield result
+                        bar.update()
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+            return
+        if threads or workers == 1 or len(tasks) <= 1:
             for task in tasks:
-                yield _render_one(task)
+                yield _run_item(job, task)
                 bar.update()
             return
         with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), initializer=_init_worker,
@@ -238,7 +291,8 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"mmconvert": __version__, "python": platform.python_version()}
-    for name in ("pymupdf", "pymupdf-fonts", "pillow", "pydantic", "datasets", "spacy"):
+    for name in ("pymupdf", "pymupdf-fonts", "pillow", "pydantic", "datasets", "spacy",
+                 "openai"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -246,8 +300,9 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _run_info(config: RunConfig, summary: RunSummary, job, status: str) -> dict[str, Any]:
-    return {
+def _run_info(config: RunConfig, summary: RunSummary, job, folder: RunFolder,
+              status: str) -> dict[str, Any]:
+    info = {
         "status": status,
         "config": config.identity(),
         "versions": _versions(),
@@ -256,3 +311,6 @@ def _run_info(config: RunConfig, summary: RunSummary, job, status: str) -> dict[
         "notes": summary.notes,
         "items": summary.selected,
     }
+    if hasattr(job, "report"):
+        info.update(job.report(folder.manifest.read()))
+    return info

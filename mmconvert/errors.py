@@ -26,6 +26,9 @@ class ItemError(MMConvertError):
     message reads ``<where>: field <field>: <reason>``.
     """
 
+    # recorded in skipped.jsonl whatever --on-error says (a rule's drop, a failed API request)
+    always_recorded = False
+
     def __init__(self, reason: str, *, where: str = "", field: str = "", item_id: str = "",
                  stage: str = "load"):
         self.reason = reason
@@ -43,6 +46,8 @@ class ItemError(MMConvertError):
 class ItemFiltered(ItemError):
     """An item a rule leaves out (the occluder's height limit), not a fault of the data: it is
     recorded in skipped.jsonl and counted in the summary whatever ``--on-error`` says."""
+
+    always_recorded = True
 
     def __init__(self, reason: str, **kwargs):
         kwargs.setdefault("stage", "filter")

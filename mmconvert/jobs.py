@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .config import OccludeConfig, RenderConfig, RunConfig
+from .config import ApiOptions, GenerateConfig, OccludeConfig, RenderConfig, RunConfig
 from .corpora import Corpus
+from .errors import UsageError
 from .items import Item, RenderPart
 from .manifest import atomic_write
 from .prompts import Prompts
 from .renderers.fonts import font_chain, font_manifest
+from .renderers.generate import FONTS, LAYOUTS, image_text
 
 
 def write_image(out: Path, rel: str, png: bytes, role: str, width: int, height: int,
@@ -123,6 +126,162 @@ class OccludeJob:
         return row
 
 
+class GenerateJob:
+    """``mmconvert generate``: each whole item drawn by an image-generation API (LogicOCR).
+
+    Runs in threads (``threads`` requests in flight), since it waits on the network; the API
+    client, its response cache and the budget are shared by them.
+    """
+
+    unit = "image"
+
+    def __init__(self, config: GenerateConfig, out: Path, api: ApiOptions | None = None, *,
+                 dry_run: bool = False):
+        from .api.client import ApiClient
+        from .renderers.generate import ImageApiRenderer
+
+        self.config, self.out = config, out
+        self.api_options = api or ApiOptions()
+        self.api = ApiClient(self.api_options)
+        self.prompts = Prompts(config.prompt_dir)
+        self.renderer = ImageApiRenderer(config.generate, self.prompts, self.api)
+        self.threads = self.api_options.concurrency
+        self._check(dry_run)
+
+    def _check(self, dry_run: bool) -> None:
+        """Fail before the first request: templates, keys, and prices when there is a
+        budget."""
+        options = self.config.generate
+        chat = options.layout != "interleaved"
+        names = [f"generate_{layout}_{font}" for layout in LAYOUTS for font in FONTS]
+        names += ["generate_depiction"] if chat else []
+        names += ["generate_layout"] if options.layout == "auto" else []
+        for name in names:
+            self.prompts.template(name)
+        if not dry_run:
+            self.api.check_keys(("image", "chat") if chat else ("image",))
+        if self.api_options.budget is not None:
+            for model in [options.image_model] + ([options.chat_model] if chat else []):
+                if not self.api.prices.has(model):
+                    raise UsageError(
+                        f"--budget needs a price for {model}, which the price table "
+                        f"({self.api.prices.origin}) lacks; give --price-table FILE with "
+                        f'{{"models": {{"{model}": {{"per_million_tokens": {{...}}}}}}}}')
+
+    def part(self, item: Item, corpus: Corpus) -> RenderPart:
+        return "all"
+
+    def fonts(self) -> list[dict[str, str]]:
+        return []  # the image model draws the type
+
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> dict[str, Any]:
+        config, out, options = self.config, self.out, self.config.generate
+        made = self.renderer.generate(item, config.seed, prompt_keys)
+        ext = {"jpeg": "jpg"}.get(made.original_format, made.original_format or "bin")
+        original = f"originals/{item.id}.{ext}"
+        atomic_write(out / original, made.original)
+        images = [write_image(out, f"images/{item.id}.jpg", made.jpeg, "generated",
+                              *made.size)]
+        prompt, text_prompt = self.prompts.pair(item, "all", config.prompt_style, prompt_keys)
+        chat_used = bool({"layout", "depiction"} & set(made.calls))
+        row = row_head(item, self.renderer, {
+            **options.model_dump(mode="json"), "layout": made.layout, "font": made.plan.font,
+            "size": made.plan.size, "tokens": made.plan.tokens}, config.seed)
+        row.update({
+            "images": images,
+            "original": {"path": original, "format": made.original_format,
+                         "width": made.original_size[0], "height": made.original_size[1],
+                         "sha256": hashlib.sha256(made.original).hexdigest()},
+            "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
+            "question": item.question, "context": item.context, "options": item.options,
+            "answer": item.answer, "metadata": item.metadata,
+            "text_in_image": image_text(item),
+            "generation": {
+                "template": made.template, "image_prompt": made.prompt, "layout": made.layout,
+                "layout_from": "chat" if made.plan.layout == "auto" else options.layout,
+                "font": made.plan.font, "depiction": made.depiction,
+                "image_model": options.image_model,
+                "chat_model": options.chat_model if chat_used else None,
+                "size": made.plan.size, "quality": options.quality},
+            "provenance": {"cost_usd": made.cost, "calls": made.calls},
+        })
+        return row
+
+    def dry_run(self, tasks) -> tuple[list[str], str]:
+        """``--dry-run``: each item's prompts, and a summary of counts and estimated cost;
+        nothing is called. With ``--layout auto`` both layouts' image prompts are shown and the
+        estimate assumes the dearer path (layout choice, depiction, image)."""
+        renderer, seed = self.renderer, self.config.seed
+        blocks: list[str] = []
+        counts: dict[str, Counter[str]] = {"layout": Counter(), "font": Counter(),
+                                           "size": Counter()}
+        usd = {"image": 0.0, "chat": 0.0}
+        requests, cached, unpriced = Counter(), 0, set()
+        for item, _, keys in tasks:
+            plan = renderer.plan(item, seed)
+            for name in counts:
+                counts[name][getattr(plan, name)] += 1
+            values = renderer.values(item)
+            blocks.append(f"=== {item.id}: layout {plan.layout}, font {plan.font}, size "
+                          f"{plan.size}, {plan.tokens} tokens")
+            layouts = LAYOUTS if plan.layout == "auto" else (plan.layout,)
+            chats = (["layout"] if plan.layout == "auto" else []) + (
+                ["depiction"] if "background" in layouts else [])
+            for purpose in chats:
+                prompt = renderer.chat_prompt(purpose, values, keys)
+                blocks += [f"--- chat ({purpose}), {self.config.generate.chat_model}", prompt]
+                cost = renderer.chat_estimate(prompt)
+                usd["chat"] += cost.usd or 0.0
+                requests["chat"] += 1
+                if cost.usd is None:
+                    unpriced.add(self.config.generate.chat_model)
+            image_costs = []
+            for layout in layouts:
+                depiction = "<depiction written by the chat model>" * (layout == "background")
+                template, prompt = renderer.image_prompt(layout, plan.font,
+                                                         {**values, "depiction": depiction}, keys)
+                blocks += [f"--- image ({template}), {self.config.generate.image_model}",
+                           prompt]
+                image_costs.append(renderer.image_estimate(prompt, plan.size))
+                if layout == "interleaved" and plan.layout == "interleaved":
+                    cached += self.api.cached("image", renderer.image_params(prompt, plan.size),
+                                              item.id, seed)
+            requests["image"] += 1
+            usd["image"] += max(c.usd or 0.0 for c in image_costs)
+            if any(c.usd is None for c in image_costs):
+                unpriced.add(self.config.generate.image_model)
+        summary = (f"dry run: {len(tasks)} item(s); "
+                   + "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+                               for name, c in counts.items())
+                   + f"; requests: {requests['image']} image, at most {requests['chat']} chat; "
+                   f"estimated cost ${usd['image'] + usd['chat']:.2f} (image "
+                   f"${usd['image']:.2f}, chat ${usd['chat']:.4f}; prices "
+                   f"{self.api.prices.origin}, as of {self.api.prices.as_of})")
+        if unpriced:
+            summary += f"; no price for {', '.join(sorted(unpriced))} (counted as $0)"
+        if cached:
+            summary += f"; {cached} image response(s) already cached (free)"
+        return blocks, summary + "; nothing was called"
+
+    def report(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Spend and usage per item and in total over the run folder's manifest, and what
+        this invocation asked and paid."""
+        per_item: dict[str, float | None] = {}
+        usage: Counter[str] = Counter()
+        for row in rows:
+            provenance = row.get("provenance") or {}
+            per_item[row["id"]] = provenance.get("cost_usd")
+            for purpose, call in (provenance.get("calls") or {}).items():
+                for name, value in (call.get("usage") or {}).items():
+                    if isinstance(value, int):
+                        usage[f"{purpose}_{name}"] += value
+        priced = [v for v in per_item.values() if v is not None]
+        return {"spend": {"total_usd": round(sum(priced), 6),
+                          "items_unpriced": len(per_item) - len(priced),
+                          "usage": dict(sorted(usage.items())), "per_item_usd": per_item},
+                "api": {"options": self.api_options.record(), "this_run": self.api.report()}}
+
+
 def masked_caption(text: str, spans, blank: str = "[___]") -> str:
     """``text`` with each span replaced by ``blank`` (the text-only twin's caption)."""
     out, pos = [], 0
@@ -132,5 +291,10 @@ def masked_caption(text: str, spans, blank: str = "[___]") -> str:
     return "".join(out + [text[pos:]])
 
 
-def job_for(config: RunConfig, out: Path) -> PageJob | OccludeJob:
+Job = PageJob | OccludeJob | GenerateJob
+
+
+def job_for(config: RunConfig, out: Path, api: ApiOptions | None = None) -> Job:
+    if isinstance(config, GenerateConfig):
+        return GenerateJob(config, out, api)
     return OccludeJob(config, out) if isinstance(config, OccludeConfig) else PageJob(config, out)

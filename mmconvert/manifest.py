@@ -73,6 +73,10 @@ class JsonlLog:
                                          f"({err.msg}); the file is damaged") from None
         return rows
 
+    def rewrite(self, rows: list[dict[str, Any]]) -> None:
+        """Replace the whole log (atomically) with ``rows``."""
+        atomic_write(self.path, "".join(dumps(r) + "\n" for r in rows).encode("utf-8"))
+
     def append(self, *rows: dict[str, Any]) -> None:
         if not rows:
             return
