@@ -108,6 +108,7 @@ class ApiClient:
         self.stats: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
+        self.fatal: ApiFatal | None = None  # once set, no more requests are made
 
     # --- clients -------------------------------------------------------------------------
 
@@ -192,12 +193,17 @@ class ApiClient:
                     raise
         import openai
 
+        if self.fatal is not None:
+            raise self.fatal
         reserved = self.budget.reserve(estimate)
         try:
             raw = send()
         except openai.OpenAIError as err:
             self.budget.settle(reserved, None)
-            raise self._failure(side, purpose, err) from None
+            failure = self._failure(side, purpose, err)
+            if isinstance(failure, ApiFatal):
+                self.fatal = failure
+            raise failure from None
         except BaseException:
             self.budget.settle(reserved, None)
             raise
