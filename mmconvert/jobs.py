@@ -202,7 +202,10 @@ class GenerateJob:
                 "font": made.plan.font, "depiction": made.depiction,
                 "image_model": options.image_model,
                 "chat_model": options.chat_model if chat_used else None,
-                "size": made.plan.size, "quality": options.quality},
+                "size": made.plan.size, "quality": options.quality,
+                "benchmark_copy": {"format": "jpeg", "quality": options.jpeg_quality,
+                                   "subsampling": "4:4:4", "max_side": options.max_side,
+                                   "resample": "lanczos"}},
             "provenance": {"cost_usd": made.cost, "calls": made.calls},
         })
         return row

@@ -49,8 +49,10 @@ class Rule:
 @dataclass
 class FakeOpenAI:
     """``delay``: seconds before every answer. ``image``: ``text`` draws the prompt's last
-    paragraphs on a colour taken from its hash (small PNGs); ``photo`` returns one fixed
-    1536x1024 photo-like PNG of about 2 MB, like a real response."""
+    paragraphs on a colour taken from its hash (small PNGs); ``flat`` returns one plain PNG
+    of the asked size; ``photo`` returns one fixed 1536x1024 photo-like PNG of about 3.4 MB,
+    as large as a real response. ``flat`` and ``photo`` are encoded once, so the server's own
+    work stays out of a benchmark's figures."""
 
     delay: float = 0.0
     image: str = "text"
@@ -64,6 +66,7 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self.release = threading.Event()
         self._photo: bytes | None = None
+        self._flat: dict[tuple[int, int], bytes] = {}
         self._server: ThreadingHTTPServer | None = None
 
     # --- control -------------------------------------------------------------------------
@@ -177,11 +180,15 @@ class FakeOpenAI:
     def _image(self, body: dict, prompt: str) -> bytes:
         size = body.get("size", "1024x1024")
         width, height = (int(v) for v in size.split("x"))
-        png = self._photo_png() if self.image == "photo" else _text_png(prompt, width, height)
+        if self.image == "photo":
+            encoded = self._photo_b64()
+        elif self.image == "flat":
+            encoded = self._flat_b64(width, height)
+        else:
+            encoded = base64.b64encode(_text_png(prompt, width, height))
         out: dict[str, Any] = {"created": 1700000000, "background": "opaque",
-                               "data": [{"b64_json": base64.b64encode(png).decode()}],
-                               "output_format": "png", "quality": body.get("quality"),
-                               "size": size}
+                               "data": [{"b64_json": "@"}], "output_format": "png",
+                               "quality": body.get("quality"), "size": size}
         if self.usage:
             text_tokens = max(1, len(prompt) // 4)
             output = OUTPUT_TOKENS.get((body.get("quality"), max(width, height)), 4160)
@@ -189,7 +196,8 @@ class FakeOpenAI:
                             "total_tokens": text_tokens + output,
                             "input_tokens_details": {"text_tokens": text_tokens,
                                                      "image_tokens": 0}}
-        return json.dumps(out).encode()
+        head, tail = json.dumps(out).encode().split(b'"@"', 1)
+        return b"".join((head, b'"', encoded, b'"', tail))
 
     def _chat(self, body: dict, prompt: str, digest: str, refuse: bool) -> bytes:
         if "background or interleaved" in prompt:
@@ -208,9 +216,21 @@ class FakeOpenAI:
                             "total_tokens": max(1, len(prompt) // 4) + len(reply.split())}
         return json.dumps(out).encode()
 
-    def _photo_png(self) -> bytes:
+    def _flat_b64(self, width: int, height: int) -> bytes:
+        """One plain light-grey PNG per size, encoded once."""
+        key = (width, height)
+        if key not in self._flat:
+            from PIL import Image
+
+            out = io.BytesIO()
+            Image.new("RGB", key, (235, 235, 230)).save(out, "PNG")
+            self._flat[key] = base64.b64encode(out.getvalue())
+        return self._flat[key]
+
+    def _photo_b64(self) -> bytes:
+        """The photo, base64-encoded once (the server's own cost stays small)."""
         if self._photo is None:
-            self._photo = photo_png()
+            self._photo = base64.b64encode(photo_png())
         return self._photo
 
 
@@ -267,11 +287,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0)
-    parser.add_argument("--image", choices=["text", "photo"], default="text")
+    parser.add_argument("--image", choices=["text", "flat", "photo"], default="text")
     args = parser.parse_args()
     fake = FakeOpenAI(delay=args.delay, image=args.image)
     if args.image == "photo":
-        fake._photo_png()
+        fake._photo_b64()
     print(fake.start(args.port), flush=True)
     try:
         threading.Event().wait()

@@ -56,7 +56,7 @@ class ResponseCache:
         head, _, body = data.partition(b"\n")
         try:
             header = json.loads(head)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError):
             return None  # not a file this cache wrote whole; ask again
         return CachedResponse(key, header, body)
 

@@ -145,7 +145,7 @@ def benchmark_copy(data: bytes, max_side: int, quality: int) -> tuple[bytes, tup
                 flat = Image.new("RGB", rgba.size, "white")
                 flat.paste(rgba, mask=rgba.getchannel("A"))
                 image = flat
-            else:
+            elif image.mode != "RGB":
                 image = image.convert("RGB")
     except (OSError, ValueError, Image.DecompressionBombError) as err:
         raise ApiMalformed(f"image API: the returned image cannot be decoded ({err})") from None
