@@ -159,6 +159,11 @@ class GenerateJob:
         for name in names:
             self.prompts.template(name)
         if not dry_run:
+            try:
+                import openai  # noqa: F401
+            except ImportError:
+                raise UsageError("generate needs the openai client: pip install "
+                                 "'mmconvert[generate]'") from None
             self.api.check_keys(("image", "chat") if chat else ("image",))
         if self.api_options.budget is not None:
             for model in [options.image_model] + ([options.chat_model] if chat else []):

@@ -329,6 +329,16 @@ def test_a_missing_key_is_a_usage_error(tmp_path, monkeypatch):
                              "variable)\n")
 
 
+def test_a_missing_openai_package_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "openai", None)  # import openai now fails
+    items = write_items(tmp_path / "items.jsonl", 1)
+    result = run("generate", items, "--out", tmp_path / "run")
+    assert result.exit_code == 2
+    assert result.output == ("Error: generate needs the openai client: pip install "
+                             "'mmconvert[generate]'\n")
+    assert run("generate", items, "--dry-run").exit_code == 0  # a dry run needs none
+
+
 def test_bad_options_are_one_line_errors(tmp_path):
     items = write_items(tmp_path / "items.jsonl", 1)
     result = run("generate", items, "--layout", "sideways")
