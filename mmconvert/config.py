@@ -16,6 +16,14 @@ from .renderers.occlude import OccludeOptions
 from .renderers.page import PageOptions
 
 
+def with_absolute_paths(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """``data`` with the paths under ``keys`` made absolute (what run.json records)."""
+    for key in keys:
+        if data.get(key) is not None:
+            data[key] = str(Path(data[key]).resolve())
+    return data
+
+
 class Selection(BaseModel):
     """Which items: corpus, rows, filters, dedup, sample. Every command that reads a corpus
     takes these."""
@@ -39,10 +47,7 @@ class Selection(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """What decides the run folder's content (a re-run with another identity is refused)."""
-        data = self.model_dump(mode="json")
-        for key in ("source", "prompt_dir"):
-            if data.get(key) is not None:
-                data[key] = str(Path(data[key]).resolve())
+        data = with_absolute_paths(self.model_dump(mode="json"), ("source", "prompt_dir"))
         if self.dedup is not None:
             data["dedup"] = self.dedup.identity()
         return data
@@ -121,11 +126,7 @@ class ApiOptions(BaseModel):
     retry_failed: bool = False
 
     def record(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json")
-        for key in ("price_table", "cache_dir"):
-            if data[key] is not None:
-                data[key] = str(Path(data[key]).resolve())
-        return data
+        return with_absolute_paths(self.model_dump(mode="json"), ("price_table", "cache_dir"))
 
 
 def load_yaml(path: Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ killed run leaves a manifest that is a complete prefix of the finished one.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -257,27 +258,23 @@ def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
     workers = execution.workers or os.cpu_count() or 1
     show = show_progress(execution.progress)
     bar = tqdm(total=len(tasks), unit="item", disable=not show or not tasks, file=sys.stderr)
+    threads = getattr(job, "threads", None)
     try:
-        threads = getattr(job, "threads", None)
-        if threads and len(tasks) > 1:
-            with ThreadPoolExecutor(max_workers=min(threads, len(tasks))) as pool:
-                try:
-                    for result in pool.map(lambda task: _run_item(job, task), tasks):
-                        yield result
-                        bar.update()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
-            return
-        if threads or workers == 1 or len(tasks) <= 1:
+        if len(tasks) <= 1 or (not threads and workers == 1):
             for task in tasks:
                 yield _run_item(job, task)
                 bar.update()
             return
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), initializer=_init_worker,
-                                 initargs=(config, execution.out)) as pool:
+        if threads:
+            pool, run = (ThreadPoolExecutor(max_workers=min(threads, len(tasks))),
+                         functools.partial(_run_item, job))
+        else:
+            pool, run = (ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
+                                             initializer=_init_worker,
+                                             initargs=(config, execution.out)), _render_one)
+        with pool:
             try:
-                for result in pool.map(_render_one, tasks, chunksize=1):
+                for result in pool.map(run, tasks, chunksize=1):
                     yield result
                     bar.update()
             except BaseException:

@@ -46,6 +46,10 @@ def dumps(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False, separators=(", ", ": "))
 
 
+def _lines(rows) -> str:
+    return "".join(dumps(r) + "\n" for r in rows)
+
+
 class JsonlLog:
     """An append-only JSONL file of whole rows."""
 
@@ -75,13 +79,13 @@ class JsonlLog:
 
     def rewrite(self, rows: list[dict[str, Any]]) -> None:
         """Replace the whole log (atomically) with ``rows``."""
-        atomic_write(self.path, "".join(dumps(r) + "\n" for r in rows).encode("utf-8"))
+        atomic_write(self.path, _lines(rows).encode("utf-8"))
 
     def append(self, *rows: dict[str, Any]) -> None:
         if not rows:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = "".join(dumps(r) + "\n" for r in rows)
+        text = _lines(rows)
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

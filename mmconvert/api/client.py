@@ -213,28 +213,29 @@ class ApiClient:
         try:
             result = self._read(side, stored, estimate, parse, cached=False)
         except ApiFailure:
-            self.budget.settle(reserved, estimate)
-            with self._lock:
-                self.stats[f"{side}_paid_usd"] += estimate.usd or 0.0
+            self._paid(side, reserved, estimate)  # a bad answer that came back is paid for
             raise
-        self.budget.settle(reserved, result.cost)
+        self._paid(side, reserved, result.cost)
+        return result
+
+    def _paid(self, side: str, reserved: float, cost: Cost) -> None:
+        self.budget.settle(reserved, cost)
         with self._lock:
             self.stats[f"{side}_requests"] += 1
-            self.stats[f"{side}_paid_usd"] += result.cost.usd or 0.0
-        return result
+            self.stats[f"{side}_paid_usd"] += cost.usd or 0.0
 
     def _read(self, side: str, stored: CachedResponse, estimate: Cost,
               parse: Callable[[str], Any] | None, cached: bool) -> ApiResult:
         """Parse and check a stored response (the same checks for a fresh one and a cached
         one, so a response that failed them fails them again without a new request)."""
-        what = "image" if side == "image" else stored.header.get("purpose", "chat")
+        what = _api_name(side, stored.header.get("purpose", "chat"))
         try:
             data = json.loads(stored.body)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ApiMalformed(f"{what} API: malformed response (not JSON: "
+            raise ApiMalformed(f"{what}: malformed response (not JSON: "
                                f"{getattr(err, 'msg', err)})") from None
         if not isinstance(data, dict):
-            raise ApiMalformed(f"{what} API: malformed response (not a JSON object)")
+            raise ApiMalformed(f"{what}: malformed response (not a JSON object)")
         model = stored.header["params"].get("model", "")
         if side == "image":
             data["image"] = _image_bytes(data)
@@ -249,7 +250,7 @@ class ApiClient:
     def _failure(self, side: str, purpose: str, err: Exception) -> MMConvertError:
         import openai
 
-        what = f"{side} API" if side == "image" else f"chat API ({purpose})"
+        what = _api_name(side, purpose)
         tries = self.options.max_tries
         text = _error_text(err)
         if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError,
@@ -280,6 +281,11 @@ class ApiClient:
         out["cache_dir"] = str(self.cache.root)
         out["price_table"] = {"origin": self.prices.origin, "as_of": self.prices.as_of}
         return out
+
+
+def _api_name(side: str, purpose: str) -> str:
+    """How messages name a call: ``image API``, or ``chat API (layout)``."""
+    return "image API" if side == "image" else f"chat API ({purpose})"
 
 
 def _image_bytes(data: dict[str, Any]) -> bytes:
