@@ -400,6 +400,68 @@ def score_vcr(run_dir, predictions, as_json):
     click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else table(result))
 
 
+@main.group()
+def qa():
+    """Quality assurance of a run folder: automatic checks, a review page, a summary.
+
+    Every verdict is an event in the run's qa.jsonl; exports leave rejected items out.
+    """
+
+
+@qa.command("check")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--checks", default=",".join(("ocr", "options", "text_layer", "image")),
+              show_default=True,
+              help="Comma-separated checks: ocr (Tesseract round trip), options (generated "
+                   "images show the question and every option), text_layer (page PDFs), "
+                   "image (present, unchanged, not blank, no text at the edge).")
+@click.option("--jobs", "-j", type=int, default=0,
+              help="Tesseract processes at once (default: one per core).")
+@click.option("--max-cer", type=float, default=None,
+              help="Reject above this OCR error rate instead of the calibrated threshold of "
+                   "the renderer and language (mmconvert/qa/thresholds.json).")
+@click.option("--thresholds", type=click.Path(exists=True, dir_okay=False),
+              help="A thresholds file of your own, in the shipped one's form.")
+@click.option("--recheck", is_flag=True,
+              help="Check items again that were checked before (a changed result is appended; "
+                   "an unchanged one is not).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: when stderr is a terminal).")
+@reports_errors
+def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress):
+    """Run automatic checks on every item of RUN_DIR and append their verdicts to qa.jsonl.
+
+    Items already checked are not checked again (use --recheck), so an interrupted check
+    resumes where it stopped.
+
+    \b
+    Examples:
+      mmconvert qa check runs/demo
+      mmconvert qa check runs/logicocr --checks ocr,options --jobs 4
+    """
+    import os
+    import sys
+
+    from tqdm import tqdm
+
+    from .config import show_progress
+    from .qa.checks import Checker, ocr_statistics
+
+    names = tuple(c.strip() for c in checks.split(",") if c.strip())
+    checker = Checker(run_dir, checks=names, jobs=jobs or os.cpu_count() or 1, max_cer=max_cer,
+                      thresholds=thresholds, recheck=recheck)
+    with tqdm(total=len(checker.rows), unit="item", file=sys.stderr,
+              disable=not show_progress(progress)) as bar:
+        report = checker.run_all(bar.update)
+    flagged = ", ".join(f"{k} {v}" for k, v in sorted(report.flagged.items())) or "none"
+    line = (f"{report.checked} item(s) checked, {report.skipped} already checked; flagged: "
+            f"{flagged}; {report.appended} event(s) appended to {run_dir / 'qa.jsonl'}")
+    if report.ocr_seconds:
+        stats = ocr_statistics(report.ocr_seconds)
+        line += f"; OCR {stats['mean']:.2f} s/image (mean of {report.pages})"
+    click.echo(line, err=True)
+
+
 @main.command("list")
 @click.argument("kind", type=click.Choice(["corpora", "renderers"]), required=False)
 def list_parts(kind):

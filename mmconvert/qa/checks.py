@@ -1,0 +1,439 @@
+"""Automatic checks of a run folder (``mmconvert qa check``), each appending verdict events.
+
+- ``ocr``: Tesseract reads the image(s) back; the character error rate against the text that
+  should be shown must stay under the threshold calibrated for the renderer and script
+  (``thresholds.json``). Occlusions are measured by the share of the *visible* text that is not
+  read back, since covered words come back as fragments.
+- ``options`` (generated images): the question and every option, letter and text, are found in
+  the OCR output (the papers' commonest failure is a missing last option).
+- ``text_layer`` (page renders): the PDF's text layer holds exactly the source's characters,
+  drawn with real glyphs, none past the margin.
+- ``image``: every image is there, unchanged (its manifest hash), not blank, and no text touches
+  its edge.
+
+Tesseract runs in a pool of processes-worth of threads (``jobs``); everything else runs in the
+calling thread, in manifest order, and each item's events are appended as soon as it is done,
+so a killed check resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import statistics
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunFolderError, UsageError
+from ..items import Item, option_letter
+from ..manifest import MANIFEST, JsonlLog
+from ..renderers.layout import is_wide
+from .events import AUTO, QaLog, event
+from .ocr import (
+    OcrResult,
+    cer,
+    comparable,
+    errors,
+    ocr,
+    readable,
+    tesseract_lang,
+    tesseract_version,
+)
+
+CHECKS = ("ocr", "options", "text_layer", "image")
+# LogicOCR's text-density buckets (words per image)
+DENSITY = ((50, "<50"), (100, "50-100"), (150, "100-150"), (200, "150-200"))
+# misread characters allowed beyond the rate: one slip would otherwise reject a short item
+SLACK = 2
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def applies(check: str, renderer: str) -> bool:
+    return {"options": renderer == "generate",
+            "text_layer": renderer == "page"}.get(check, True)
+
+
+@lru_cache(maxsize=4)
+def load_thresholds(path: str | None = None) -> dict[str, Any]:
+    text = (Path(path).read_text(encoding="utf-8") if path else
+            resources.files("mmconvert.qa").joinpath("thresholds.json").read_text("utf-8"))
+    return json.loads(text)
+
+
+def max_cer(renderer: str, language: str, table: dict[str, Any]) -> float:
+    per = table["max_cer"].get(renderer) or table["max_cer"]["page"]
+    return per.get(tesseract_lang(language), per["default"])
+
+
+def word_count(text: str) -> int:
+    """Words as LogicOCR counts density: runs of letters or digits; each CJK character is one."""
+    count = 0
+    for word in _WORD.findall(text):
+        wide = sum(is_wide(c) for c in word)
+        count += wide + (1 if wide < len(word) else 0)
+    return count
+
+
+def density(words: int) -> str:
+    for limit, name in DENSITY:
+        if words < limit:
+            return name
+    return ">200"
+
+
+def row_item(row: dict[str, Any]) -> Item:
+    return Item(id=row["id"], corpus=row.get("corpus", ""), subset=row.get("subset", ""),
+                split=row.get("split", ""), language=row.get("language") or "en",
+                context=row.get("context"), question=row.get("question"),
+                options=list(row.get("options") or []), answer=row.get("answer"),
+                metadata=row.get("metadata") or {})
+
+
+def expected_text(row: dict[str, Any]) -> str:
+    """The text the item's OCR'd image should show (occlusions: the caption as drawn)."""
+    renderer = row["renderer"]["name"]
+    if renderer == "page":
+        from ..renderers.page import image_fields
+
+        item = row_item(row)
+        part = row["renderer"]["params"].get("render") or "options"
+        return "\n".join(text for _, text in label_fields(image_fields(item, part)))
+    if renderer == "occlude":
+        return row.get("caption_in_image") or ""
+    return row.get("text_in_image") or ""
+
+
+def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """Fields with the option letters the page draws before each option ("A. ")."""
+    for name, text in fields:
+        if name.startswith("options["):
+            yield name, f"{option_letter(int(name[8:-1]))}. {text}"
+        else:
+            yield name, text
+
+
+def visible_caption(row: dict[str, Any]) -> str:
+    """An occlusion's caption without its covered spans."""
+    text, out, pos = row.get("caption_in_image") or "", [], 0
+    for span in sorted(row.get("masked_spans") or [], key=lambda s: s["start"]):
+        out.append(text[pos:span["start"]])
+        pos = span["end"]
+    return " ".join(out + [text[pos:]])
+
+
+def ocr_images(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The images whose text is read back: page images, an occlusion's text-only image, the
+    generated image."""
+    roles = {"page": ("page",), "occlude": ("text_only",), "generate": ("generated",)}
+    wanted = roles.get(row["renderer"]["name"], ("page", "generated"))
+    return [image for image in row.get("images") or [] if image.get("role") in wanted]
+
+
+@dataclass
+class Result:
+    check: str
+    verdict: str
+    reason: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CheckReport:
+    items: int = 0
+    checked: int = 0
+    skipped: int = 0  # already checked
+    appended: int = 0
+    flagged: dict[str, int] = field(default_factory=dict)
+    ocr_seconds: list[float] = field(default_factory=list)
+    pages: int = 0
+
+
+class Checker:
+    """Runs the chosen checks over a run folder's manifest and appends their events."""
+
+    def __init__(self, run: Path, *, checks: tuple[str, ...] = CHECKS, jobs: int = 2,
+                 max_cer: float | None = None, thresholds: str | None = None,
+                 recheck: bool = False):
+        unknown = sorted(set(checks) - set(CHECKS))
+        if unknown:
+            raise UsageError(f"unknown check(s) {', '.join(unknown)}; choose from "
+                             f"{', '.join(CHECKS)}")
+        self.run, self.checks, self.jobs = run, checks, max(1, jobs)
+        self.max_cer, self.recheck = max_cer, recheck
+        self.table = load_thresholds(thresholds)
+        manifest = run / MANIFEST
+        if not manifest.exists():
+            raise RunFolderError(f"{run} has no {MANIFEST}: not an mmconvert run folder")
+        self.rows = JsonlLog(manifest).read()
+        self.qa = QaLog(run)
+        self.qa.refresh()
+        if "ocr" in checks or "options" in checks:
+            tesseract_version()  # fails now, with the install hint, if it is missing
+
+    def todo(self, row: dict[str, Any]) -> tuple[str, ...]:
+        renderer = row["renderer"]["name"]
+        wanted = tuple(c for c in self.checks if applies(c, renderer))
+        if self.recheck:
+            return wanted
+        done = self.qa.status(row["id"]).auto
+        return tuple(c for c in wanted if c not in done)
+
+    def run_all(self, progress: Callable[[int], None] | None = None) -> CheckReport:
+        report = CheckReport(items=len(self.rows))
+        with ThreadPoolExecutor(self.jobs) as pool:
+            window: deque[tuple[dict, tuple[str, ...], Future | None]] = deque()
+            for row in self.rows:
+                todo = self.todo(row)
+                if not todo:
+                    report.skipped += 1
+                    continue
+                reading = None
+                if {"ocr", "options"} & set(todo):
+                    reading = pool.submit(self.read_back, row)
+                window.append((row, todo, reading))
+                while len(window) > 2 * self.jobs:
+                    self.finish(*window.popleft(), report)
+                    if progress:
+                        progress(1)
+            while window:
+                self.finish(*window.popleft(), report)
+                if progress:
+                    progress(1)
+        return report
+
+    def read_back(self, row: dict[str, Any]) -> list[OcrResult] | str:
+        """OCR of the row's images (in a worker thread), or why it could not be done."""
+        psm = 3 if row["renderer"]["name"] == "generate" else 6
+        out = []
+        for image in ocr_images(row):
+            path = self.run / image["path"]
+            if not path.is_file():
+                return f"{image['path']} is missing"
+            out.append(ocr(path, row.get("language") or "en", psm=psm))
+        return out
+
+    def finish(self, row: dict[str, Any], todo: tuple[str, ...], reading: Future | None,
+               report: CheckReport) -> None:
+        results = []
+        read = reading.result() if reading else None
+        for check in todo:
+            results.append(getattr(self, f"check_{check}")(row, read))
+        report.checked += 1
+        if isinstance(read, list):
+            report.ocr_seconds += [r.seconds for r in read]
+            report.pages += len(read)
+        for result in results:
+            if result.verdict == "reject":
+                report.flagged[result.check] = report.flagged.get(result.check, 0) + 1
+        report.appended += self.record(row["id"], results)
+
+    def record(self, item_id: str, results: list[Result]) -> int:
+        """Append the results that differ from the latest event of their check."""
+        latest = self.qa.status(item_id).auto
+        new = []
+        for r in results:
+            old = latest.get(r.check)
+            if old and (old["verdict"], old["reason"], old["detail"]) == (r.verdict, r.reason,
+                                                                           r.detail):
+                continue
+            new.append(event(item_id, AUTO + r.check, r.verdict, r.reason, r.detail))
+        self.qa.append(*new)
+        return len(new)
+
+    # -- the checks: each returns one Result
+
+    def check_ocr(self, row: dict[str, Any], read: list[OcrResult] | str | None) -> Result:
+        if isinstance(read, str) or not read:
+            return Result("ocr", "reject", "missing_image", {"error": read or "no image"})
+        renderer, language = row["renderer"]["name"], row.get("language") or "en"
+        hypothesis = "\n".join(r.text for r in read)
+        limit = self.max_cer if self.max_cer is not None else max_cer(renderer, language,
+                                                                        self.table)
+        occluded = renderer == "occlude"
+        source = visible_caption(row) if occluded else expected_text(row)
+        reference = readable(source, language)
+        # what the source has and the reading lacks or got wrong; insertions are free: covered
+        # words come back as fragments, and a symbol Tesseract cannot read comes back as a
+        # letter ("∧" as "A")
+        wrong = errors(reference, readable(hypothesis, language), free_insertions=True)
+        rate = wrong / len(reference) if reference else 0.0
+        detail = {"cer": round(rate, 4), "errors": wrong, "chars": len(reference),
+                  "max": limit, "slack": SLACK,
+                  "engine": f"{tesseract_version()} {tesseract_lang(language)}",
+                  "words": word_count(source), "density": density(word_count(source)),
+                  "words_read": sum(len(r.words) for r in read),
+                  "seconds": round(sum(r.seconds for r in read), 3)}
+        if not occluded:
+            detail["cer_all_characters"] = round(cer(source, hypothesis), 4)
+        if wrong > limit * len(reference) + SLACK:
+            return Result("ocr", "reject", "ocr_mismatch", detail)
+        return Result("ocr", "accept", "ok", detail)
+
+    def check_options(self, row: dict[str, Any], read: list[OcrResult] | str | None) -> Result:
+        if isinstance(read, str) or not read:
+            return Result("options", "reject", "missing_image", {"error": read or "no image"})
+        found = find_parts(row, "\n".join(r.text for r in read))
+        missing = [name for name, ok in found.items() if not ok]
+        detail = {"found": found}
+        if missing:
+            detail["missing"] = missing
+            reason = "missing_question" if missing == ["question"] else "missing_option"
+            return Result("options", "reject", reason, detail)
+        return Result("options", "accept", "ok", detail)
+
+    def check_text_layer(self, row: dict[str, Any], read: Any = None) -> Result:
+        from ..renderers.page import PageOptions, PageRenderer, image_fields
+        from .textlayer import check_pdf
+
+        params = row["renderer"]["params"]
+        options = PageOptions(**params)
+        item = row_item(row)
+        part = params.get("render") or "options"
+        stored = row.get("pdf")
+        detail: dict[str, Any] = {}
+        if stored and (self.run / stored).is_file():
+            pdf = (self.run / stored).read_bytes()
+            detail["pdf"] = "stored"
+        else:
+            # the row is a recipe: lay the page out again, and check it is the same picture
+            render = PageRenderer(options).render(item, part, want_pdf=True)
+            pdf = render.pdf
+            detail["pdf"] = "re-rendered"
+            same = [hashlib.sha256(p.png).hexdigest() for p in render.pages] == [
+                i.get("sha256") for i in row.get("images") or []]
+            detail["recipe_matches_images"] = same
+        fields = image_fields(item, part)
+        text = "\n".join(t for name, t in fields)
+        labels = "".join(f"{option_letter(int(n[8:-1]))}." for n, _ in fields
+                         if n.startswith("options["))
+        result = check_pdf(pdf, text, options.margin * 72.0, labels=labels)
+        detail["chars"] = result.expected
+        if result.ok:
+            return Result("text_layer", "accept", "ok", detail)
+        detail["problem"] = result.summary()
+        if result.outside and not (result.missing or result.extra or result.tofu):
+            reason = "overflow"
+        else:
+            reason = "tofu" if result.tofu else "text_layer_mismatch"
+        return Result("text_layer", "reject", reason, detail)
+
+    def check_image(self, row: dict[str, Any], read: Any = None) -> Result:
+        from PIL import Image, UnidentifiedImageError
+
+        renderer = row["renderer"]["name"]
+        images = row.get("images") or []
+        if not images:
+            return Result("image", "reject", "missing_image", {"error": "no image in the row"})
+        detail: dict[str, Any] = {}
+        problems: list[tuple[str, str]] = []
+        for image in images:
+            path = self.run / image["path"]
+            if not path.is_file():
+                problems.append(("missing_image", f"{image['path']} is missing"))
+                continue
+            data = path.read_bytes()
+            if image.get("sha256") and hashlib.sha256(data).hexdigest() != image["sha256"]:
+                problems.append(("image_changed", f"{image['path']} differs from its "
+                                                  "manifest hash"))
+            try:
+                with Image.open(path) as opened:
+                    gray = opened.convert("L")
+            except (UnidentifiedImageError, OSError) as err:
+                problems.append(("missing_image", f"{image['path']}: {err}"))
+                continue
+            ink = ink_stats(gray)
+            detail[image["path"]] = ink
+            if ink["ink"] < 1e-4:
+                problems.append(("blank", f"{image['path']} is blank"))
+            # paper-backed images: ink in the outermost pixels is text touching the edge
+            if image.get("role") in ("page", "text_only") and ink["edge"]:
+                problems.append(("text_at_edge", f"{image['path']}: ink at the "
+                                                 f"{'/'.join(ink['edge'])} edge"))
+        if renderer == "generate" and isinstance(read, list):
+            for image, result in zip(ocr_images(row), read, strict=False):
+                sides = words_at_edge(result, image["width"], image["height"])
+                if sides:
+                    problems.append(("text_at_edge", f"{image['path']}: words at the "
+                                                     f"{'/'.join(sides)} edge"))
+        if problems:
+            detail["problems"] = [p[1] for p in problems]
+            return Result("image", "reject", problems[0][0], detail)
+        return Result("image", "accept", "ok", detail)
+
+
+def ink_stats(gray, *, contrast: int = 64, border: int = 1) -> dict[str, Any]:
+    """Share of pixels that differ from the commonest value (the background) by more than
+    ``contrast``, and the sides whose outermost ``border`` pixels hold any of them."""
+    histogram = gray.histogram()
+    background = max(range(256), key=histogram.__getitem__)
+    lut = [255 if abs(v - background) > contrast else 0 for v in range(256)]
+    mask = gray.point(lut)
+    total = gray.width * gray.height
+    ink = mask.histogram()[255] / total if total else 0.0
+    w, h = mask.size
+    strips = {"top": (0, 0, w, border), "bottom": (0, h - border, w, h),
+              "left": (0, 0, border, h), "right": (w - border, 0, w, h)}
+    edge = [side for side, box in strips.items() if mask.crop(box).getbbox()]
+    return {"ink": round(ink, 5), "background": background, "edge": edge}
+
+
+def words_at_edge(result: OcrResult, width: int, height: int, *, min_conf: float = 60,
+                  margin: int = 2) -> list[str]:
+    """Sides that a confidently read word touches (a generated image cut through its text)."""
+    sides = set()
+    for w in result.words:
+        if w.conf < min_conf or len(w.text.strip()) < 2:
+            continue
+        if w.left <= margin:
+            sides.add("left")
+        if w.top <= margin:
+            sides.add("top")
+        if w.left + w.width >= width - margin:
+            sides.add("right")
+        if w.top + w.height >= height - margin:
+            sides.add("bottom")
+    return sorted(sides)
+
+
+def _key(text: str) -> str:
+    """Letters and digits only, lower case: OCR punctuation and spacing vary too much."""
+    return "".join(_WORD.findall(comparable(text).lower()))
+
+
+def find_parts(row: dict[str, Any], hypothesis: str, *, score: float = 80.0) -> dict[str, bool]:
+    """Whether the question and each option (letter and text) appear in ``hypothesis``.
+
+    Short needles (up to 4 letters or digits) must appear exactly; longer ones by a fuzzy
+    partial match of at least ``score`` (rapidfuzz's partial_ratio)."""
+    from rapidfuzz import fuzz
+
+    haystack = _key(hypothesis)
+    needles = {}
+    if row.get("question"):
+        needles["question"] = _key(row["question"])
+    for i, option in enumerate(row.get("options") or []):
+        needles[option_letter(i)] = _key(f"{option_letter(i)} {option}")
+    found = {}
+    for name, needle in needles.items():
+        if len(needle) <= 4:
+            found[name] = needle in haystack
+        else:
+            found[name] = fuzz.partial_ratio(needle, haystack) >= score
+    return found
+
+
+def ocr_statistics(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    ordered = sorted(values)
+    return {"mean": round(statistics.fmean(ordered), 4),
+            "median": round(statistics.median(ordered), 4),
+            "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 4),
+            "max": round(ordered[-1], 4)}

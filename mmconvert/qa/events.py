@@ -1,0 +1,201 @@
+"""The QA manifest (``qa.jsonl``): append-only verdict events, and an item's status as their fold.
+
+An event is ``{"id", "source", "verdict", "reason", "detail", "at"}``; ``source`` is
+``auto:<check>`` or ``reviewer:<name>``. Only the latest event of each source counts, so a reviewer
+who changes their mind, or a check re-run with other thresholds, replaces its earlier verdict.
+
+Status: when reviewers have spoken they decide: ``reject_votes`` rejecting reviewers reject the
+item, otherwise any accepting reviewer accepts it, otherwise it stays pending. Without a reviewer a
+failed automatic check rejects the item; passing every check does not accept it (a human does),
+so it stays pending.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunFolderError, UsageError
+from ..manifest import QA, dumps
+
+VERDICTS = ("accept", "reject")
+STATUSES = ("accepted", "rejected", "pending")
+AUTO, REVIEWER = "auto:", "reviewer:"
+# the review page's reason codes for a rejection (any other word is accepted too)
+REVIEW_REASONS = {
+    "unreadable": "text cannot be read (blur, size, contrast)",
+    "missing_text": "part of the text is not in the image",
+    "wrong_text": "the image shows other text than the source",
+    "layout": "text cut off, overlapping or out of order",
+    "artifact": "rendering or generation artefact",
+    "answer_leak": "the image gives the answer away",
+    "other": "see the note",
+}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,39}$")
+_REASON = re.compile(r"^[a-z0-9_]{1,40}$")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def check_reviewer(name: str) -> str:
+    if not _NAME.match(name or ""):
+        raise UsageError(f"reviewer name {name!r}: use 1-40 letters, digits, '.', '_', '-', '@'")
+    return name
+
+
+def event(item_id: str, source: str, verdict: str, reason: str,
+          detail: dict[str, Any] | None = None, at: str | None = None) -> dict[str, Any]:
+    if verdict not in VERDICTS:
+        raise UsageError(f"verdict {verdict!r}: use accept or reject")
+    if not _REASON.match(reason):
+        raise UsageError(f"reason {reason!r}: use a lower-case code such as unreadable")
+    return {"id": item_id, "source": source, "verdict": verdict, "reason": reason,
+            "detail": detail or {}, "at": at or now()}
+
+
+@dataclass
+class ItemStatus:
+    status: str = "pending"
+    # latest event of each source
+    latest: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def auto(self) -> dict[str, dict[str, Any]]:
+        return {s[len(AUTO):]: e for s, e in self.latest.items() if s.startswith(AUTO)}
+
+    @property
+    def reviewers(self) -> dict[str, dict[str, Any]]:
+        return {s[len(REVIEWER):]: e for s, e in self.latest.items()
+                if s.startswith(REVIEWER)}
+
+    @property
+    def flagged(self) -> bool:
+        """A failed automatic check (whatever the reviewers said)."""
+        return any(e["verdict"] == "reject" for e in self.auto.values())
+
+    @property
+    def reviewed(self) -> bool:
+        return bool(self.reviewers)
+
+    def reasons(self) -> list[str]:
+        """Why a rejected item is rejected: its rejecting reviewers' reasons, or (without
+        reviewers) its failed checks' reasons."""
+        if self.status != "rejected":
+            return []
+        pool = self.reviewers or self.auto
+        return sorted({e["reason"] for e in pool.values() if e["verdict"] == "reject"})
+
+
+def fold(events: Iterable[dict[str, Any]], reject_votes: int = 1) -> ItemStatus:
+    """The status of one item from its events, in log order."""
+    state = ItemStatus()
+    for e in events:
+        state.latest[e["source"]] = e
+    refold(state, reject_votes)
+    return state
+
+
+def refold(state: ItemStatus, reject_votes: int) -> None:
+    reviewers = state.reviewers
+    if reviewers:
+        rejects = sum(e["verdict"] == "reject" for e in reviewers.values())
+        if rejects >= reject_votes:
+            state.status = "rejected"
+        elif any(e["verdict"] == "accept" for e in reviewers.values()):
+            state.status = "accepted"
+        else:
+            state.status = "pending"
+    else:
+        state.status = "rejected" if state.flagged else "pending"
+
+
+class QaLog:
+    """``qa.jsonl`` of a run folder, read incrementally (other processes may append too) and
+    appended one whole, fsync'd line per event."""
+
+    def __init__(self, run: Path, reject_votes: int = 1):
+        if reject_votes < 1:
+            raise UsageError("--reject-votes must be at least 1")
+        self.path = run / QA
+        self.reject_votes = reject_votes
+        self.items: dict[str, ItemStatus] = {}
+        self.events = 0
+        self._offset = 0
+        self._line = 0
+        self._lock = threading.Lock()
+
+    def refresh(self) -> set[str]:
+        """Read events appended since the last call; the ids whose status may have changed."""
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> set[str]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return set()
+        end = data.rfind(b"\n") + 1  # a line being written is read next time
+        changed = set()
+        for line in data[:end].splitlines():
+            self._line += 1
+            if not line.strip():
+                continue
+            try:
+                e = json.loads(line)
+                item_id, source = e["id"], e["source"]
+                if e["verdict"] not in VERDICTS:
+                    raise ValueError(f"verdict {e['verdict']!r}")
+            except (ValueError, KeyError, TypeError) as err:
+                raise RunFolderError(f"{self.path} line {self._line}: not a QA event "
+                                     f"({err})") from None
+            state = self.items.setdefault(item_id, ItemStatus())
+            state.latest[source] = e
+            changed.add(item_id)
+            self.events += 1
+        self._offset += end
+        for item_id in changed:
+            refold(self.items[item_id], self.reject_votes)
+        return changed
+
+    def status(self, item_id: str) -> ItemStatus:
+        return self.items.get(item_id) or ItemStatus()
+
+    def append(self, *events: dict[str, Any]) -> set[str]:
+        """Append ``events`` and fold them in (with anything others appended meanwhile)."""
+        if not events:
+            return set()
+        data = "".join(dumps(e) + "\n" for e in events).encode("utf-8")
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # one write() of whole lines to a file opened O_APPEND: writers do not interleave
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                self._repair_torn_tail(fd)
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return self._refresh()
+
+    def _repair_torn_tail(self, fd: int) -> None:
+        """Cut off a line torn by a kill (an event no reader has seen whole), so that it does
+        not glue itself to the next one."""
+        size = os.fstat(fd).st_size
+        if not size:
+            return
+        with open(self.path, "rb") as handle:
+            handle.seek(max(0, size - 65536))
+            tail = handle.read()
+        if not tail.endswith(b"\n"):
+            os.ftruncate(fd, size - len(tail) + tail.rfind(b"\n") + 1)
