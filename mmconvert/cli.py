@@ -462,6 +462,73 @@ def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress):
     click.echo(line, err=True)
 
 
+def reject_votes_option(fn):
+    return click.option("--reject-votes", type=click.IntRange(min=1), default=1,
+                        show_default=True,
+                        help="Reviewers who must reject an item before it counts as rejected "
+                             "(VisTW removes a submission after more than two down-votes: 3)."
+                        )(fn)
+
+
+@qa.command("review")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. There is no login: keep it on this machine.")
+@click.option("--port", type=int, default=0, help="Port (default: a free one, printed).")
+@click.option("--reviewer", help="Your name, filled in on the page (each browser remembers its "
+                                 "own).")
+@reject_votes_option
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@reports_errors
+def qa_review(run_dir, host, port, reviewer, reject_votes, open_browser):
+    """Serve a review page for RUN_DIR: each item's images beside the text they should show and
+    the automatic results; accept or reject by button or key (a, r, j/k).
+
+    Each verdict is appended to qa.jsonl at once; several reviewers may work at the same time.
+    Stop the server with Ctrl-C.
+
+    \b
+    Examples:
+      mmconvert qa review runs/demo --reviewer ana
+      mmconvert qa review runs/vistw --reject-votes 3
+    """
+    from .qa.events import check_reviewer
+    from .qa.review import ReviewServer, ReviewState
+
+    if reviewer:
+        check_reviewer(reviewer)
+    server = ReviewServer(ReviewState(run_dir, reject_votes), host, port, reviewer)
+    click.echo(f"reviewing {run_dir} ({len(server.state.rows)} items) at {server.url}  "
+               "(Ctrl-C stops)", err=True)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: listening on {host}: anyone who can reach it can vote", err=True)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+@qa.command("summary")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@reject_votes_option
+@reports_errors
+def qa_summary(run_dir, as_json, reject_votes):
+    """Counts by status and reason, the acceptance rate and per-check figures of RUN_DIR."""
+    import json
+
+    from .qa.summary import as_text, summarise
+
+    result = summarise(run_dir, reject_votes)
+    click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else as_text(result))
+
+
 @main.command("list")
 @click.argument("kind", type=click.Choice(["corpora", "renderers"]), required=False)
 def list_parts(kind):
