@@ -74,7 +74,8 @@ class FakeOpenAI:
     def script(self, match: str, *actions: str, path: str | None = None) -> None:
         """Answer the next requests whose prompt contains ``match`` with ``actions`` in turn
         (``ok``, ``429`` or ``429:SECONDS``, ``500``, ``slow:SECONDS``, ``malformed``,
-        ``refuse``, ``401``, ``hang``); later ones are answered normally. ``path``: only
+        ``refuse``, ``401``, ``hang``, ``cut``: an image without the text's last line, as
+        when a model leaves out the last option); later ones are answered normally. ``path``: only
         ``images`` or ``chat`` requests."""
         with self._lock:
             self.rules.append(Rule(match, list(actions), path))
@@ -174,10 +175,10 @@ class FakeOpenAI:
                 return 400, headers, _error(
                     "Your request was rejected as a result of our safety system.",
                     "image_generation_user_error", "moderation_blocked")
-            return 200, headers, self._image(body, prompt)
+            return 200, headers, self._image(body, prompt, cut=kind == "cut")
         return 200, headers, self._chat(body, prompt, digest, refuse=kind == "refuse")
 
-    def _image(self, body: dict, prompt: str) -> bytes:
+    def _image(self, body: dict, prompt: str, cut: bool = False) -> bytes:
         size = body.get("size", "1024x1024")
         width, height = (int(v) for v in size.split("x"))
         if self.image == "photo":
@@ -185,7 +186,7 @@ class FakeOpenAI:
         elif self.image == "flat":
             encoded = self._flat_b64(width, height)
         else:
-            encoded = base64.b64encode(_text_png(prompt, width, height))
+            encoded = base64.b64encode(_text_png(prompt, width, height, cut))
         out: dict[str, Any] = {"created": 1700000000, "background": "opaque",
                                "data": [{"b64_json": "@"}], "output_format": "png",
                                "quality": body.get("quality"), "size": size}
@@ -239,9 +240,9 @@ def _error(message: str, kind: str, code: str | None) -> bytes:
                                  "code": code}}).encode()
 
 
-def _text_png(prompt: str, width: int, height: int) -> bytes:
+def _text_png(prompt: str, width: int, height: int, cut: bool = False) -> bytes:
     """The prompt's last paragraphs (the item text, in the shipped templates) in black on a
-    light colour taken from the prompt's hash."""
+    light colour taken from the prompt's hash; ``cut`` leaves out the last line."""
     from PIL import Image, ImageDraw, ImageFont
 
     shade = hashlib.sha256(prompt.encode()).digest()
@@ -249,7 +250,10 @@ def _text_png(prompt: str, width: int, height: int) -> bytes:
     draw = ImageDraw.Draw(image)
     font = ImageFont.load_default(size=28)
     y = 40
-    for paragraph in prompt.strip().split("\n\n")[-3:]:
+    text = prompt.strip()
+    if cut:
+        text = text.rsplit("\n", 1)[0]
+    for paragraph in text.split("\n\n")[-3:]:
         for line in paragraph.splitlines():
             words, current = line.split(), ""
             for word in words:

@@ -1,0 +1,81 @@
+"""qa.jsonl: the fold of events into a status, incremental reading, torn lines, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mmconvert.errors import RunFolderError, UsageError
+from mmconvert.qa.events import QaLog, event, fold
+
+
+def ev(source, verdict, reason=None, item="x"):
+    return event(item, source, verdict, reason or ("ok" if verdict == "accept" else "blank"))
+
+
+def test_passing_checks_leave_an_item_pending_and_a_failed_one_rejects_it():
+    assert fold([ev("auto:ocr", "accept"), ev("auto:image", "accept")]).status == "pending"
+    state = fold([ev("auto:ocr", "accept"), ev("auto:image", "reject")])
+    assert state.status == "rejected" and state.flagged and state.reasons() == ["blank"]
+
+
+def test_reviewers_override_automatic_verdicts():
+    state = fold([ev("auto:ocr", "reject", "ocr_mismatch"), ev("reviewer:ana", "accept")])
+    assert state.status == "accepted" and state.flagged and state.reviewed
+    state = fold([ev("auto:ocr", "accept"), ev("reviewer:ana", "reject", "unreadable")])
+    assert state.status == "rejected" and state.reasons() == ["unreadable"]
+
+
+def test_the_latest_event_of_a_source_counts():
+    state = fold([ev("reviewer:ana", "reject", "layout"), ev("reviewer:ana", "accept")])
+    assert state.status == "accepted" and len(state.reviewers) == 1
+
+
+def test_reject_votes():
+    votes = [ev("reviewer:a", "reject", "unreadable"), ev("reviewer:b", "reject", "layout")]
+    assert fold(votes, reject_votes=2).status == "rejected"
+    assert fold(votes[:1], reject_votes=2).status == "pending"
+    # one rejecting vote of three needed, one accepting: accepted until two more reject
+    assert fold(votes[:1] + [ev("reviewer:c", "accept")], reject_votes=3).status == "accepted"
+    state = fold(votes + [ev("reviewer:c", "accept")], reject_votes=2)
+    assert state.status == "rejected" and state.reasons() == ["layout", "unreadable"]
+
+
+def test_log_reads_only_what_was_appended_since(tmp_path):
+    log, other = QaLog(tmp_path), QaLog(tmp_path)
+    assert log.append(ev("auto:ocr", "accept", item="a"), ev("auto:ocr", "reject",
+                                                           "ocr_mismatch", item="b")) == {"a",
+                                                                                          "b"}
+    assert other.refresh() == {"a", "b"} and other.refresh() == set()
+    other.append(ev("reviewer:z", "accept", item="b"))
+    assert log.refresh() == {"b"} and log.status("b").status == "accepted"
+    assert log.events == 3 and log.status("never").status == "pending"
+
+
+def test_a_torn_last_line_is_cut_off_before_the_next_event(tmp_path):
+    log = QaLog(tmp_path)
+    log.append(ev("auto:ocr", "accept", item="a"))
+    with open(log.path, "ab") as handle:
+        handle.write(b'{"id": "b", "source": "auto:o')  # killed mid-write
+    fresh = QaLog(tmp_path)
+    assert fresh.refresh() == {"a"}  # the partial line is not read
+    fresh.append(ev("auto:ocr", "accept", item="c"))
+    lines = log.path.read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["a", "c"]
+
+
+def test_a_damaged_line_names_the_file_and_line(tmp_path):
+    (tmp_path / "qa.jsonl").write_text('{"id": "a", "source": "auto:ocr", "verdict": "accept"}\n'
+                                       '{"id": "b", "verdict": "maybe", "source": "x"}\n')
+    with pytest.raises(RunFolderError, match=r"qa.jsonl line 2: not a QA event"):
+        QaLog(tmp_path).refresh()
+
+
+def test_bad_verdicts_reasons_and_votes_are_refused():
+    with pytest.raises(UsageError, match="accept or reject"):
+        event("a", "reviewer:x", "maybe", "ok")
+    with pytest.raises(UsageError, match="lower-case code"):
+        event("a", "reviewer:x", "reject", "Bad Reason")
+    with pytest.raises(UsageError, match="at least 1"):
+        QaLog(__import__("pathlib").Path("."), reject_votes=0)
