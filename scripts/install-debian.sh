@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # System packages the tests need (Debian/Ubuntu): Tesseract OCR with English, Traditional and
-# Simplified Chinese. Idempotent; uses sudo when not run as root. On other systems install
-# Tesseract with your package manager (macOS: brew install tesseract tesseract-lang).
+# Simplified Chinese (mmconvert qa check), and Chromium, in which the review page is tested.
+# Idempotent; uses sudo when not run as root. On other systems install Tesseract with your
+# package manager (macOS: brew install tesseract tesseract-lang) and point MMCONVERT_CHROMIUM
+# at a Chromium or Chrome binary.
 set -euo pipefail
-packages=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-tra tesseract-ocr-chi-sim)
+packages=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-tra tesseract-ocr-chi-sim chromium)
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "install-debian.sh: no apt-get here; install: ${packages[*]}" >&2
   exit 0

@@ -181,6 +181,10 @@ class Checker:
         self.rows = JsonlLog(manifest).read()
         self.qa = QaLog(run)
         self.qa.refresh()
+        try:
+            import rapidfuzz  # noqa: F401
+        except ImportError:
+            raise UsageError("qa check needs rapidfuzz: pip install 'mmconvert[qa]'") from None
         if "ocr" in checks or "options" in checks:
             tesseract_version()  # fails now, with the install hint, if it is missing
 
