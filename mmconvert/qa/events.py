@@ -16,6 +16,7 @@ import json
 import os
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -199,3 +200,19 @@ class QaLog:
             tail = handle.read()
         if not tail.endswith(b"\n"):
             os.ftruncate(fd, size - len(tail) + tail.rfind(b"\n") + 1)
+
+
+def kept(run: Path, ids: Iterable[str], *, reject_votes: int = 1,
+         accepted_only: bool = False) -> tuple[list[str], Counter]:
+    """What an export keeps of ``ids``, in order: every item but the rejected ones (and, with
+    ``accepted_only``, the pending ones), and a count of what it left out by status."""
+    log = QaLog(run, reject_votes)
+    log.refresh()
+    keep, left_out = [], Counter()
+    for item_id in ids:
+        status = log.status(item_id).status
+        if status == "rejected" or (accepted_only and status == "pending"):
+            left_out[status] += 1
+        else:
+            keep.append(item_id)
+    return keep, left_out

@@ -188,3 +188,11 @@ def test_helpers():
     row = {"question": "Which planet is largest?", "options": ["Mercury", "Jupiter", "4"]}
     found = find_parts(row, "Which planet is Iargest?\nA. Mercury\nB) Jupiter")
     assert found == {"question": True, "A": True, "B": True, "C": False}
+
+
+def test_summary_as_text(page_run):
+    result = run("qa", "summary", page_run)
+    assert result.exit_code == 0
+    assert result.output.startswith("9 items: 0 accepted, 0 rejected, 9 pending;")
+    assert "ocr         checked 9, passed 9, failed 0" in result.output
+    assert "CER mean" in result.output

@@ -79,3 +79,16 @@ def test_bad_verdicts_reasons_and_votes_are_refused():
         event("a", "reviewer:x", "reject", "Bad Reason")
     with pytest.raises(UsageError, match="at least 1"):
         QaLog(__import__("pathlib").Path("."), reject_votes=0)
+
+
+def test_what_an_export_keeps(tmp_path):
+    from mmconvert.qa.events import kept
+
+    QaLog(tmp_path).append(ev("auto:ocr", "reject", "ocr_mismatch", item="b"),
+                           ev("reviewer:ana", "accept", item="c"),
+                           ev("reviewer:ana", "reject", "layout", item="d"),
+                           ev("reviewer:bo", "accept", item="d"))
+    ids = ["a", "b", "c", "d"]
+    assert kept(tmp_path, ids) == (["a", "c"], {"rejected": 2})
+    assert kept(tmp_path, ids, reject_votes=2) == (["a", "c", "d"], {"rejected": 1})
+    assert kept(tmp_path, ids, accepted_only=True) == (["c"], {"rejected": 2, "pending": 1})
