@@ -1,9 +1,9 @@
 """Automatic checks of a run folder (``mmconvert qa check``), each appending verdict events.
 
-- ``ocr``: Tesseract reads the image(s) back; the character error rate against the text that
-  should be shown must stay under the threshold calibrated for the renderer and script
-  (``thresholds.json``). Occlusions are measured by the share of the *visible* text that is not
-  read back, since covered words come back as fragments.
+- ``ocr``: Tesseract reads the image(s) back; the share of the text that should be shown (an
+  occlusion's: its visible words) that the reading lacks or got wrong, over the letters and
+  digits Tesseract can read, must stay under the threshold calibrated for the renderer and
+  language (``thresholds.json``; docs/design/qa.md).
 - ``options`` (generated images): the question and every option, letter and text, are found in
   the OCR output (the papers' commonest failure is a missing last option).
 - ``text_layer`` (page renders): the PDF's text layer holds exactly the source's characters,
@@ -11,9 +11,9 @@
 - ``image``: every image is there, unchanged (its manifest hash), not blank, and no text touches
   its edge.
 
-Tesseract runs in a pool of processes-worth of threads (``jobs``); everything else runs in the
-calling thread, in manifest order, and each item's events are appended as soon as it is done,
-so a killed check resumes where it stopped.
+Tesseract processes are started from ``jobs`` threads; everything else runs in the calling
+thread, in manifest order, and each item's events are appended as soon as it is done, so a
+killed check resumes where it stopped.
 """
 
 from __future__ import annotations
