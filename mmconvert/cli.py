@@ -458,7 +458,7 @@ def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress):
             f"{flagged}; {report.appended} event(s) appended to {run_dir / 'qa.jsonl'}")
     if report.ocr_seconds:
         stats = ocr_statistics(report.ocr_seconds)
-        line += f"; OCR {stats['mean']:.2f} s/image (mean of {report.pages})"
+        line += f"; OCR {stats['mean']:.2f} s/image (mean of {len(report.ocr_seconds)})"
     click.echo(line, err=True)
 
 

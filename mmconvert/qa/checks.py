@@ -152,14 +152,20 @@ class Result:
 
 
 @dataclass
+class Reading:
+    """An item's images as Tesseract read them, and the OCR check's figures for that reading."""
+
+    results: list[OcrResult]
+    measure: dict[str, Any]
+
+
+@dataclass
 class CheckReport:
-    items: int = 0
     checked: int = 0
     skipped: int = 0  # already checked
     appended: int = 0
     flagged: dict[str, int] = field(default_factory=dict)
-    ocr_seconds: list[float] = field(default_factory=list)
-    pages: int = 0
+    ocr_seconds: list[float] = field(default_factory=list)  # one per image read
 
 
 class Checker:
@@ -181,6 +187,7 @@ class Checker:
         self.rows = JsonlLog(manifest).read()
         self.qa = QaLog(run)
         self.qa.refresh()
+        self._renderers: dict[str, Any] = {}  # page renderers by their options
         try:
             import rapidfuzz  # noqa: F401
         except ImportError:
@@ -196,30 +203,31 @@ class Checker:
         done = self.qa.status(row["id"]).auto
         return tuple(c for c in wanted if c not in done)
 
-    def run_all(self, progress: Callable[[int], None] | None = None) -> CheckReport:
-        report = CheckReport(items=len(self.rows))
+    def run_all(self, progress: Callable[[int], None] = lambda n: None) -> CheckReport:
+        report = CheckReport()
         with ThreadPoolExecutor(self.jobs) as pool:
             window: deque[tuple[dict, tuple[str, ...], Future | None]] = deque()
+
+            def drain(keep: int) -> None:
+                while len(window) > keep:
+                    self.finish(*window.popleft(), report)
+                    progress(1)
+
             for row in self.rows:
                 todo = self.todo(row)
                 if not todo:
                     report.skipped += 1
+                    progress(1)
                     continue
                 reading = None
                 if {"ocr", "options"} & set(todo):
                     reading = pool.submit(self.read_back, row)
                 window.append((row, todo, reading))
-                while len(window) > 2 * self.jobs:
-                    self.finish(*window.popleft(), report)
-                    if progress:
-                        progress(1)
-            while window:
-                self.finish(*window.popleft(), report)
-                if progress:
-                    progress(1)
+                drain(2 * self.jobs)
+            drain(0)
         return report
 
-    def read_back(self, row: dict[str, Any]) -> list[OcrResult] | str:
+    def read_back(self, row: dict[str, Any]) -> Reading | str:
         """OCR of the row's images (in a worker thread), or why it could not be done.
 
         A reading that would fail the OCR check is followed by a second one in Tesseract's
@@ -231,16 +239,16 @@ class Checker:
             if not (self.run / image["path"]).is_file():
                 return f"{image['path']} is missing"
 
-        def read(psm: int) -> list[OcrResult]:
-            return [ocr(self.run / image["path"], language, psm=psm, scale=ocr_scale(image))
-                    for image in images]
+        def read(psm: int) -> Reading:
+            results = [ocr(self.run / image["path"], language, psm=psm,
+                           scale=ocr_scale(image)) for image in images]
+            return Reading(results, self.measure(row, results))
 
         first = read(3 if renderer == "generate" else 6)
-        measure = self.measure(row, first)
-        if measure["errors"] <= measure["allowed"]:
+        if first.measure["errors"] <= first.measure["allowed"]:
             return first
         second = read(11)
-        return second if self.measure(row, second)["errors"] < measure["errors"] else first
+        return second if second.measure["errors"] < first.measure["errors"] else first
 
     def measure(self, row: dict[str, Any], read: list[OcrResult]) -> dict[str, Any]:
         """The OCR check's figures for one reading of the row's images."""
@@ -265,9 +273,8 @@ class Checker:
         for check in todo:
             results.append(getattr(self, f"check_{check}")(row, read))
         report.checked += 1
-        if isinstance(read, list):
-            report.ocr_seconds += [r.seconds for r in read]
-            report.pages += len(read)
+        if isinstance(read, Reading):
+            report.ocr_seconds += [r.seconds for r in read.results]
         for result in results:
             if result.verdict == "reject":
                 report.flagged[result.check] = report.flagged.get(result.check, 0) + 1
@@ -288,11 +295,11 @@ class Checker:
 
     # -- the checks: each returns one Result
 
-    def check_ocr(self, row: dict[str, Any], read: list[OcrResult] | str | None) -> Result:
-        if isinstance(read, str) or not read:
-            return Result("ocr", "reject", "missing_image", {"error": read or "no image"})
+    def check_ocr(self, row: dict[str, Any], reading: Reading | str | None) -> Result:
+        if not isinstance(reading, Reading) or not reading.results:
+            return Result("ocr", "reject", "missing_image", {"error": reading or "no image"})
         renderer, language = row["renderer"]["name"], row.get("language") or "en"
-        m = self.measure(row, read)
+        read, m = reading.results, reading.measure
         source, wrong, chars = m["source"], m["errors"], m["chars"]
         detail = {"cer": round(wrong / chars if chars else 0.0, 4), "errors": wrong,
                   "chars": chars, "max": m["max"], "slack": SLACK,
@@ -307,10 +314,11 @@ class Checker:
             return Result("ocr", "reject", "ocr_mismatch", detail)
         return Result("ocr", "accept", "ok", detail)
 
-    def check_options(self, row: dict[str, Any], read: list[OcrResult] | str | None) -> Result:
-        if isinstance(read, str) or not read:
-            return Result("options", "reject", "missing_image", {"error": read or "no image"})
-        found = find_parts(row, "\n".join(r.text for r in read))
+    def check_options(self, row: dict[str, Any], reading: Reading | str | None) -> Result:
+        if not isinstance(reading, Reading) or not reading.results:
+            return Result("options", "reject", "missing_image",
+                          {"error": reading or "no image"})
+        found = find_parts(row, reading.measure["hypothesis"])
         missing = [name for name, ok in found.items() if not ok]
         detail = {"found": found}
         if missing:
@@ -319,13 +327,21 @@ class Checker:
             return Result("options", "reject", reason, detail)
         return Result("options", "accept", "ok", detail)
 
-    def check_text_layer(self, row: dict[str, Any], read: Any = None) -> Result:
-        from ..renderers.page import PageOptions, PageRenderer, image_fields
+    def page_renderer(self, params: dict[str, Any]):
+        """One page renderer per set of options (its line breaker caches glyph advances)."""
+        from ..renderers.page import PageOptions, PageRenderer
+
+        options = PageOptions(**params)
+        key = options.model_dump_json()
+        if key not in self._renderers:
+            self._renderers[key] = PageRenderer(options)
+        return self._renderers[key]
+
+    def check_text_layer(self, row: dict[str, Any], reading: Any = None) -> Result:
         from .textlayer import check_pdf
 
         params = row["renderer"]["params"]
-        options = PageOptions(**params)
-        item = row_item(row)
+        renderer = self.page_renderer(params)
         part = params.get("render") or "options"
         stored = row.get("pdf")
         detail: dict[str, Any] = {}
@@ -334,17 +350,14 @@ class Checker:
             detail["pdf"] = "stored"
         else:
             # the row is a recipe: lay the page out again, and check it is the same picture
-            render = PageRenderer(options).render(item, part, want_pdf=True)
+            render = renderer.render(row_item(row), part, want_pdf=True)
             pdf = render.pdf
             detail["pdf"] = "re-rendered"
             same = [hashlib.sha256(p.png).hexdigest() for p in render.pages] == [
                 i.get("sha256") for i in row.get("images") or []]
             detail["recipe_matches_images"] = same
-        fields = image_fields(item, part)
-        text = "\n".join(t for name, t in fields)
-        labels = "".join(f"{option_letter(int(n[8:-1]))}." for n, _ in fields
-                         if n.startswith("options["))
-        result = check_pdf(pdf, text, options.margin * 72.0, labels=labels)
+        # the text with its option labels ("A. "), as the page draws it
+        result = check_pdf(pdf, expected_text(row), renderer.margin_pt)
         detail["chars"] = result.expected
         if result.ok:
             return Result("text_layer", "accept", "ok", detail)
@@ -355,7 +368,7 @@ class Checker:
             reason = "tofu" if result.tofu else "text_layer_mismatch"
         return Result("text_layer", "reject", reason, detail)
 
-    def check_image(self, row: dict[str, Any], read: Any = None) -> Result:
+    def check_image(self, row: dict[str, Any], reading: Reading | str | None = None) -> Result:
         from PIL import Image, UnidentifiedImageError
 
         renderer = row["renderer"]["name"]
@@ -390,8 +403,8 @@ class Checker:
             if image.get("role") in ("page", "text_only") and edge:
                 problems.append(("text_at_edge", f"{image['path']}: ink at the "
                                                  f"{'/'.join(edge)} edge"))
-        if renderer == "generate" and isinstance(read, list):
-            for image, result in zip(ocr_images(row), read, strict=False):
+        if renderer == "generate" and isinstance(reading, Reading):
+            for image, result in zip(ocr_images(row), reading.results, strict=False):
                 sides = words_at_edge(result, image["width"], image["height"])
                 if sides:
                     problems.append(("text_at_edge", f"{image['path']}: words at the "

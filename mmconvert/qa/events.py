@@ -27,7 +27,6 @@ from ..errors import RunFolderError, UsageError
 from ..manifest import QA, dumps
 
 VERDICTS = ("accept", "reject")
-STATUSES = ("accepted", "rejected", "pending")
 AUTO, REVIEWER = "auto:", "reviewer:"
 # the review page's reason codes for a rejection (any other word is accepted too)
 REVIEW_REASONS = {

@@ -100,16 +100,6 @@ def tesseract_path() -> str:
     return path
 
 
-def read_image(image: Path, language: str = "en", *, psm: int = 6) -> str:
-    """Tesseract's text for ``image``; ``psm`` 6 reads it as one block of text."""
-    lang = LANGS.get(language.lower(), language)
-    result = subprocess.run([tesseract_path(), str(image), "stdout", "-l", lang, "--psm",
-                             str(psm)], capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise MMConvertError(f"tesseract failed on {image}: {result.stderr.strip()[:200]}")
-    return result.stdout
-
-
 # what an OCR engine cannot tell apart in print: curly and straight quotes, the dashes
 _LOOKALIKE = str.maketrans({**dict.fromkeys("\u201c\u201d\u201e\u201f\u2033", '"'),
                             **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
@@ -151,11 +141,9 @@ def errors(reference: str, hypothesis: str, *, free_insertions: bool = False) ->
     return Levenshtein.distance(reference, hypothesis, weights=weights)
 
 
-def cer(reference: str, hypothesis: str, *, fold: bool = False) -> float:
+def cer(reference: str, hypothesis: str) -> float:
     """Character error rate: edit distance / reference length, white space dropped."""
-    from rapidfuzz.distance import Levenshtein
-
-    reference, hypothesis = comparable(reference, fold=fold), comparable(hypothesis, fold=fold)
+    reference, hypothesis = comparable(reference, fold=False), comparable(hypothesis, fold=False)
     if not reference:
         return 0.0 if not hypothesis else 1.0
-    return Levenshtein.distance(reference, hypothesis) / len(reference)
+    return errors(reference, hypothesis) / len(reference)

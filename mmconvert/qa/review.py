@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import MMConvertError, RunFolderError
-from ..manifest import MANIFEST, RUN_INFO, JsonlLog
+from ..manifest import MANIFEST, JsonlLog
 from .checks import expected_text, ocr_images
 from .events import REVIEW_REASONS, REVIEWER, QaLog, check_reviewer, event
 
@@ -88,11 +88,7 @@ class ReviewState:
 
     def state(self) -> dict[str, Any]:
         self.sync()
-        info = {}
-        if (self.run / RUN_INFO).exists():
-            info = json.loads((self.run / RUN_INFO).read_text(encoding="utf-8"))
-        return {"run": self.run.name, "command": info.get("command"),
-                "reject_votes": self.qa.reject_votes,
+        return {"run": self.run.name, "reject_votes": self.qa.reject_votes,
                 "reasons": REVIEW_REASONS, "counts": self.counts_dict(),
                 "seq": len(self.changes),
                 "items": [self.summaries[row["id"]] for row in self.rows]}

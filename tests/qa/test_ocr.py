@@ -9,7 +9,7 @@ import pytest
 
 from mmconvert.corpora import LoadReport, LoadRequest, resolve
 from mmconvert.items import option_letter
-from mmconvert.qa.ocr import cer, read_image
+from mmconvert.qa.ocr import cer, ocr
 from mmconvert.renderers.page import PageRenderer
 from tests.conftest import FIXTURES, REDUX_CSV, make_item
 
@@ -36,7 +36,7 @@ def test_english_option_blocks_read_back_with_low_cer(tmp_path):
     for item in items:
         (path,) = write_pages(tmp_path, renderer.render(item, "options"))
         reference.append("".join(f"{option_letter(i)}. {o}" for i, o in enumerate(item.options)))
-        hypothesis.append(read_image(path))
+        hypothesis.append(ocr(path).text)
     # Tesseract reads "→" as "-." and straight apostrophes as curly ones: ~2 % on these
     # options (plain prose below stays under 1 %)
     assert cer("".join(reference), "".join(hypothesis)) < 0.03
@@ -47,7 +47,7 @@ def test_full_page_of_english_prose(tmp_path):
                      " this page checks that every word survives the trip."] * 40)
     result = PageRenderer().render(make_item(context=text), "context")
     (path,) = write_pages(tmp_path, result)
-    assert cer(text, read_image(path)) < 0.01
+    assert cer(text, ocr(path).text) < 0.01
 
 
 def test_traditional_chinese(tmp_path):
@@ -58,4 +58,4 @@ def test_traditional_chinese(tmp_path):
     text = "\n".join(r["question"] + "".join(r[k] for k in "ABCD") for r in rows)
     result = PageRenderer().render(make_item(context=text, language="zh-tw"), "context")
     (path,) = write_pages(tmp_path, result)
-    assert cer(text, read_image(path, "zh-tw")) < 0.15
+    assert cer(text, ocr(path, "zh-tw").text) < 0.15

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from mmconvert.errors import ItemError, ItemFiltered, UsageError
-from mmconvert.qa.ocr import cer, read_image
+from mmconvert.qa.ocr import cer, ocr
 from mmconvert.renderers.occlude import (
     BANDS,
     CaptionOccluder,
@@ -240,4 +240,4 @@ def test_ocr_reads_the_caption_back(tmp_path, occluder):
     path = tmp_path / "block.png"
     block_of(result).resize((1800, block_of(result).height * 2)).save(path)
     lines = occluder.lines(caption, "Liberation Sans", 900)[:5]
-    assert cer(caption[:lines[-1].end], read_image(path, "en")) < 0.02
+    assert cer(caption[:lines[-1].end], ocr(path, "en").text) < 0.02
