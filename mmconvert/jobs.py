@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,16 @@ def write_image(out: Path, rel: str, png: bytes, role: str, width: int, height: 
     atomic_write(out / rel, png)
     return {"path": rel, "role": role, "width": width, "height": height, **extra,
             "sha256": hashlib.sha256(png).hexdigest()}
+
+
+def write_layout(out: Path, item_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """Store a page item's layout (``layout/<id>.json``); PPI sweeps re-draw it."""
+    data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    rel = f"layout/{item_id}.json"
+    atomic_write(out / rel, data)
+    return {"path": rel, "pages": len(record["pages"]),
+            "lines": sum(len(page) for page in record["pages"]),
+            "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def row_head(item: Item, renderer, params: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -61,6 +72,7 @@ class PageJob:
         row = row_head(item, self.renderer,
                        {**config.page.model_dump(mode="json"), "render": part}, config.seed)
         row["images"] = images
+        row["layout"] = write_layout(self.out, item.id, result.layout)
         if result.pdf is not None:
             rel = f"pdf/{item.id}.pdf"
             atomic_write(self.out / rel, result.pdf)
@@ -102,9 +114,9 @@ class OccludeJob:
         width, height = result.size
         images = [
             write_image(self.out, f"images/{item.id}_stacked.png", result.stacked, "stacked",
-                        width, height),
+                        width, height, boxes=span_boxes(result.boxes["stacked"])),
             write_image(self.out, f"images/{item.id}_text.png", result.text_only, "text_only",
-                        width, height),
+                        width, height, boxes=span_boxes(result.boxes["text_only"])),
         ]
         values = {"count": str(len(params.spans)),
                   "masked_caption": masked_caption(result.shown, params.spans)}
@@ -288,6 +300,13 @@ class GenerateJob:
                           "items_unpriced": len(per_item) - len(priced),
                           "usage": dict(sorted(usage.items())), "per_item_usd": per_item},
                 "api": {"options": self.api_options.record(), "this_run": self.api.report()}}
+
+
+def span_boxes(boxes) -> list[dict[str, Any]]:
+    """The bands of an image as manifest entries: the covered span (an index into
+    ``masked_spans``) and its box [left, top, right, bottom] in pixels, right and bottom
+    exclusive. Post-processing (scale, rotate) moves them with the image."""
+    return [{"span": span, "box": box} for span, box in boxes]
 
 
 def masked_caption(text: str, spans, blank: str = "[___]") -> str:

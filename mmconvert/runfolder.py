@@ -11,7 +11,8 @@ from .errors import RunFolderError
 from .manifest import MANIFEST, QA, RUN_INFO, SKIPPED, JsonlLog, write_json
 
 DEDUP = "dedup.json"
-OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals")
+OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals",
+         "layout")
 
 
 class RunFolder:

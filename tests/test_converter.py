@@ -34,7 +34,7 @@ def test_same_bytes_for_any_worker_count(tmp_path):
     mmconvert.convert(config, out=tmp_path / "w1", workers=1)
     mmconvert.convert(config, out=tmp_path / "w2", workers=2)
     one, two = files(tmp_path / "w1"), files(tmp_path / "w2")
-    assert len(one) == 1 + 12 + 12  # manifest, 12 PNGs, 12 PDFs
+    assert len(one) == 1 + 12 + 12 + 12  # manifest, 12 PNGs, 12 PDFs, 12 layouts
     assert one == two
 
 

@@ -135,6 +135,9 @@ class Occlusion:
     stacked: bytes
     text_only: bytes
     size: tuple[int, int]
+    # each band as (span index, [left, top, right, bottom]) in pixels (right and bottom
+    # exclusive), in the stacked image and in the text-only image
+    boxes: dict[str, list[tuple[int, list[int]]]]
 
 
 def clean_caption(text: str) -> str:
@@ -285,9 +288,16 @@ class CaptionOccluder:
         stacked.paste(picture, (0, top))
         stacked.paste(block, (0, picture.height if params.position == "below" else 0))
         text_only = Image.new("L", (width, height), 255)
-        text_only.paste(block, (0, (height - block.height) // 2))
+        text_top = (height - block.height) // 2
+        text_only.paste(block, (0, text_top))
+        caption_top = picture.height if params.position == "below" else 0
+        bands = [(span, [left, row * line_height + band[0], right, row * line_height + band[1]])
+                 for left, right, row, span in band_boxes(lines, params.spans)]
+        boxes = {name: [(span, [x0, y0 + top, x1, y1 + top]) for span, (x0, y0, x1, y1) in bands]
+                 for name, top in (("stacked", caption_top), ("text_only", text_top))}
         return Occlusion(params, caption, caption[:lines[-1].end], len(lines), line_height,
-                         band, encode_png(stacked), encode_png(text_only), (width, height))
+                         band, encode_png(stacked), encode_png(text_only), (width, height),
+                         boxes)
 
     def caption_block(self, lines: list[CaptionLine], params: OcclusionParams):
         """The caption's lines drawn black on white (8-bit gray), bands already applied."""
@@ -301,21 +311,23 @@ class CaptionOccluder:
         low, high = BANDS[(params.language, params.difficulty)]
         band = (round(low * line_height), round(high * line_height))
         pen = ImageDraw.Draw(block)
-        for left, right, row in band_boxes(lines, params.spans):
+        for left, right, row, _ in band_boxes(lines, params.spans):
             top = row * line_height
             pen.rectangle((left, top + band[0], right - 1, top + band[1] - 1), fill=255)
         return block, line_height, band
 
 
-def band_boxes(lines: list[CaptionLine], spans) -> list[tuple[int, int, int]]:
-    """(first column, column after the last, line index) of each band: one per line a span
-    crosses, from the left edge of its first glyph there to the right edge of its last."""
+def band_boxes(lines: list[CaptionLine], spans) -> list[tuple[int, int, int, int]]:
+    """(first column, column after the last, line index, span index) of each band: one per
+    line a span crosses, from the left edge of its first glyph there to the right edge of its
+    last."""
     boxes = []
-    for span in spans:
+    for index, span in enumerate(spans):
         for row, line in enumerate(lines):
             start, end = max(span.start, line.start), min(span.end, line.end)
             if start < end:
-                boxes.append((math.floor(line.x_at(start)), math.ceil(line.x_at(end)), row))
+                boxes.append((math.floor(line.x_at(start)), math.ceil(line.x_at(end)), row,
+                              index))
     return boxes
 
 

@@ -17,7 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
 from .fonts import FontChain, font_chain
-from .layout import Block, LineBreaker, PageLayout, control_characters, normalise, paginate
+from .layout import (
+    Block,
+    Line,
+    LineBreaker,
+    PageLayout,
+    Run,
+    control_characters,
+    normalise,
+    paginate,
+)
 
 POINTS_PER_INCH = 72.0
 
@@ -52,6 +61,10 @@ class PageRender:
     pdf: bytes | None
     part: RenderPart
     lines: int
+    layout: dict  # the stored layout (``layout_record``), from which any PPI is re-drawn
+
+
+LAYOUT_VERSION = 1
 
 
 def image_fields(item: Item, part: RenderPart) -> list[tuple[str, str]]:
@@ -145,7 +158,36 @@ class PageRenderer:
         images = [self.rasterise(text, height) for text, height in zip(texts, heights,
                                                                        strict=True)]
         pdf = self.pdf(texts, heights) if want_pdf else None
-        return PageRender(images, pdf, part, layout.line_count())
+        return PageRender(images, pdf, part, layout.line_count(),
+                          self.layout_record(layout, heights))
+
+    def layout_record(self, layout: PageLayout, heights: list[float]) -> dict:
+        """The laid-out pages as data: each line's runs as [x, font index, text], in points,
+        with the geometry they were set in. ``redraw`` rasterises it at any PPI with the same
+        line and page breaks."""
+        return {"version": LAYOUT_VERSION, "fonts": [spec.name for spec in self.chain.specs],
+                "font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
+                "page_width": self.page_w, "heights": heights,
+                "pages": [[[[run.x, run.font, run.text] for run in line.runs] for line in page]
+                          for page in layout.pages]}
+
+    def redraw(self, record: dict) -> list[PageImage]:
+        """The pages of a stored layout at this renderer's PPI (and colour)."""
+        fonts = [spec.name for spec in self.chain.specs]
+        geometry = {"font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
+                    "page_width": self.page_w}
+        if record.get("version") != LAYOUT_VERSION or record.get("fonts") != fonts:
+            raise ValueError("the stored layout was made with another layout version or font "
+                             "chain; render the corpus again")
+        for name, value in geometry.items():
+            if not math.isclose(record[name], value, rel_tol=1e-9):
+                raise ValueError(f"the stored layout's {name} ({record[name]}) is not the "
+                                 f"renderer's ({value})")
+        images = []
+        for page, height in zip(record["pages"], record["heights"], strict=True):
+            lines = [Line([Run(x, text, font, x) for x, font, text in runs]) for runs in page]
+            images.append(self.rasterise(self.text_object(lines), height))
+        return images
 
     def text_object(self, lines):
         """The page's runs as one ``fz_text`` in page coordinates (points, y down)."""

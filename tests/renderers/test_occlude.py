@@ -91,13 +91,31 @@ def test_bands_are_white_and_leave_the_letter_edges(difficulty):
     lines = occluder.lines(result.caption, "Liberation Sans", 300)[:5]
     boxes = band_boxes(lines, result.params.spans)
     assert boxes
-    for left, right, row in boxes:
+    for left, right, row, _ in boxes:
         top = row * result.line_height
         band = block.crop((left, top + result.band[0], right, top + result.band[1]))
         assert band.getextrema() == (255, 255)
         # ink stays visible above and below the band (the letters' tops and bottoms)
         assert ink_rows(block, left, right, top, top + result.band[0])
         assert ink_rows(block, left, right, top + result.band[1], top + result.line_height)
+
+
+@pytest.mark.parametrize("position", ["below", "above"])
+def test_the_recorded_boxes_are_the_white_bands_of_both_images(occluder, position):
+    item = caption_item(LONG)
+    result = occluder.draw(item, replace(occluder.render(item, seed=1).params,
+                                         position=position))
+    assert result.params.spans
+    for name, png in (("stacked", result.stacked), ("text_only", result.text_only)):
+        image = Image.open(io.BytesIO(png)).convert("L")
+        spans = {span for span, _ in result.boxes[name]}
+        assert spans == set(range(len(result.params.spans)))
+        for _, box in result.boxes[name]:
+            assert box[2] > box[0] and box[3] > box[1]
+            assert image.crop(tuple(box)).getextrema() == (255, 255)
+            # one row above the band, the letters' ink is still there
+            above = image.crop((box[0], box[1] - 2, box[2], box[1]))
+            assert above.getextrema()[0] < 128
 
 
 def test_a_span_across_a_line_break_is_covered_on_both_lines(occluder):
@@ -112,9 +130,9 @@ def test_a_span_across_a_line_break_is_covered_on_both_lines(occluder):
     result = occluder.draw(item, replace(params, spans=(span,)))
     block = block_of(result)
     boxes = band_boxes(lines, [span])
-    assert [row for _, _, row in boxes] == [0, 1]
+    assert [row for _, _, row, _ in boxes] == [0, 1]
     assert boxes[1][0] == 0  # the second line's part starts at its first glyph
-    for left, right, row in boxes:
+    for left, right, row, _ in boxes:
         top = row * result.line_height
         assert block.crop((left, top + result.band[0], right,
                            top + result.band[1])).getextrema() == (255, 255)
@@ -134,7 +152,7 @@ def test_the_chosen_occurrence_is_covered_not_the_first(occluder):
     top = row * result.line_height
     # the first occurrence keeps its ink inside the band rows
     assert ink_rows(block, left, right, top + result.band[0], top + result.band[1])
-    for box_left, _, box_row in band_boxes(lines, [span]):
+    for box_left, _, box_row, _ in band_boxes(lines, [span]):
         assert box_row != row or box_left >= right
 
 

@@ -141,3 +141,22 @@ def test_rgb_option():
     page = PageRenderer(PageOptions(color="rgb")).render(make_item(options=["x"]),
                                                          "options").pages[0]
     assert png(page).mode == "RGB"
+
+
+def test_a_stored_layout_redraws_at_any_ppi_as_a_direct_render_would():
+    item = make_item(context="A long context. " * 400, question="Why?")
+    stored = PageRenderer(PageOptions(ppi=92.9)).render(item, "context").layout
+    assert len(stored["pages"]) >= 2
+    for ppi in (72, 150, 300):
+        direct = PageRenderer(PageOptions(ppi=ppi)).render(item, "context")
+        redrawn = PageRenderer(PageOptions(ppi=ppi)).redraw(stored)
+        assert [p.png for p in redrawn] == [p.png for p in direct.pages]
+        assert direct.layout == stored  # the layout itself does not depend on the PPI
+
+
+def test_a_layout_set_in_other_geometry_is_refused():
+    stored = PageRenderer().render(make_item(options=["a", "b"]), "options").layout
+    with pytest.raises(ValueError, match="font_size"):
+        PageRenderer(PageOptions(font_size=10)).redraw(stored)
+    with pytest.raises(ValueError, match="font chain"):
+        PageRenderer().redraw({**stored, "fonts": ["Arial"]})
