@@ -9,7 +9,8 @@ import click
 
 from . import __version__
 from .api.prices import BudgetReached
-from .errors import MMConvertError
+from .errors import MMConvertError, UsageError
+from .postprocess.transforms import RESAMPLING
 
 
 class OneLineError(click.ClickException):
@@ -372,6 +373,94 @@ def dedup(out, progress, **flags):
     data = {"corpus": config.identity(), **report.dedup}
     write_json(out, data, indent=1)
     click.echo(f"report written to {out}", err=True)
+
+
+def number_list(text: str | None, flag: str, kind=float) -> list | None:
+    """``"72,92.9,150"`` as numbers; a one-line error naming the flag otherwise."""
+    if text is None:
+        return None
+    try:
+        return [kind(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
+                                 param_hint=flag) from None
+
+
+@main.command("sweep")
+@selection_options
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Folder of the sweep: sweep.json and one run folder per variant (default: "
+                   "runs/<source>-sweep).")
+@click.option("--ppi", "ppis", help="PPIs to re-draw page runs at, e.g. 72,92.9,150,300.")
+@click.option("--scale", "scales",
+              help="Factors to resize every image by, e.g. 0.125,0.25,0.5,2,4 (plain "
+                   "resampling, also upward).")
+@click.option("--rotate", "rotations", help="Clockwise degrees to turn every image, e.g. 90,180.")
+@click.option("--jpeg-quality", "qualities", help="JPEG qualities to re-encode at, e.g. 95,75.")
+@click.option("--resample", type=click.Choice(RESAMPLING),
+              help="Resampling filter for --scale (default lanczos; recorded in each row).")
+@click.option("--jpeg-subsampling", type=click.Choice(["4:4:4", "4:2:2", "4:2:0"]),
+              help="Chroma subsampling of --jpeg-quality variants (default 4:2:0, Pillow's).")
+@click.option("--base-ppi", type=float,
+              help="A corpus SOURCE: PPI of the base render the other axes start from "
+                   "(default 92.9).")
+@click.option("--render", "render_part", type=click.Choice(["options", "context", "all"]),
+              help="A corpus SOURCE: what becomes image (default: the corpus' render policy).")
+@click.option("--color", type=click.Choice(["gray", "rgb"]), help="A corpus SOURCE: PNG colour.")
+@click.option("--pdf", is_flag=True, default=None, help="A corpus SOURCE: keep vector PDFs.")
+@click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
+              help="A corpus SOURCE: style of the manifest's prompts (default cot).")
+@click.option("--prompt-dir", type=click.Path(path_type=Path),
+              help="A corpus SOURCE: folder of prompt templates that replace the shipped ones.")
+@run_options
+@reports_errors
+def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsampling, base_ppi,
+                  render_part, color, pdf, prompt_style, prompt_dir, workers, overwrite,
+                  progress, **flags):
+    """Make ablation variants of SOURCE: a run folder, or a corpus (rendered once as pages
+    into OUT/base, then swept). Each axis is varied alone against the base; every variant is a
+    run folder with the same item ids, listed in OUT/sweep.json.
+
+    \b
+    Examples:
+      mmconvert sweep mmlu-redux --source data/mmlu_redux --ppi 72,92.9,150,300
+      mmconvert sweep runs/vistw --scale 0.125,0.25,0.5,2,4
+      mmconvert sweep runs/logicocr --rotate 90,180 --jpeg-quality 95,75
+      mmconvert sweep runs/demo --config sweep.yaml   (sweep: {ppi: [72, 150], rotate: [90]})
+    """
+    from .config import RenderConfig, build, show_progress
+    from .postprocess.sweep import SweepOptions, sweep
+
+    source = Path(flags["corpus"])
+    values, origin = selection_values(flags)
+    axes = dict(values.pop("sweep", None) or {})
+    set_given(axes, ppi=number_list(ppis, "--ppi"), scale=number_list(scales, "--scale"),
+              rotate=number_list(rotations, "--rotate"),
+              jpeg_quality=number_list(qualities, "--jpeg-quality", int), resample=resample,
+              jpeg_subsampling=jpeg_subsampling)
+    options = build(SweepOptions, axes, origin)
+    out = out or Path("runs") / f"{source.stem}-sweep"
+    log = lambda m: click.echo(m, err=True)  # noqa: E731
+    if (source / "run.json").is_file():
+        given = sorted(k for k in values if k != "corpus") + [
+            f"--{name.replace('_', '-')}" for name, value in (
+                ("base_ppi", base_ppi), ("render", render_part), ("color", color), ("pdf", pdf),
+                ("prompt_style", prompt_style), ("prompt_dir", prompt_dir)) if value is not None]
+        if given:
+            raise UsageError(f"{source} is a run folder: corpus and render options "
+                             f"({', '.join(given)}) do not apply; sweep its corpus instead")
+        base = source
+    else:
+        set_given(values, pdf=pdf, prompt_style=prompt_style, prompt_dir=prompt_dir)
+        values["page"] = set_given(dict(values.get("page") or {}), ppi=base_ppi,
+                                   render=render_part, color=color)
+        config = build(RenderConfig, values, origin)
+        base = out / "base"
+        run_and_report(config, base, workers, overwrite, progress)
+    summary = sweep(base, out, options, workers=workers, overwrite=overwrite,
+                    on_error=values.get("on_error", "fail"), progress=show_progress(progress),
+                    log=log)
+    click.echo(summary.line(), err=True)
 
 
 @main.group()

@@ -173,6 +173,10 @@ class PageRenderer:
 
     def redraw(self, record: dict) -> list[PageImage]:
         """The pages of a stored layout at this renderer's PPI (and colour)."""
+        return self.redraw_at(record, [self.options.ppi])[0]
+
+    def redraw_at(self, record: dict, ppis) -> list[list[PageImage]]:
+        """The pages of a stored layout at each of ``ppis``; the glyph runs are built once."""
         fonts = [spec.name for spec in self.chain.specs]
         geometry = {"font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
                     "page_width": self.page_w}
@@ -183,11 +187,11 @@ class PageRenderer:
             if not math.isclose(record[name], value, rel_tol=1e-9):
                 raise ValueError(f"the stored layout's {name} ({record[name]}) is not the "
                                  f"renderer's ({value})")
-        images = []
-        for page, height in zip(record["pages"], record["heights"], strict=True):
-            lines = [Line([Run(x, text, font, x) for x, font, text in runs]) for runs in page]
-            images.append(self.rasterise(self.text_object(lines), height))
-        return images
+        texts = [self.text_object([Line([Run(x, text, font, x) for x, font, text in runs])
+                                   for runs in page]) for page in record["pages"]]
+        return [[self.rasterise(text, height, ppi)
+                 for text, height in zip(texts, record["heights"], strict=True)]
+                for ppi in ppis]
 
     def text_object(self, lines):
         """The page's runs as one ``fz_text`` in page coordinates (points, y down)."""
@@ -202,10 +206,11 @@ class PageRenderer:
                                      mupdf.FZ_BIDI_LTR, mupdf.FZ_LANG_UNSET)
         return text
 
-    def rasterise(self, text, height_pt: float) -> PageImage:
-        """The page as a PNG of ``pixels(inches, ppi)`` in each direction."""
+    def rasterise(self, text, height_pt: float, ppi: float | None = None) -> PageImage:
+        """The page as a PNG of ``pixels(inches, ppi)`` in each direction (default: the
+        options' PPI)."""
         mupdf = _mupdf()
-        ppi = self.options.ppi
+        ppi = ppi or self.options.ppi
         scale = ppi / POINTS_PER_INCH
         width = pixels(self.options.page_width, ppi)
         height = pixels(height_pt / POINTS_PER_INCH, ppi)

@@ -1,0 +1,1 @@
+"""Post-processing of finished runs: resolution, scale, rotation and JPEG variants (sweeps)."""
