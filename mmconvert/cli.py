@@ -442,7 +442,7 @@ def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsam
     out = out or Path("runs") / f"{source.stem}-sweep"
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     if (source / "run.json").is_file():
-        given = sorted(k for k in values if k != "corpus") + [
+        given = sorted(k for k in values if k not in ("corpus", "on_error")) + [
             f"--{name.replace('_', '-')}" for name, value in (
                 ("base_ppi", base_ppi), ("render", render_part), ("color", color), ("pdf", pdf),
                 ("prompt_style", prompt_style), ("prompt_dir", prompt_dir)) if value is not None]
