@@ -303,7 +303,7 @@ def test_options_from_a_yaml_file_and_bad_options(tmp_path):
     assert (tmp_path / "s" / "ppi-72" / "manifest.jsonl").exists()
     for args, message in (
             (("--scale", "0"), "Error: options: scale: 0 is not a scale factor in (0, 16]"),
-            (("--ppi", "a,b"), "Invalid value for '--ppi'"),
+            (("--ppi", "a,b"), "Invalid value for --ppi: expected comma-separated numbers"),
             ((), "give at least one of --ppi"),
             (("--ppi", 72, "--limit", 3), "is a run folder: corpus and render options (limit)"),
     ):
