@@ -17,6 +17,12 @@ SKIPPED = "skipped.jsonl"
 QA = "qa.jsonl"
 RUN_INFO = "run.json"
 
+# mkstemp makes 0600 files; written files get the mode open() would give them. The umask is
+# read once, at import, because reading it means setting it (not safe in threads).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+
 
 def write_json(path: Path, data: Any, indent: int = 2) -> None:
     """``data`` as readable UTF-8 JSON, written atomically."""
@@ -29,6 +35,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

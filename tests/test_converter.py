@@ -82,3 +82,16 @@ def test_killed_run_resumes_to_the_same_output(tmp_path):
     assert summary.already_done == done_before and summary.rendered == 24 - done_before
     assert files(out) == files(fresh)
     assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_written_files_are_readable_by_others_as_the_umask_allows(tmp_path):
+    import stat
+
+    from mmconvert.manifest import FILE_MODE
+
+    mmconvert.convert({"corpus": "mmlu-redux", "source": REDUX_CSV, "limit": 1},
+                      out=tmp_path / "run")
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert stat.S_IMODE(path.stat().st_mode) == FILE_MODE, path
+    assert FILE_MODE & 0o044  # under the usual umask, group and others can read
