@@ -1,0 +1,91 @@
+"""Exports of a run folder for evaluation harnesses: ``hf`` (parquet shards and a dataset card),
+``hf-disk`` (``save_to_disk``), ``vlmevalkit`` (TSV), ``lmms-eval`` (parquet and a task YAML),
+``jsonl`` (the manifest). Every export leaves out the items QA rejected (and, with
+``accepted_only``, the pending ones), says how many, and carries each item's text-only twin.
+
+The export is written into a hidden staging folder beside ``out`` and moved into place when it
+is complete, so ``out`` never holds half an export.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..manifest import JsonlLog, write_json
+from .source import RunSource
+
+FORMATS = ("hf", "hf-disk", "vlmevalkit", "lmms-eval", "jsonl")
+SKIPPED = "export-skipped.jsonl"
+
+
+@dataclass
+class ExportSummary:
+    format: str
+    out: Path
+    exported: int = 0
+    left_out: Counter = field(default_factory=Counter)
+    skipped: int = 0
+
+    def line(self) -> str:
+        text = f"{self.exported} item(s) exported as {self.format} to {self.out}"
+        left = ", ".join(f"{n} {status}" for status, n in sorted(self.left_out.items()))
+        text += f"; left out by QA: {left}" if left else "; QA left none out"
+        if self.skipped:
+            text += f"; {self.skipped} skipped (see {self.out / SKIPPED})"
+        return text
+
+
+def _writer(fmt: str):
+    from . import hf, jsonl, vlmevalkit
+
+    return {"hf": hf.export_hf, "hf-disk": hf.export_hf_disk,
+            "lmms-eval": hf.export_lmms_eval, "vlmevalkit": vlmevalkit.export_vlmevalkit,
+            "jsonl": jsonl.export_jsonl}[fmt]
+
+
+def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail",
+           reject_votes: int = 1, accepted_only: bool = False, paths: str = "relative",
+           name: str | None = None, overwrite: bool = False) -> ExportSummary:
+    """Export the run folder ``run`` as ``fmt`` into the folder ``out``."""
+    run, out = Path(run), Path(out)
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
+        raise UsageError(f"{out} exists and is not empty; use --overwrite to replace it")
+    if out.resolve() == run.resolve() or run.resolve() in out.resolve().parents:
+        raise UsageError(f"--out {out} is inside the run folder; export somewhere else")
+    source = RunSource(run, on_error=on_error, reject_votes=reject_votes,
+                       accepted_only=accepted_only)
+    name = name or run.resolve().name
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        count = _writer(fmt)(source, staging, out, name, paths=paths)
+        summary = ExportSummary(fmt, out, count, source.left_out, len(source.skipped))
+        if source.skipped:
+            JsonlLog(staging / SKIPPED).append(*source.skipped)
+        write_json(staging / "export.json", _record(source, summary, name, paths))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out) if out.is_dir() else out.unlink()
+    staging.rename(out)
+    return summary
+
+
+def _record(source: RunSource, summary: ExportSummary, name: str,
+            paths: str) -> dict[str, Any]:
+    from .. import __version__
+
+    return {"format": summary.format, "name": name, "run": str(source.run.resolve()),
+            "mmconvert": __version__, "items": summary.exported,
+            "left_out": dict(sorted(summary.left_out.items())),
+            "qa": {"reject_votes": source.reject_votes, "accepted_only": source.accepted_only},
+            "skipped": summary.skipped, **({"paths": paths} if summary.format == "jsonl" else {})}

@@ -1,0 +1,185 @@
+"""Reading a run folder for export: its manifest streamed row by row, the items QA left in, and
+each item as a flat record the formats share.
+
+Nothing here writes to the run folder (a torn last line is reported, not cut off). A manifest
+line that does not parse, or an image that is missing or changed, stops the export with one line
+naming it; with ``on_error="skip"`` it is recorded in the export's ``export-skipped.jsonl``
+instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ItemError, UsageError
+from ..manifest import MANIFEST, RUN_INFO
+from ..qa.events import kept
+
+IMAGE_ROLES = ("page", "stacked", "generated")  # what the model is shown; text_only is the twin
+
+
+@dataclass
+class Record:
+    """One exported item: the manifest row and where it came from."""
+
+    line: int
+    row: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.row["id"]
+
+    def images(self, twin: bool = False) -> list[dict[str, Any]]:
+        """The row's image entries the model is shown (or, with ``twin``, the text-only
+        ones of an occlusion)."""
+        return [img for img in self.row.get("images") or []
+                if (img.get("role") == "text_only") == twin]
+
+    @property
+    def options(self) -> list[str]:
+        return [str(o) for o in self.row.get("options") or []]
+
+    @property
+    def answers(self) -> list[str]:
+        """Accepted answers as strings: an MCQ's letter, or each accepted string."""
+        answer = self.row.get("answer")
+        if answer is None:
+            return []
+        return [str(a) for a in answer] if isinstance(answer, list) else [str(answer)]
+
+    @property
+    def category(self) -> str:
+        metadata = self.row.get("metadata") or {}
+        for key in ("category", "subject", "subset"):
+            if metadata.get(key):
+                return str(metadata[key])
+        return str(self.row.get("subset") or self.row.get("corpus") or "")
+
+
+@dataclass
+class RunSource:
+    """A run folder opened for export."""
+
+    run: Path
+    on_error: str = "fail"
+    reject_votes: int = 1
+    accepted_only: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    left_out: Counter = field(default_factory=Counter)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    keep: set[str] = field(default_factory=set)
+    count: int = 0  # items that will be exported (before images are checked)
+    max_options: int = 0
+
+    def __post_init__(self):
+        manifest = self.run / MANIFEST
+        if not manifest.is_file():
+            raise UsageError(f"{self.run}: not a run folder (no {MANIFEST})")
+        info_path = self.run / RUN_INFO
+        if info_path.is_file():
+            try:
+                self.info = json.loads(info_path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                self.info = {}
+        ids, options = [], {}
+        for _, row, error in self._lines():
+            if error is not None:
+                continue  # reported in order by records()
+            ids.append(row["id"])
+            options[row["id"]] = len(row.get("options") or [])
+        keep, self.left_out = kept(self.run, ids, reject_votes=self.reject_votes,
+                                   accepted_only=self.accepted_only)
+        base = self.base_run()
+        if base is not None and (base / "qa.jsonl").is_file():
+            # a sweep variant: what was rejected in its base run is left out of it too
+            keep, base_left_out = kept(base, keep, reject_votes=self.reject_votes,
+                                       accepted_only=self.accepted_only)
+            self.left_out.update(base_left_out)
+        self.keep = set(keep)
+        self.count = len(keep)
+        self.max_options = max((options[i] for i in keep), default=0)
+
+    def base_run(self) -> Path | None:
+        base = self.info.get("base") if self.info.get("variant") else None
+        return (self.run / base).resolve() if base else None
+
+    @property
+    def renderer(self) -> str:
+        return (self.info.get("config") or {}).get("renderer", "page")
+
+    def _lines(self) -> Iterator[tuple[int, dict[str, Any] | None, ItemError | None]]:
+        path = self.run / MANIFEST
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if not raw.strip():
+                    continue
+                where = f"{path} line {number}"
+                if not raw.endswith(b"\n"):
+                    yield number, None, ItemError("the last row is cut off (a run still "
+                                                  "going, or killed)", where=where)
+                    continue
+                try:
+                    row = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                    reason = getattr(err, "msg", None) or str(err)
+                    yield number, None, ItemError(f"not a JSON row ({reason})", where=where)
+                    continue
+                if not isinstance(row, dict) or not isinstance(row.get("id"), str) or \
+                        not isinstance(row.get("images"), list):
+                    yield number, None, ItemError("not a manifest row (no id or images)",
+                                                  where=where)
+                    continue
+                yield number, row, None
+
+    def fail_or_skip(self, err: ItemError, line: int, item_id: str | None) -> None:
+        if self.on_error != "skip":
+            raise err
+        self.skipped.append({"line": line, "id": item_id, "reason": str(err)})
+
+    def records(self) -> Iterator[Record]:
+        """The kept items in manifest order (bad lines stop the export or are skipped)."""
+        for line, row, error in self._lines():
+            if error is not None:
+                self.fail_or_skip(error, line, None)
+                continue
+            if row["id"] in self.keep:
+                yield Record(line, row)
+
+    def image_path(self, record: Record, index: int, entry: dict[str, Any]) -> Path:
+        """The image file of ``entry``; a one-line error (or a skip) if it is missing."""
+        path = self.run / str(entry.get("path", ""))
+        if not entry.get("path") or not path.is_file():
+            raise ItemError(f"{path} is missing", where=self._where(record),
+                            field=f"images[{index}].path", item_id=record.id, stage="export")
+        return path
+
+    def image_bytes(self, record: Record, index: int, entry: dict[str, Any]) -> bytes:
+        """The image's bytes, checked against the manifest's sha256."""
+        path = self.image_path(record, index, entry)
+        data = path.read_bytes()
+        if entry.get("sha256") and hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise ItemError(f"{path} has changed since the run (sha256 differs)",
+                            where=self._where(record), field=f"images[{index}].path",
+                            item_id=record.id, stage="export")
+        return data
+
+    def _where(self, record: Record) -> str:
+        return f"{self.run / MANIFEST} line {record.line}: item {record.id}"
+
+    def checked(self, record: Record, read: bool = True):
+        """``(record, {index: bytes or path})`` for each image, or None after a skip."""
+        files: dict[int, Any] = {}
+        try:
+            for index, entry in enumerate(record.row["images"]):
+                files[index] = (self.image_bytes(record, index, entry) if read
+                                else self.image_path(record, index, entry))
+        except ItemError as err:
+            self.fail_or_skip(err, record.line, record.id)
+            return None
+        return files

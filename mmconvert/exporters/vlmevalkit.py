@@ -1,0 +1,55 @@
+"""VLMEvalKit export: one TSV of the kit's custom-dataset form.
+
+Columns: ``index``, ``image`` (base64; an item with several images holds the list as the kit's
+``toliststr`` reads it, ``['…', '…']``), ``question``, one column per option letter, ``answer``,
+``category``, then ``id``, ``prompt`` and ``text_prompt`` (the multimodal prompt and its
+text-only twin) and, for occlusions, ``text_only_image``.
+
+The option columns hold the option text because the kit scores multiple-choice answers with
+them; its default prompt would also show them as text. When the options are what the image
+shows (ReadBench's short MCQ), prompt with the ``prompt`` column instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+from pathlib import Path
+
+from ..items import option_letter
+from .source import RunSource
+
+
+def _cell(images: list[bytes]) -> str:
+    encoded = [base64.b64encode(data).decode("ascii") for data in images]
+    if len(encoded) == 1:
+        return encoded[0]
+    return "[" + ", ".join(f"'{e}'" for e in encoded) + "]"
+
+
+def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
+    letters = [option_letter(i) for i in range(source.max_options)]
+    twins = source.renderer == "occlude"
+    header = (["index", "image", "question", *letters, "answer", "category", "id", "prompt",
+               "text_prompt"] + (["text_only_image"] if twins else []))
+    count = 0
+    staging.mkdir(parents=True, exist_ok=True)
+    with open(staging / f"{name}.tsv", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        writer.writerow(header)
+        for record in source.records():
+            files = source.checked(record)
+            if files is None:
+                continue
+            entries = record.row["images"]
+            shown = [files[i] for i, e in enumerate(entries) if e.get("role") != "text_only"]
+            twin = [files[i] for i, e in enumerate(entries) if e.get("role") == "text_only"]
+            options = record.options + [""] * (len(letters) - len(record.options))
+            answers = record.answers
+            row = record.row
+            writer.writerow([count, _cell(shown), row.get("question") or row.get("prompt"),
+                             *options, answers[0] if answers else "", record.category,
+                             record.id, row.get("prompt"), row.get("text_prompt")]
+                            + ([_cell(twin) if twin else ""] if twins else []))
+            count += 1
+    return count
