@@ -1,0 +1,271 @@
+"""``mmconvert export``: each format read back by the tool it is for, QA left-outs, bad input."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from mmconvert.cli import main
+from mmconvert.manifest import JsonlLog
+from mmconvert.qa.events import event
+from tests.conftest import FIXTURES, REDUX_CSV
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def rows(folder: Path) -> list[dict]:
+    return JsonlLog(folder / "manifest.jsonl").read()
+
+
+@pytest.fixture(scope="module")
+def datasets_quiet():
+    import datasets
+
+    datasets.disable_progress_bars()
+    return datasets
+
+
+@pytest.fixture
+def page_run(tmp_path):
+    out = tmp_path / "run"
+    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 6,
+               "--out", out).exit_code == 0
+    return out
+
+
+@pytest.fixture
+def reviewed(page_run):
+    """Item 1 rejected by a reviewer, item 2 accepted, the rest pending."""
+    ids = [r["id"] for r in rows(page_run)]
+    JsonlLog(page_run / "qa.jsonl").append(
+        event(ids[1], "reviewer:ana", "reject", "unreadable"),
+        event(ids[2], "reviewer:ana", "accept", "ok"))
+    return page_run, ids
+
+
+def test_hf_parquet_reads_back_with_load_dataset(reviewed, tmp_path, datasets_quiet):
+    run_dir, ids = reviewed
+    out = tmp_path / "hf"
+    result = run("export", run_dir, "--format", "hf", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "5 item(s) exported as hf" in result.output
+    assert "left out by QA: 1 rejected" in result.output
+    dataset = datasets_quiet.load_dataset("parquet", data_dir=str(out))["test"]
+    manifest = {r["id"]: r for r in rows(run_dir)}
+    assert dataset["id"] == [i for i in ids if i != ids[1]]
+    for item in dataset:
+        row = manifest[item["id"]]
+        assert item["text_prompt"] == row["text_prompt"] and item["prompt"] == row["prompt"]
+        assert item["options"] == row["options"] and item["answer"] == row["answer"]
+        assert item["text_only_images"] == []
+        assert [(im.width, im.height) for im in item["images"]] == [
+            (img["width"], img["height"]) for img in row["images"]]
+        assert json.loads(item["manifest_row"])["renderer"] == row["renderer"]
+    raw = datasets_quiet.load_dataset("parquet", data_dir=str(out))["test"].cast_column(
+        "images", datasets_quiet.List(datasets_quiet.Image(decode=False)))
+    first = manifest[raw[0]["id"]]["images"][0]
+    assert hashlib.sha256(raw[0]["images"][0]["bytes"]).hexdigest() == first["sha256"]
+    # the card's configs let the folder load by itself too
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\nconfigs:") and "left out by QA: 1 rejected" in card
+    assert datasets_quiet.load_dataset(str(out))["test"].num_rows == 5
+    record = json.loads((out / "export.json").read_text())
+    assert record["items"] == 5 and record["left_out"] == {"rejected": 1}
+
+
+def test_accepted_only_leaves_out_pending_items(reviewed, tmp_path):
+    run_dir, ids = reviewed
+    result = run("export", run_dir, "--format", "jsonl", "--out", tmp_path / "j",
+                 "--accepted-only")
+    assert result.exit_code == 0
+    assert "1 item(s) exported" in result.output
+    assert "left out by QA: 4 pending, 1 rejected" in result.output
+    assert [r["id"] for r in rows(tmp_path / "j")] == [ids[2]]
+
+
+def test_hf_disk_is_the_save_to_disk_form(reviewed, tmp_path, datasets_quiet):
+    run_dir, ids = reviewed
+    assert run("export", run_dir, "--format", "hf-disk", "--out", tmp_path / "d").exit_code == 0
+    dataset = datasets_quiet.load_from_disk(str(tmp_path / "d"))
+    assert dataset["id"] == [i for i in ids if i != ids[1]]
+    assert dataset[0]["images"][0].mode == "L"
+
+
+def test_rows_span_several_shards_and_row_groups(page_run, tmp_path, datasets_quiet,
+                                                 monkeypatch):
+    import pyarrow.parquet as pq
+
+    from mmconvert.exporters import hf
+    from mmconvert.exporters.source import RunSource
+
+    monkeypatch.setattr(hf, "ROW_GROUP_ROWS", 2)
+    folder = tmp_path / "data"
+    count = hf.write_parquet(RunSource(page_run), folder, shard_bytes=1)
+    shards = sorted(p.name for p in folder.iterdir())
+    assert count == 6 and shards == [f"test-0000{i}-of-00003.parquet" for i in range(3)]
+    assert pq.ParquetFile(folder / shards[0]).metadata.num_row_groups == 1
+    dataset = datasets_quiet.load_dataset("parquet", data_dir=str(tmp_path))["test"]
+    assert dataset["id"] == [r["id"] for r in rows(page_run)]
+
+
+def test_vlmevalkit_tsv(tmp_path):
+    long_run = tmp_path / "long"
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "long-0", "context": "word " * 3000, "question": "Q?",
+                                 "options": ["yes", "no", "maybe"], "answer": "B"}) + "\n"
+                     + json.dumps({"id": "short-1", "context": "Short.", "question": "Q2?",
+                                   "options": ["a", "b"], "answer": "A"}) + "\n")
+    assert run("render", items, "--render", "context", "--out", long_run).exit_code == 0
+    out = tmp_path / "v"
+    assert run("export", long_run, "--format", "vlmevalkit", "--out", out,
+               "--name", "ReadBenchLong").exit_code == 0
+    table = pd.read_csv(out / "ReadBenchLong.tsv", sep="\t", keep_default_na=False)
+    assert list(table.columns) == ["index", "image", "question", "A", "B", "C", "answer",
+                                   "category", "id", "prompt", "text_prompt"]
+    assert table["index"].tolist() == [0, 1] and table["answer"].tolist() == ["B", "A"]
+    assert table.loc[1, "C"] == "" and table.loc[0, "C"] == "maybe"
+    manifest = rows(long_run)
+    pages = ast.literal_eval(table.loc[0, "image"])  # several pages: a list, as the kit reads it
+    assert isinstance(pages, list) and len(pages) == len(manifest[0]["images"]) > 1
+    for encoded, image in zip(pages, manifest[0]["images"], strict=True):
+        assert hashlib.sha256(base64.b64decode(encoded)).hexdigest() == image["sha256"]
+    single = base64.b64decode(table.loc[1, "image"])
+    assert single.startswith(b"\x89PNG")
+    assert table.loc[0, "text_prompt"] == manifest[0]["text_prompt"]
+
+
+def test_occlusion_exports_carry_the_text_only_image(tmp_path, datasets_quiet):
+    occ = tmp_path / "occ"
+    assert run("occlude", "captions", "--source", FIXTURES / "coco", "--limit", 2,
+               "--out", occ).exit_code == 0
+    assert run("export", occ, "--format", "hf", "--out", tmp_path / "hf").exit_code == 0
+    dataset = datasets_quiet.load_dataset("parquet", data_dir=str(tmp_path / "hf"))["test"]
+    assert all(len(r["images"]) == 1 and len(r["text_only_images"]) == 1 for r in dataset)
+    assert dataset[0]["answers"] == rows(occ)[0]["answer"]
+    assert run("export", occ, "--format", "vlmevalkit", "--out", tmp_path / "v").exit_code == 0
+    table = pd.read_csv(tmp_path / "v" / "occ.tsv", sep="\t")
+    assert "text_only_image" in table.columns
+    assert base64.b64decode(table.loc[0, "text_only_image"]).startswith(b"\x89PNG")
+
+
+class TaskLoader(yaml.SafeLoader):
+    """lmms-eval's YAML: ``!function utils.name`` names a function in utils.py."""
+
+
+TaskLoader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+
+
+def test_lmms_eval_task_loads_its_data_and_scores(reviewed, tmp_path, datasets_quiet):
+    run_dir, ids = reviewed
+    out = tmp_path / "task"
+    assert run("export", run_dir, "--format", "lmms-eval", "--out", out,
+               "--name", "redux demo").exit_code == 0
+    task = yaml.load((out / "mmconvert_redux_demo.yaml").read_text(), Loader=TaskLoader)
+    twin = yaml.load((out / "mmconvert_redux_demo_text.yaml").read_text(), Loader=TaskLoader)
+    assert task["task"] == "mmconvert_redux_demo" and twin["task"] == "mmconvert_redux_demo_text"
+    assert (task["doc_to_visual"], twin["doc_to_visual"]) == ("utils.doc_to_visual",
+                                                               "utils.doc_to_visual_twin")
+    dataset = datasets_quiet.load_dataset(task["dataset_path"],
+                                          **task["dataset_kwargs"])[task["test_split"]]
+    assert dataset.num_rows == 5
+    spec = importlib.util.spec_from_file_location("utils", out / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    doc = dataset[0]
+    assert [im.mode for im in utils.doc_to_visual(doc)] == ["RGB"]
+    assert utils.doc_to_visual_twin(doc) == []
+    assert utils.doc_to_text(doc) == doc["prompt"]
+    assert utils.doc_to_text_twin(doc) == doc["text_prompt"]
+    right, wrong = doc["answer"], "ABCD".replace(doc["answer"], "")[0]
+    assert utils.process_results(doc, [f"Step by step... The answer is ({right})."]) == {
+        "accuracy": 1.0}
+    assert utils.process_results(doc, [f"Answer: {wrong}"]) == {"accuracy": 0.0}
+    assert utils.process_results({"options": [], "answers": ["the garden"]},
+                                 ["Mary is in The  Garden."]) == {"accuracy": 1.0}
+
+
+@pytest.mark.parametrize("paths", ["relative", "absolute"])
+def test_jsonl_paths_point_at_the_run_images(page_run, tmp_path, paths):
+    out = tmp_path / "exports" / "j"
+    assert run("export", page_run, "--format", "jsonl", "--out", out,
+               "--paths", paths).exit_code == 0
+    exported = rows(out)
+    assert [r["id"] for r in exported] == [r["id"] for r in rows(page_run)]
+    for row in exported:
+        for image in row["images"]:
+            assert Path(image["path"]).is_absolute() == (paths == "absolute")
+            path = out / image["path"]
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == image["sha256"]
+        assert (out / row["layout"]["path"]).is_file()
+
+
+def test_a_variant_leaves_out_what_its_base_rejected(reviewed, tmp_path):
+    run_dir, ids = reviewed
+    assert run("sweep", run_dir, "--scale", 0.5, "--out", tmp_path / "s").exit_code == 0
+    result = run("export", tmp_path / "s" / "scale-0.5", "--format", "jsonl", "--out",
+                 tmp_path / "j")
+    assert "left out by QA: 1 rejected" in result.output
+    assert ids[1] not in [r["id"] for r in rows(tmp_path / "j")]
+
+
+def test_a_missing_image_stops_naming_it_or_is_recorded(page_run, tmp_path):
+    gone = rows(page_run)[3]
+    (page_run / gone["images"][0]["path"]).unlink()
+    out = tmp_path / "hf"
+    result = run("export", page_run, "--format", "hf", "--out", out)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: {page_run / 'manifest.jsonl'} line 4: item {gone['id']}: field "
+        f"images[0].path: {page_run / gone['images'][0]['path']} is missing\n")
+    assert not out.exists() and not list(tmp_path.glob(".hf.partial*"))
+    result = run("export", page_run, "--format", "hf", "--out", out, "--on-error", "skip")
+    assert result.exit_code == 0
+    assert "5 item(s) exported" in result.output and "1 skipped" in result.output
+    skipped = JsonlLog(out / "export-skipped.jsonl").read()
+    assert [(s["line"], s["id"]) for s in skipped] == [(4, gone["id"])]
+    assert json.loads((out / "export.json").read_text())["skipped"] == 1
+
+
+def test_a_changed_image_is_caught(page_run, tmp_path):
+    first = rows(page_run)[0]
+    path = page_run / first["images"][0]["path"]
+    path.write_bytes(path.read_bytes() + b"\0")
+    result = run("export", page_run, "--format", "vlmevalkit", "--out", tmp_path / "v")
+    assert result.exit_code == 1 and "has changed since the run" in result.output
+
+
+def test_a_row_that_does_not_parse_stops_naming_its_line_or_is_recorded(page_run, tmp_path):
+    manifest = page_run / "manifest.jsonl"
+    lines = manifest.read_text().splitlines(keepends=True)
+    lines[2] = '{"id": "broken", "images": [\n'
+    manifest.write_text("".join(lines))
+    result = run("export", page_run, "--format", "jsonl", "--out", tmp_path / "j")
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: {manifest} line 3: not a JSON row (")
+    result = run("export", page_run, "--format", "jsonl", "--out", tmp_path / "j",
+                 "--on-error", "skip")
+    assert result.exit_code == 0 and "5 item(s) exported" in result.output
+    assert JsonlLog(tmp_path / "j" / "export-skipped.jsonl").read()[0]["line"] == 3
+
+
+def test_an_existing_folder_needs_overwrite(page_run, tmp_path):
+    out = tmp_path / "j"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    result = run("export", page_run, "--format", "jsonl", "--out", out)
+    assert result.exit_code == 2 and "use --overwrite" in result.output
+    assert (out / "mine.txt").exists()
+    assert run("export", page_run, "--format", "jsonl", "--out", out,
+               "--overwrite").exit_code == 0
+    assert not (out / "mine.txt").exists() and (out / "manifest.jsonl").exists()
