@@ -657,6 +657,41 @@ def export_command(run_dir, fmt, out, name, accepted_only, reject_votes, paths, 
     click.echo(summary.line(), err=True)
 
 
+@main.command("stats")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--out", "-o", type=click.Path(path_type=Path),
+              help="Folder for the PNG plots (default: RUN_DIR/stats).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the figures as JSON (with per-item and per-image rows).")
+@click.option("--no-plots", is_flag=True, help="Print only; draw no plots.")
+@reports_errors
+def stats_command(run_dir, out, as_json, no_plots):
+    """Pages per item, words per image (LogicOCR's density buckets), image sizes and estimated
+    vision tokens per item for common processors (the rules are printed), with PNG plots.
+
+    \b
+    Examples:
+      mmconvert stats runs/demo
+      mmconvert stats runs/logicocr --json > stats.json
+    """
+    import json
+
+    from .stats import as_text, gather, plot
+
+    if not (run_dir / "manifest.jsonl").is_file():
+        raise UsageError(f"{run_dir}: not a run folder (no manifest.jsonl)")
+    figures = gather(run_dir)
+    click.echo(json.dumps(figures, ensure_ascii=False, indent=1) if as_json
+               else as_text(figures))
+    if not no_plots:
+        try:
+            written = plot(figures, out or run_dir / "stats")
+        except ImportError:
+            raise UsageError("plots need matplotlib: pip install 'mmconvert[stats]' (or "
+                             "--no-plots)") from None
+        click.echo(f"plots: {', '.join(str(p) for p in written)}", err=True)
+
+
 @main.command("list")
 @click.argument("kind", type=click.Choice(["corpora", "renderers"]), required=False)
 def list_parts(kind):

@@ -12,7 +12,7 @@ from .manifest import MANIFEST, QA, RUN_INFO, SKIPPED, JsonlLog, write_json
 
 DEDUP = "dedup.json"
 OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals",
-         "layout")
+         "layout", "stats")
 
 
 class RunFolder:

@@ -1,0 +1,236 @@
+"""``mmconvert stats``: what a run's images hold and what they cost a model.
+
+Per run: images (pages) per item; words per image with LogicOCR's density buckets; image sizes;
+and the vision tokens each item would take under the published rules of a few common
+processors (``TOKEN_RULES``). Printed as text or JSON, and drawn as PNG plots with matplotlib.
+
+Words are counted as the QA check counts them (``qa.checks.word_count``: runs of letters or
+digits, each CJK character one word). For page runs each page's words come from its stored
+layout, so a page is counted with exactly the text drawn on it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .manifest import RUN_INFO, JsonlLog
+from .qa.checks import DENSITY, density, expected_text, word_count
+
+BUCKETS = [name for _, name in DENSITY] + [">200"]
+
+
+# --- vision-token rules --------------------------------------------------------------------
+
+def qwen2_vl(width: int, height: int, *, factor: int = 28, min_pixels: int = 56 * 56,
+             max_pixels: int = 16384 * 28 * 28) -> int:
+    """Qwen2-VL / Qwen2.5-VL: each side rounded to a multiple of 28 px (the pixel count kept
+    within [min_pixels, max_pixels], aspect kept), one token per 28 x 28 px (2 x 2 merged 14 px
+    patches); the two vision start/end tokens are not counted."""
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h = math.ceil(height * beta / factor) * factor
+        w = math.ceil(width * beta / factor) * factor
+    return (h // factor) * (w // factor)
+
+
+def internvl(width: int, height: int, *, tile: int = 448, max_tiles: int = 12,
+             per_tile: int = 256) -> int:
+    """InternVL 2 / 2.5 dynamic resolution: the grid of 448 px tiles (at most 12) whose aspect
+    ratio is closest to the image's, plus a thumbnail tile when there is more than one; 256
+    tokens per tile."""
+    aspect = width / height
+    ratios = sorted({(i, j) for n in range(1, max_tiles + 1) for i in range(1, n + 1)
+                     for j in range(1, n + 1) if i * j <= max_tiles},
+                    key=lambda r: r[0] * r[1])
+    best, best_diff = (1, 1), float("inf")
+    for i, j in ratios:
+        diff = abs(aspect - i / j)
+        if diff < best_diff:
+            best, best_diff = (i, j), diff
+        elif diff == best_diff and width * height > 0.5 * tile * tile * i * j:
+            best = (i, j)
+    tiles = best[0] * best[1]
+    return per_tile * (tiles + (1 if tiles > 1 else 0))
+
+
+def llava_1_5(width: int, height: int) -> int:
+    """LLaVA-1.5: every image resized to 336 x 336, 24 x 24 patches of 14 px: 576 tokens."""
+    return 576
+
+
+def gpt_4o(width: int, height: int) -> int:
+    """OpenAI GPT-4o, detail high: fit within 2048 x 2048, then the shortest side down to
+    768 px; 170 tokens per 512 px tile plus 85."""
+    scale = min(1.0, 2048 / max(width, height))
+    w, h = width * scale, height * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def claude(width: int, height: int) -> int:
+    """Anthropic Claude: the long edge scaled down to 1568 px, then about width x height / 750
+    tokens (Anthropic's published estimate)."""
+    scale = min(1.0, 1568 / max(width, height))
+    return math.ceil(round(width * scale) * round(height * scale) / 750)
+
+
+TOKEN_RULES = {"qwen2-vl": qwen2_vl, "internvl2.5": internvl, "llava-1.5": llava_1_5,
+               "gpt-4o": gpt_4o, "claude": claude}
+
+
+# --- gathering -----------------------------------------------------------------------------
+
+def _page_words(run: Path, row: dict[str, Any]) -> list[int] | None:
+    layout = row.get("layout") or {}
+    try:
+        record = json.loads((run / layout["path"]).read_text(encoding="utf-8"))
+    except (KeyError, OSError, json.JSONDecodeError):
+        return None
+    return [word_count("\n".join("".join(run_[2] for run_ in line) for line in page))
+            for page in record["pages"]]
+
+
+def image_words(run: Path, row: dict[str, Any]) -> list[int]:
+    """Words in each image the model is shown."""
+    shown = [img for img in row.get("images") or [] if img.get("role") != "text_only"]
+    if not shown:
+        return []
+    if row["renderer"]["name"] == "page":
+        pages = _page_words(run, row)
+        if pages is not None and len(pages) == len(shown):
+            return pages
+    total = word_count(expected_text(row))
+    return [total // len(shown)] * len(shown)  # no layout: the words spread evenly
+
+
+def summarise(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"count": 0}
+    ordered = sorted(values)
+    return {"count": len(values), "min": ordered[0], "median": statistics.median(ordered),
+            "mean": round(statistics.fmean(ordered), 2), "max": ordered[-1]}
+
+
+def gather(run: Path) -> dict[str, Any]:
+    """Per-item and per-image figures of the run, and their summaries."""
+    run = Path(run)
+    rows = JsonlLog(run / "manifest.jsonl").read()
+    info = {}
+    if (run / RUN_INFO).is_file():
+        info = json.loads((run / RUN_INFO).read_text(encoding="utf-8"))
+    per_item, per_image = [], []
+    for row in rows:
+        shown = [img for img in row.get("images") or [] if img.get("role") != "text_only"]
+        words = image_words(run, row)
+        tokens = {name: sum(rule(img["width"], img["height"]) for img in shown)
+                  for name, rule in TOKEN_RULES.items()}
+        per_item.append({"id": row["id"], "images": len(shown), "words": sum(words),
+                         "tokens": tokens})
+        for img, count in zip(shown, words, strict=True):
+            per_image.append({"id": row["id"], "path": img["path"], "width": img["width"],
+                              "height": img["height"], "words": count,
+                              "density": density(count)})
+    buckets = Counter(image["density"] for image in per_image)
+    config = info.get("config") or {}
+    return {
+        "run": str(run), "renderer": config.get("renderer", rows[0]["renderer"]["name"]
+                                                 if rows else None),
+        "items": len(rows), "images": len(per_image),
+        "images_per_item": summarise([i["images"] for i in per_item]),
+        "images_per_item_counts": dict(sorted(Counter(i["images"] for i in per_item).items())),
+        "words_per_image": summarise([i["words"] for i in per_image]),
+        "density": {name: buckets.get(name, 0) for name in BUCKETS},
+        "width": summarise([i["width"] for i in per_image]),
+        "height": summarise([i["height"] for i in per_image]),
+        "megapixels": summarise([round(i["width"] * i["height"] / 1e6, 3) for i in per_image]),
+        "vision_tokens_per_item": {name: summarise([i["tokens"][name] for i in per_item])
+                                   for name in TOKEN_RULES},
+        "token_rules": {name: " ".join((rule.__doc__ or "").split())
+                        for name, rule in TOKEN_RULES.items()},
+        "per_item": per_item, "per_image": per_image,
+    }
+
+
+def as_text(stats: dict[str, Any]) -> str:
+    def line(name: str, s: dict[str, float]) -> str:
+        if not s.get("count"):
+            return f"  {name:<22} -"
+        return (f"  {name:<22} min {s['min']:g}  median {s['median']:g}  mean {s['mean']:g}  "
+                f"max {s['max']:g}")
+
+    unit = "pages" if stats["renderer"] == "page" else "images"
+    out = [f"{stats['run']}: {stats['items']} item(s), {stats['images']} image(s) shown "
+           f"({stats['renderer']} renderer)",
+           line(f"{unit} per item", stats["images_per_item"]),
+           line("words per image", stats["words_per_image"]),
+           "  density (words/image)  " + ", ".join(
+               f"{name}: {n}" for name, n in stats["density"].items()),
+           line("width (px)", stats["width"]), line("height (px)", stats["height"]),
+           line("megapixels", stats["megapixels"]),
+           "vision tokens per item (estimates; rules below):"]
+    out += [line(name, s) for name, s in stats["vision_tokens_per_item"].items()]
+    out.append("rules:")
+    out += [f"  {name}: {rule}" for name, rule in stats["token_rules"].items()]
+    return "\n".join(out)
+
+
+def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
+    """Four PNG plots of the figures into ``folder``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    unit = "pages" if stats["renderer"] == "page" else "images"
+    written = []
+
+    def save(fig, name: str) -> None:
+        path = folder / name
+        fig.tight_layout()
+        fig.savefig(path, dpi=100, metadata={"Software": None})
+        plt.close(fig)
+        written.append(path)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    counts = stats["images_per_item_counts"]
+    ax.bar([str(k) for k in counts], list(counts.values()), color="#4c72b0")
+    ax.set(xlabel=f"{unit} per item", ylabel="items", title=f"{unit.capitalize()} per item")
+    save(fig, "images_per_item.png")
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    words = [i["words"] for i in stats["per_image"]]
+    left.hist(words, bins=min(40, max(1, len(set(words)))), color="#4c72b0")
+    for limit, _ in DENSITY:
+        left.axvline(limit, color="grey", linestyle=":", linewidth=1)
+    left.set(xlabel="words per image", ylabel="images", title="Words per image")
+    right.bar(list(stats["density"]), list(stats["density"].values()), color="#dd8452")
+    right.set(xlabel="words per image (LogicOCR buckets)", ylabel="images",
+              title="Text density")
+    save(fig, "words_per_image.png")
+
+    fig, ax = plt.subplots(figsize=(6, 5))
+    ax.scatter([i["width"] for i in stats["per_image"]],
+               [i["height"] for i in stats["per_image"]], s=12, alpha=0.6, color="#4c72b0")
+    ax.set(xlabel="width (px)", ylabel="height (px)", title="Image sizes")
+    save(fig, "image_sizes.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    names = list(TOKEN_RULES)
+    ax.boxplot([[i["tokens"][n] for i in stats["per_item"]] or [0] for n in names])
+    ax.set_xticks(range(1, len(names) + 1), names)
+    ax.set(ylabel="vision tokens per item", title="Estimated vision tokens per item")
+    save(fig, "vision_tokens.png")
+    return written

@@ -1,0 +1,73 @@
+"""``mmconvert stats``: the figures, the token rules and the plots."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from mmconvert.cli import main
+from mmconvert.manifest import JsonlLog
+from mmconvert.qa.checks import expected_text, word_count
+from mmconvert.stats import claude, gather, gpt_4o, internvl, qwen2_vl
+from tests.conftest import REDUX_CSV
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.mark.parametrize(("rule", "size", "tokens"), [
+    (qwen2_vl, (768, 121), 27 * 4),  # 756 x 112 px
+    (qwen2_vl, (20, 20), 4),  # raised to the 56 x 56 minimum
+    (qwen2_vl, (28 * 200, 28 * 200), 16384),  # lowered to the 16384-token maximum
+    (internvl, (768, 121), 7 * 256),  # 6 x 1 tiles and a thumbnail
+    (internvl, (448, 448), 256),  # one tile, no thumbnail
+    (gpt_4o, (1024, 1024), 765),  # OpenAI's worked examples
+    (gpt_4o, (2048, 4096), 1105),
+    (claude, (1000, 1000), 1334),  # Anthropic's table
+])
+def test_token_rules(rule, size, tokens):
+    assert rule(*size) == tokens
+
+
+def test_words_per_page_come_from_the_stored_layout(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "long", "context": "alpha beta gamma delta " * 900,
+                                 "question": "Q?", "answer": ["x"]}) + "\n")
+    out = tmp_path / "run"
+    assert run("render", items, "--render", "context", "--out", out).exit_code == 0
+    figures = gather(out)
+    row = JsonlLog(out / "manifest.jsonl").read()[0]
+    pages = [image["words"] for image in figures["per_image"]]
+    assert len(pages) == len(row["images"]) > 1
+    assert sum(pages) == word_count(expected_text(row)) == 3600
+    assert pages[0] > pages[-1]  # the last page is the cropped remainder
+    assert sum(figures["density"].values()) == len(pages)
+    assert figures["density"][">200"] == len(pages) - 1
+
+
+def test_stats_command_prints_and_plots(tmp_path):
+    out = tmp_path / "run"
+    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 5,
+               "--out", out).exit_code == 0
+    result = run("stats", out)
+    assert result.exit_code == 0
+    assert "5 item(s), 5 image(s) shown (page renderer)" in result.output
+    assert "density (words/image)  <50: 5" in result.output
+    assert "qwen2-vl: Qwen2-VL / Qwen2.5-VL: each side rounded" in result.output
+    plots = sorted((out / "stats").glob("*.png"))
+    assert [p.name for p in plots] == ["image_sizes.png", "images_per_item.png",
+                                       "vision_tokens.png", "words_per_image.png"]
+    for plot in plots:
+        with Image.open(plot) as image:
+            assert image.width > 300 and image.getextrema() != ((255, 255),) * 4
+    figures = json.loads(run("stats", out, "--json", "--no-plots").output)
+    assert figures["items"] == 5 and figures["images_per_item"]["max"] == 1
+    assert set(figures["vision_tokens_per_item"]) == {"qwen2-vl", "internvl2.5", "llava-1.5",
+                                                      "gpt-4o", "claude"}
+    assert figures["width"]["min"] == 768  # 8.27 in at 92.9 PPI
+    result = run("stats", tmp_path)
+    assert result.exit_code == 2 and "not a run folder" in result.output
