@@ -96,7 +96,14 @@ class ParquetShards:
         if self.writer is None:
             path = self.folder / f".shard-{len(self.paths):05d}.parquet"
             self.paths.append(path)
-            self.writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+            # image files are compressed already, and rarely repeat: their bytes are stored as
+            # they are, without compression or a dictionary
+            leaves = [leaf for name in self.schema.names for leaf in _leaves(self.schema, name)]
+            self.writer = pq.ParquetWriter(
+                path, self.schema,
+                compression={leaf: "none" if leaf.endswith(".bytes") else "zstd"
+                             for leaf in leaves},
+                use_dictionary=[leaf for leaf in leaves if not leaf.endswith(".bytes")])
             self.shard_written = 0
         self.writer.write_table(pa.Table.from_pylist(self.batch, schema=self.schema))
         self.shard_written += self.batch_bytes
@@ -121,6 +128,21 @@ class ParquetShards:
             path.rename(target)
             named.append(target)
         return named
+
+
+def _leaves(schema, name: str) -> list[str]:
+    """Parquet column paths under a top-level field (``images.list.element.bytes``)."""
+    import pyarrow as pa
+
+    def walk(prefix: str, kind) -> list[str]:
+        if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            return walk(prefix + ".list.element", kind.value_type)
+        if pa.types.is_struct(kind):
+            return [leaf for i in range(kind.num_fields)
+                    for leaf in walk(f"{prefix}.{kind.field(i).name}", kind.field(i).type)]
+        return [prefix]
+
+    return walk(name, schema.field(name).type)
 
 
 def write_parquet(source: RunSource, folder: Path, shard_bytes: int = SHARD_BYTES) -> int:
