@@ -146,19 +146,46 @@ def set_given(target: dict, **values) -> dict:
     return target
 
 
+def page_options(ppi: str = "--ppi", prefix: str = ""):
+    """The page renderer's options (``render``, and ``sweep`` of a corpus, where the PPI is
+    the base's)."""
+    def decorate(fn):
+        options = [
+            click.option(ppi, "ppi", type=float,
+                         help=prefix + "Pixels per inch of the page images (default 92.9)."),
+            click.option("--render", "render_part",
+                         type=click.Choice(["options", "context", "all"]),
+                         help=prefix + "What becomes image (default: the corpus' render "
+                                       "policy)."),
+            click.option("--color", type=click.Choice(["gray", "rgb"]),
+                         help=prefix + "PNG colour (default gray)."),
+            click.option("--pdf", is_flag=True, default=None,
+                         help=prefix + "Keep each item's vector PDF in pdf/."),
+            click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
+                         help=prefix + "Prompt style of the manifest's prompts (default cot)."),
+            click.option("--prompt-dir", type=click.Path(path_type=Path),
+                         help=prefix + "Folder of prompt templates that replace the shipped "
+                                       "ones by name."),
+        ]
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return decorate
+
+
+def page_values(values: dict, ppi, render_part, color, pdf, prompt_style, prompt_dir) -> dict:
+    """``values`` with the page options that were given (flags over the YAML's)."""
+    set_given(values, pdf=pdf, prompt_style=prompt_style, prompt_dir=prompt_dir)
+    values["page"] = set_given(dict(values.get("page") or {}), ppi=ppi, render=render_part,
+                               color=color)
+    return values
+
+
 @main.command()
 @selection_options
 @click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
               help="Run folder to write (default: runs/<corpus>).")
-@click.option("--ppi", type=float, help="Pixels per inch of the page images (default 92.9).")
-@click.option("--render", "render_part", type=click.Choice(["options", "context", "all"]),
-              help="What becomes image (default: the corpus' render policy).")
-@click.option("--color", type=click.Choice(["gray", "rgb"]), help="PNG colour (default gray).")
-@click.option("--pdf", is_flag=True, default=None, help="Keep each item's vector PDF in pdf/.")
-@click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
-              help="Prompt style of the manifest's prompts (default cot).")
-@click.option("--prompt-dir", type=click.Path(path_type=Path),
-              help="Folder of prompt templates that replace the shipped ones by name.")
+@page_options()
 @run_options
 @reports_errors
 def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers, overwrite,
@@ -177,10 +204,8 @@ def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers,
 
     corpus = flags["corpus"]
     values, origin = selection_values(flags)
-    set_given(values, pdf=pdf, prompt_style=prompt_style, prompt_dir=prompt_dir)
-    values["page"] = set_given(dict(values.get("page") or {}), ppi=ppi, render=render_part,
-                               color=color)
-    config = build(RenderConfig, values, origin)
+    config = build(RenderConfig, page_values(values, ppi, render_part, color, pdf, prompt_style,
+                                             prompt_dir), origin)
     run_and_report(config, out or Path("runs") / Path(corpus).stem, workers, overwrite,
                    progress)
 
@@ -401,20 +426,10 @@ def number_list(text: str | None, flag: str, kind=float) -> list | None:
               help="Resampling filter for --scale (default lanczos; recorded in each row).")
 @click.option("--jpeg-subsampling", type=click.Choice(["4:4:4", "4:2:2", "4:2:0"]),
               help="Chroma subsampling of --jpeg-quality variants (default 4:2:0, Pillow's).")
-@click.option("--base-ppi", type=float,
-              help="A corpus SOURCE: PPI of the base render the other axes start from "
-                   "(default 92.9).")
-@click.option("--render", "render_part", type=click.Choice(["options", "context", "all"]),
-              help="A corpus SOURCE: what becomes image (default: the corpus' render policy).")
-@click.option("--color", type=click.Choice(["gray", "rgb"]), help="A corpus SOURCE: PNG colour.")
-@click.option("--pdf", is_flag=True, default=None, help="A corpus SOURCE: keep vector PDFs.")
-@click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
-              help="A corpus SOURCE: style of the manifest's prompts (default cot).")
-@click.option("--prompt-dir", type=click.Path(path_type=Path),
-              help="A corpus SOURCE: folder of prompt templates that replace the shipped ones.")
+@page_options(ppi="--base-ppi", prefix="A corpus SOURCE: ")
 @run_options
 @reports_errors
-def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsampling, base_ppi,
+def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsampling, ppi,
                   render_part, color, pdf, prompt_style, prompt_dir, workers, overwrite,
                   progress, **flags):
     """Make ablation variants of SOURCE: a run folder, or a corpus (rendered once as pages
@@ -444,17 +459,15 @@ def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsam
     if (source / "run.json").is_file():
         given = sorted(k for k in values if k not in ("corpus", "on_error")) + [
             f"--{name.replace('_', '-')}" for name, value in (
-                ("base_ppi", base_ppi), ("render", render_part), ("color", color), ("pdf", pdf),
+                ("base_ppi", ppi), ("render", render_part), ("color", color), ("pdf", pdf),
                 ("prompt_style", prompt_style), ("prompt_dir", prompt_dir)) if value is not None]
         if given:
             raise UsageError(f"{source} is a run folder: corpus and render options "
                              f"({', '.join(given)}) do not apply; sweep its corpus instead")
         base = source
     else:
-        set_given(values, pdf=pdf, prompt_style=prompt_style, prompt_dir=prompt_dir)
-        values["page"] = set_given(dict(values.get("page") or {}), ppi=base_ppi,
-                                   render=render_part, color=color)
-        config = build(RenderConfig, values, origin)
+        config = build(RenderConfig, page_values(values, ppi, render_part, color, pdf,
+                                                 prompt_style, prompt_dir), origin)
         base = out / "base"
         run_and_report(config, base, workers, overwrite, progress)
     summary = sweep(base, out, options, workers=workers, overwrite=overwrite,

@@ -272,16 +272,22 @@ def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
             pool, run = (ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
                                              initializer=_init_worker,
                                              initargs=(config, execution.out)), _render_one)
-        with pool:
-            try:
-                for result in pool.map(run, tasks, chunksize=1):
-                    yield result
-                    bar.update()
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        for result in in_order(pool, run, tasks, chunksize=1):
+            yield result
+            bar.update()
     finally:
         bar.close()
+
+
+def in_order(pool, fn, tasks, chunksize: int):
+    """``fn`` over ``tasks`` in ``pool``, results in task order; a failure or an interrupt
+    cancels what has not started and waits for what has (no half-written files left running)."""
+    with pool:
+        try:
+            yield from pool.map(fn, tasks, chunksize=chunksize)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def _versions() -> dict[str, str]:

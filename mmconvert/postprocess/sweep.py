@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..converter import in_order
 from ..errors import ItemError, MMConvertError, RunFolderError, UsageError
 from ..jobs import write_image
 from ..manifest import MANIFEST, RUN_INFO, atomic_write, write_json
@@ -414,16 +415,12 @@ def _run(tasks, maker_args, workers: int, progress: bool):
                 yield row, maker.make(row, variants)
                 bar.update()
             return
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), initializer=_init,
-                                 initargs=(maker_args,)) as pool:
-            try:
-                for (row, _), results in zip(tasks, pool.map(_make, tasks, chunksize=4),
-                                             strict=True):
-                    yield row, results
-                    bar.update()
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), initializer=_init,
+                                   initargs=(maker_args,))
+        for (row, _), results in zip(tasks, in_order(pool, _make, tasks, chunksize=4),
+                                     strict=True):
+            yield row, results
+            bar.update()
     finally:
         bar.close()
 
