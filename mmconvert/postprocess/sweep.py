@@ -40,6 +40,10 @@ from . import transforms
 
 SWEEP = "sweep.json"
 AXES = {"ppi": "ppi", "scale": "scale", "rotate": "rotate", "jpeg_quality": "jpeg"}
+# (above, at most, what it must be) of each axis' values
+LIMITS = {"ppi": (10, 1200, "a PPI between 10 and 1200"),
+          "scale": (0, 16, "a scale factor in (0, 16]"),
+          "jpeg_quality": (0, 100, "a JPEG quality between 1 and 100")}
 
 
 class SweepOptions(BaseModel):
@@ -57,37 +61,14 @@ class SweepOptions(BaseModel):
 
     @field_validator("ppi", "scale", "rotate", "jpeg_quality")
     @classmethod
-    def _unique(cls, values):
+    def _values(cls, values, info):
+        if info.field_name == "rotate":
+            values = [v % 360 for v in values]
+        low, high, what = LIMITS.get(info.field_name, (None, None, ""))
+        for v in values:
+            if low is not None and not (low < v <= high):
+                raise ValueError(f"{v:g} is not {what}")
         return list(dict.fromkeys(values))
-
-    @field_validator("ppi")
-    @classmethod
-    def _ppi(cls, values):
-        for v in values:
-            if not 10 < v <= 1200:
-                raise ValueError(f"{v:g} is not a PPI between 10 and 1200")
-        return values
-
-    @field_validator("scale")
-    @classmethod
-    def _scale(cls, values):
-        for v in values:
-            if not 0 < v <= 16:
-                raise ValueError(f"{v:g} is not a scale factor in (0, 16]")
-        return values
-
-    @field_validator("rotate")
-    @classmethod
-    def _rotate(cls, values):
-        return list(dict.fromkeys(v % 360 for v in values))
-
-    @field_validator("jpeg_quality")
-    @classmethod
-    def _quality(cls, values):
-        for v in values:
-            if not 1 <= v <= 100:
-                raise ValueError(f"{v} is not a JPEG quality between 1 and 100")
-        return values
 
     @model_validator(mode="after")
     def _some_axis(self):
