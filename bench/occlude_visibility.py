@@ -60,7 +60,7 @@ def measure(captions: list[str], language: str, difficulty: str) -> tuple[list[i
             params = occluder.choose_spans(item, 0, params, text, lines)
         except ItemError:
             continue
-        block, line_height, band = occluder.caption_block(lines, params)
+        block, line_height, band, _ = occluder.caption_block(lines, params)
         for span in params.spans:
             for row, line in enumerate(lines):
                 top = row * line_height
@@ -86,7 +86,7 @@ def main() -> None:
             probe = Item(id="p", corpus="c", subset="s", split="t", language=language,
                          context=captions[0])
             params, _, lines = occluder.layout(probe, 0)
-            _, height, band = occluder.caption_block(lines, replace(params, spans=()))
+            _, height, band, _ = occluder.caption_block(lines, replace(params, spans=()))
             hidden = sum(1 for a, b in zip(above, below, strict=True) if a + b == 0)
             print(f"{language:<8} {difficulty:<10} {len(above):>6}  {band[0]:>2}-{band[1]:<2} "
                   f"of {height:<2}  {statistics.median(above):>14} / "

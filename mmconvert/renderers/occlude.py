@@ -280,7 +280,7 @@ class CaptionOccluder:
             caption = self.caption(item)
             lines = self.lines(caption, params.font, params.width, where)[:o.max_lines]
         picture = decode_photo(photo, params.width, where)
-        block, line_height, band = self.caption_block(lines, params)
+        block, line_height, band, bands = self.caption_block(lines, params)
         width = params.width
         height = picture.height + block.height
         stacked = Image.new("RGB", (width, height), "white")
@@ -291,8 +291,6 @@ class CaptionOccluder:
         text_top = (height - block.height) // 2
         text_only.paste(block, (0, text_top))
         caption_top = picture.height if params.position == "below" else 0
-        bands = [(span, [left, row * line_height + band[0], right, row * line_height + band[1]])
-                 for left, right, row, span in band_boxes(lines, params.spans)]
         boxes = {name: [(span, [x0, y0 + top, x1, y1 + top]) for span, (x0, y0, x1, y1) in bands]
                  for name, top in (("stacked", caption_top), ("text_only", text_top))}
         return Occlusion(params, caption, caption[:lines[-1].end], len(lines), line_height,
@@ -300,7 +298,9 @@ class CaptionOccluder:
                          boxes)
 
     def caption_block(self, lines: list[CaptionLine], params: OcclusionParams):
-        """The caption's lines drawn black on white (8-bit gray), bands already applied."""
+        """The caption's lines drawn black on white (8-bit gray), bands already applied; with
+        the line height, the band's rows within a line, and each band drawn as (span index,
+        [left, top, right, bottom]) in the block (right and bottom exclusive)."""
         from PIL import ImageDraw
 
         size = self.options.font_size
@@ -311,10 +311,13 @@ class CaptionOccluder:
         low, high = BANDS[(params.language, params.difficulty)]
         band = (round(low * line_height), round(high * line_height))
         pen = ImageDraw.Draw(block)
-        for left, right, row, _ in band_boxes(lines, params.spans):
+        bands = []
+        for left, right, row, span in band_boxes(lines, params.spans):
             top = row * line_height
-            pen.rectangle((left, top + band[0], right - 1, top + band[1] - 1), fill=255)
-        return block, line_height, band
+            box = [left, top + band[0], right, top + band[1]]
+            pen.rectangle((box[0], box[1], box[2] - 1, box[3] - 1), fill=255)
+            bands.append((span, box))
+        return block, line_height, band, bands
 
 
 def band_boxes(lines: list[CaptionLine], spans) -> list[tuple[int, int, int, int]]:
