@@ -324,3 +324,17 @@ def test_a_page_image_turned_back_is_the_original(tmp_path):
     data = transforms.encode(back, "png", ppi=150)
     with Image.open(io.BytesIO(data)) as png:
         assert round(png.info["dpi"][0]) == 150
+
+
+def test_a_changed_layout_is_refused_naming_it(tmp_path):
+    base = tmp_path / "base"
+    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 2,
+               "--out", base).exit_code == 0
+    first = rows(base)[0]
+    layout = base / first["layout"]["path"]
+    layout.write_text(layout.read_text().replace('"A. ', '"A.  '))
+    result = run("sweep", base, "--ppi", 72, "--out", tmp_path / "s")
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: {base / 'manifest.jsonl'}: item {first['id']}: field layout.path: {layout} "
+        "has changed since the run (sha256 differs)")

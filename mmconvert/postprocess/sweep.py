@@ -245,8 +245,9 @@ class VariantMaker:
                 results.update({v.name: ("error", err) for v in redraws})
         if others:
             try:
-                pictures = [(entry, transforms.decode(self._read(row, index, entry)))
-                            for index, entry in enumerate(row["images"])]
+                pictures = [
+                    (entry, transforms.decode(self._read(row, entry, f"images[{i}].path")))
+                    for i, entry in enumerate(row["images"])]
                 for variant in others:
                     results[variant.name] = ("ok", self._post(row, variant, pictures))
             except ItemError as err:
@@ -257,15 +258,17 @@ class VariantMaker:
     def _where(self, row) -> str:
         return f"{self.base / MANIFEST}: item {row['id']}"
 
-    def _read(self, row, index: int, entry: dict[str, Any]) -> bytes:
+    def _read(self, row, entry: dict[str, Any], field: str, *, hashed: bool = False) -> bytes:
+        """The bytes of a file the row records (``entry["path"]`` in the base run), checked
+        against its sha256 (always, with ``hashed``; else when the entry has one)."""
         path = self.base / entry["path"]
-        field = f"images[{index}].path"
         try:
             data = path.read_bytes()
         except OSError as err:
             raise ItemError(f"cannot read {path} ({err.strerror})", where=self._where(row),
                             field=field, item_id=row["id"], stage="sweep") from None
-        if entry.get("sha256") and hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        if (hashed or entry.get("sha256")) and \
+                hashlib.sha256(data).hexdigest() != entry.get("sha256"):
             raise ItemError(f"{path} has changed since the run (sha256 differs)",
                             where=self._where(row), field=field, item_id=row["id"],
                             stage="sweep")
@@ -288,14 +291,7 @@ class VariantMaker:
                             "render it again to sweep its PPI", where=where, field="layout",
                             item_id=row["id"], stage="sweep")
         path = self.base / layout["path"]
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise ItemError(f"cannot read {path} ({err.strerror})", where=where,
-                            field="layout.path", item_id=row["id"], stage="sweep") from None
-        if hashlib.sha256(data).hexdigest() != layout.get("sha256"):
-            raise ItemError(f"{path} has changed since the run (sha256 differs)", where=where,
-                            field="layout.path", item_id=row["id"], stage="sweep")
+        data = self._read(row, layout, "layout.path", hashed=True)
         renderer = self._renderer(row["renderer"]["params"])
         try:
             drawn = renderer.redraw_at(json.loads(data), [v.value for v in variants])
