@@ -19,10 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .manifest import RUN_INFO, JsonlLog
-from .qa.checks import DENSITY, density, expected_text, word_count
-
-BUCKETS = [name for _, name in DENSITY] + [">200"]
-
+from .qa.checks import BUCKETS, DENSITY, density, expected_text, word_count
 
 # --- vision-token rules --------------------------------------------------------------------
 

@@ -50,6 +50,8 @@ from .ocr import (
 CHECKS = ("ocr", "options", "text_layer", "image")
 # LogicOCR's text-density buckets (words per image)
 DENSITY = ((50, "<50"), (100, "50-100"), (150, "100-150"), (200, "150-200"))
+DENSE = ">200"
+BUCKETS = tuple(name for _, name in DENSITY) + (DENSE,)  # LogicOCR's, in order
 # misread characters allowed beyond the rate: one slip would otherwise reject a short item
 SLACK = 2
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -85,7 +87,7 @@ def density(words: int) -> str:
     for limit, name in DENSITY:
         if words < limit:
             return name
-    return ">200"
+    return DENSE
 
 
 def row_item(row: dict[str, Any]) -> Item:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import RunFolderError
 from ..manifest import MANIFEST, JsonlLog
-from .checks import DENSITY, ocr_statistics
+from .checks import BUCKETS, ocr_statistics
 from .events import QaLog
 
 
@@ -49,7 +49,7 @@ def summarise(run: Path, reject_votes: int = 1) -> dict[str, Any]:
             "cer": ocr_statistics(measures["cer"]),
             "words_per_image": ocr_statistics([float(w) for w in measures["words"]]),
             "seconds_per_item": ocr_statistics(measures["seconds"]),
-            "density": {name: density[name] for _, name in DENSITY} | {">200": density[">200"]},
+            "density": {name: density[name] for name in BUCKETS},
         })
     decided = status["accepted"] + status["rejected"]
     return {
