@@ -73,8 +73,7 @@ def in_process(corpus_args: dict, ppis: list[float], work: Path) -> tuple[float,
     started = time.perf_counter()
     mmconvert.convert(corpus_args, out=work / "ip-sweep" / "base", progress=False,
                       log=lambda m: None)
-    sweep(work / "ip-sweep" / "base", work / "ip-sweep", SweepOptions(ppi=ppis),
-          log=lambda m: None)
+    sweep(work / "ip-sweep" / "base", work / "ip-sweep", SweepOptions(ppi=ppis))
     return separate, time.perf_counter() - started
 
 

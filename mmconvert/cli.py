@@ -455,7 +455,6 @@ def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsam
               jpeg_subsampling=jpeg_subsampling)
     options = build(SweepOptions, axes, origin)
     out = out or Path("runs") / f"{source.stem}-sweep"
-    log = lambda m: click.echo(m, err=True)  # noqa: E731
     if (source / "run.json").is_file():
         given = sorted(k for k in values if k not in ("corpus", "on_error")) + [
             f"--{name.replace('_', '-')}" for name, value in (
@@ -471,8 +470,7 @@ def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsam
         base = out / "base"
         run_and_report(config, base, workers, overwrite, progress)
     summary = sweep(base, out, options, workers=workers, overwrite=overwrite,
-                    on_error=values.get("on_error", "fail"), progress=show_progress(progress),
-                    log=log)
+                    on_error=values.get("on_error", "fail"), progress=show_progress(progress))
     click.echo(summary.line(), err=True)
 
 

@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,10 +132,9 @@ def read_run(base: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def sweep(base: Path, out: Path, options: SweepOptions, *, workers: int = 1,
-          overwrite: bool = False, on_error: str = "fail", progress: bool = False,
-          log: Callable[[str], None] | None = None) -> SweepSummary:
+          overwrite: bool = False, on_error: str = "fail",
+          progress: bool = False) -> SweepSummary:
     """Make every variant of the run in ``base`` under ``out``; write ``out/sweep.json``."""
-    log = log or (lambda message: print(message, file=sys.stderr))
     info, rows = read_run(base)
     config = info.get("config") or {}
     renderer = config.get("renderer", "page")
