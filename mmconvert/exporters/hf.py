@@ -210,8 +210,7 @@ def card(source: RunSource, name: str, count: int, disk: bool = False) -> str:
     """The dataset card: what the images are, how they were made, what QA left out."""
     config = source.info.get("config") or {}
     renderer = config.get("renderer", "page")
-    params = {k: v for k, v in (config.get(renderer) or {}).items()} if renderer in (
-        "page", "occlude", "generate") else {}
+    params = config.get(renderer) or {}  # the renderer's options sit under its name
     variant = source.info.get("variant")
     left_out = ", ".join(f"{n} {status}" for status, n in sorted(source.left_out.items()))
     load = (f'datasets.load_from_disk("{name}")' if disk else
