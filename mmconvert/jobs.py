@@ -13,16 +13,16 @@ from .config import ApiOptions, GenerateConfig, OccludeConfig, RenderConfig, Run
 from .corpora import Corpus
 from .errors import UsageError
 from .items import Item, RenderPart
-from .manifest import atomic_write
 from .prompts import Prompts
 from .renderers.fonts import font_chain, font_manifest
 from .renderers.generate import FONTS, LAYOUTS, image_text
+from .runfolder import item_file, write_file
 
 
 def write_image(out: Path, rel: str, png: bytes, role: str, width: int, height: int,
                 **extra: Any) -> dict[str, Any]:
-    """Write one PNG of the run and describe it for the manifest's ``images``."""
-    atomic_write(out / rel, png)
+    """Write one image of the run and describe it for the manifest's ``images``."""
+    write_file(out, rel, png)
     return {"path": rel, "role": role, "width": width, "height": height, **extra,
             "sha256": hashlib.sha256(png).hexdigest()}
 
@@ -30,8 +30,8 @@ def write_image(out: Path, rel: str, png: bytes, role: str, width: int, height: 
 def write_layout(out: Path, item_id: str, record: dict[str, Any]) -> dict[str, Any]:
     """Store a page item's layout (``layout/<id>.json``); PPI sweeps re-draw it."""
     data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    rel = f"layout/{item_id}.json"
-    atomic_write(out / rel, data)
+    rel = item_file("layout", item_id, ".json")
+    write_file(out, rel, data)
     return {"path": rel, "pages": len(record["pages"]),
             "lines": sum(len(page) for page in record["pages"]),
             "sha256": hashlib.sha256(data).hexdigest()}
@@ -66,16 +66,16 @@ class PageJob:
         config = self.config
         result = self.renderer.render(item, part, want_pdf=config.pdf)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
-        images = [write_image(self.out, f"images/{item.id}_p{number:03d}.png", page.png, "page",
-                              page.width, page.height, ppi=config.page.ppi)
+        images = [write_image(self.out, item_file("images", item.id, f"_p{number:03d}.png"),
+                              page.png, "page", page.width, page.height, ppi=config.page.ppi)
                   for number, page in enumerate(result.pages, start=1)]
         row = row_head(item, self.renderer,
                        {**config.page.model_dump(mode="json"), "render": part}, config.seed)
         row["images"] = images
         row["layout"] = write_layout(self.out, item.id, result.layout)
         if result.pdf is not None:
-            rel = f"pdf/{item.id}.pdf"
-            atomic_write(self.out / rel, result.pdf)
+            rel = item_file("pdf", item.id, ".pdf")
+            write_file(self.out, rel, result.pdf)
             row["pdf"] = rel
         row.update({
             "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
@@ -113,10 +113,11 @@ class OccludeJob:
         params = result.params
         width, height = result.size
         images = [
-            write_image(self.out, f"images/{item.id}_stacked.png", result.stacked, "stacked",
-                        width, height, boxes=span_boxes(result.boxes["stacked"])),
-            write_image(self.out, f"images/{item.id}_text.png", result.text_only, "text_only",
-                        width, height, boxes=span_boxes(result.boxes["text_only"])),
+            write_image(self.out, item_file("images", item.id, "_stacked.png"), result.stacked,
+                        "stacked", width, height, boxes=span_boxes(result.boxes["stacked"])),
+            write_image(self.out, item_file("images", item.id, "_text.png"), result.text_only,
+                        "text_only", width, height,
+                        boxes=span_boxes(result.boxes["text_only"])),
         ]
         values = {"count": str(len(params.spans)),
                   "masked_caption": masked_caption(result.shown, params.spans)}
@@ -195,9 +196,9 @@ class GenerateJob:
         config, out, options = self.config, self.out, self.config.generate
         made = self.renderer.generate(item, config.seed, prompt_keys)
         ext = {"jpeg": "jpg"}.get(made.original_format, made.original_format or "bin")
-        original = f"originals/{item.id}.{ext}"
-        atomic_write(out / original, made.original)
-        images = [write_image(out, f"images/{item.id}.jpg", made.jpeg, "generated",
+        original = item_file("originals", item.id, f".{ext}")
+        write_file(out, original, made.original)
+        images = [write_image(out, item_file("images", item.id, ".jpg"), made.jpeg, "generated",
                               *made.size)]
         prompt, text_prompt = self.prompts.pair(item, "all", config.prompt_style, prompt_keys)
         chat_used = bool({"layout", "depiction"} & set(made.calls))

@@ -4,15 +4,47 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import RunFolderError
-from .manifest import MANIFEST, QA, RUN_INFO, SKIPPED, JsonlLog, write_json
+from .errors import ItemError, RunFolderError
+from .items import check_name
+from .manifest import MANIFEST, QA, RUN_INFO, SKIPPED, JsonlLog, atomic_write, write_json
 
 DEDUP = "dedup.json"
 OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals",
          "layout", "stats")
+
+
+def item_file(folder: str, item_id: str, suffix: str) -> str:
+    """The run-relative name of one of an item's files, ``<folder>/<id><suffix>``: the one
+    place where an item's output names are made, always from a checked id."""
+    check_name(item_id, f"item {item_id!r}" if isinstance(item_id, str) else "", "id")
+    return f"{folder}/{item_id}{suffix}"
+
+
+def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
+           **context: str) -> Path:
+    """``root / rel``, refused (an ItemError naming ``where`` and ``field``) unless ``rel`` is
+    a relative POSIX path with no '..' that stays inside ``root`` once symlinks are resolved.
+    Every file a run writes, and every file a manifest row names, goes through here
+    (``context``: the ItemError's ``item_id`` and ``stage``)."""
+    parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
+    if (not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel
+            or "\0" in rel):
+        raise ItemError(f"{rel!r} is not a path inside the run folder", where=where,
+                        field=field, **context)
+    base = root.resolve()
+    target = (base / rel).resolve()
+    if not target.is_relative_to(base):
+        raise ItemError(f"{rel!r} leads outside the run folder {root} (to {target})",
+                        where=where, field=field, **context)
+    return root / rel
+
+
+def write_file(root: Path, rel: str, data: bytes) -> None:
+    """Write one of a run's files atomically, after checking it stays inside the folder."""
+    atomic_write(inside(root, rel), data)
 
 
 class RunFolder:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ..errors import ItemError, SourceError, UsageError
-from ..items import LETTERS, Item, RenderPart, row_id
+from ..items import LETTERS, Item, RenderPart, row_id, safe_name
 from ..seeds import rng
 from .sources import (
     Row,
@@ -319,7 +318,7 @@ class SubsetCorpus(Corpus):
     def subset_of(self, value: Any, row: Row) -> str:
         if not isinstance(value, str) or not value.strip():
             raise SourceError(f"{row.where}: field {self.subset_column}: no subset name")
-        return re.sub(r"[^A-Za-z0-9_.-]+", "_", value.strip())
+        return safe_name(value.strip(), "")
 
 
 def check_columns(data: dict, schemas: tuple[tuple[str, ...], ...], where: str,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ItemError, SourceError
-from ..items import Item, row_id
+from ..items import Item, check_name, row_id, safe_name
 from .base import Corpus, LoadReport, LoadRequest, RowGuard, text_field
 from .sources import Row, decode, discover, is_saved_dataset, load_hub, read_table
 
@@ -41,12 +41,13 @@ class Captions(Corpus):
         if source.is_file() and source.suffix.lower() in (".tsv", ".txt"):
             return self.tsv_items(source, guard, request.language)
         if not source.exists() and "/" in str(source) and not str(source).startswith((".", "/")):
-            groups = {_safe(str(source).split("/")[-1]): load_hub(
+            groups = {safe_name(str(source).split("/")[-1], "captions"): load_hub(
                 str(source), None, request.split or "test")}
             return self.dataset_items(groups, guard, language)
         if is_saved_dataset(source):
-            return self.dataset_items({_safe(source.name): _saved_rows(source, request.split)},
-                                      guard, language)
+            rows = _saved_rows(source, request.split)
+            return self.dataset_items({safe_name(source.name, "captions"): rows}, guard,
+                                      language)
         if source.is_dir() and sorted(source.glob("annotations/captions_*.json")):
             return self.coco_items(source, request, report, guard, language)
         if source.exists():
@@ -54,7 +55,8 @@ class Captions(Corpus):
             for found in discover(source, suffixes=(".parquet", ".jsonl")):
                 if request.split and found.split not in (None, request.split):
                     continue
-                groups.setdefault(_safe(found.subset), []).extend(read_table(found.path))
+                groups.setdefault(safe_name(found.subset, "captions"), []).extend(
+                    read_table(found.path))
             return self.dataset_items(groups, guard, language)
         raise SourceError(f"{source}: no such file or folder")
 
@@ -102,9 +104,9 @@ class Captions(Corpus):
         image, ann = row.data["image"], row.data["annotation"]
         image_id = image.get("id")
         item_id = f"{split}-{image_id:012d}" if isinstance(image_id, int) else row_id(split, number)
-        if all_captions:
-            item_id += f"-{ann.get('id')}"
         try:
+            if all_captions:
+                item_id += "-" + check_name(str(ann.get("id")), row.where, "id")
             caption = text_field(ann, "caption", row.where)
             file_name = text_field(image, "file_name", row.where)
             if not caption.strip():
@@ -134,7 +136,8 @@ class Captions(Corpus):
             if not line.strip() or (number == 1 and fields[0].strip().lower() in IMAGE_COLUMNS):
                 continue  # blank, or a header
             rows.append(Row(len(rows), f"{path} line {number}", {"fields": fields}))
-        return guard.convert_all(rows, self.tsv_item, path.parent, _safe(path.stem), language)
+        return guard.convert_all(rows, self.tsv_item, path.parent,
+                                 safe_name(path.stem, "captions"), language)
 
     def tsv_item(self, row: Row, base: Path, subset: str, language: str | None) -> Item:
         item_id = row_id(subset, row.index)
@@ -250,7 +253,3 @@ def _saved_rows(path: Path, split: str | None) -> list[Row]:
         if isinstance(feature, Image):
             data = data.cast_column(column, Image(decode=False))
     return [Row(i, f"{path} row {i}", r) for i, r in enumerate(data)]
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._-") or "captions"

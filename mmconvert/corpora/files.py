@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ItemError, SourceError
-from ..items import Item, RenderPart, is_safe_id, row_id
+from ..items import Item, RenderPart, check_name, row_id, safe_name
 from .base import (
     Corpus,
     LoadReport,
@@ -35,7 +35,7 @@ class LocalFile(Corpus):
 
     def __init__(self, path: Path):
         self.path = path
-        self.label = path.stem
+        self.label = safe_name(path.stem)
 
     def part_for(self, item: Item) -> RenderPart:
         return "context" if item.context else "options"
@@ -79,12 +79,8 @@ class LocalFile(Corpus):
             raw_id = data.get("id")
             if raw_id is None or raw_id == "":
                 item_id = row_id(subset, row.index)
-            elif not is_safe_id(str(raw_id)):
-                raise ItemError(f"id {str(raw_id)!r} is not file-name safe (letters, digits, "
-                                "'.', '_', '-'; starting with a letter or digit)",
-                                where=where, field="id")
             else:
-                item_id = str(raw_id)
+                item_id = check_name(str(raw_id), where, "id")
             return self._item(data, where, item_id, subset)
         except ItemError as err:
             err.item_id = err.item_id or item_id

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import ItemError, UsageError
 from ..manifest import MANIFEST, RUN_INFO
 from ..qa.events import kept
+from ..runfolder import inside
 
 IMAGE_ROLES = ("page", "stacked", "generated")  # what the model is shown; text_only is the twin
 
@@ -153,10 +154,12 @@ class RunSource:
 
     def image_path(self, record: Record, index: int, entry: dict[str, Any]) -> Path:
         """The image file of ``entry``; a one-line error (or a skip) if it is missing."""
-        path = self.run / str(entry.get("path", ""))
-        if not entry.get("path") or not path.is_file():
+        field = f"images[{index}].path"
+        path = inside(self.run, entry.get("path"), where=self._where(record), field=field,
+                      item_id=record.id, stage="export")
+        if not path.is_file():
             raise ItemError(f"{path} is missing", where=self._where(record),
-                            field=f"images[{index}].path", item_id=record.id, stage="export")
+                            field=field, item_id=record.id, stage="export")
         return path
 
     def image_bytes(self, record: Record, index: int, entry: dict[str, Any]) -> bytes:

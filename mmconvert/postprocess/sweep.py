@@ -33,8 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..converter import in_order
 from ..errors import ItemError, MMConvertError, RunFolderError, UsageError
 from ..jobs import write_image
-from ..manifest import MANIFEST, RUN_INFO, atomic_write, write_json
-from ..runfolder import RunFolder
+from ..manifest import MANIFEST, RUN_INFO, write_json
+from ..runfolder import RunFolder, inside, write_file
 from . import transforms
 
 SWEEP = "sweep.json"
@@ -259,7 +259,8 @@ class VariantMaker:
     def _read(self, row, entry: dict[str, Any], field: str, *, hashed: bool = False) -> bytes:
         """The bytes of a file the row records (``entry["path"]`` in the base run), checked
         against its sha256 (always, with ``hashed``; else when the entry has one)."""
-        path = self.base / entry["path"]
+        path = inside(self.base, entry.get("path"), where=self._where(row), field=field,
+                      item_id=row["id"], stage="sweep")
         try:
             data = path.read_bytes()
         except OSError as err:
@@ -299,7 +300,7 @@ class VariantMaker:
         results = {}
         for variant, pages in zip(variants, drawn, strict=True):
             out = self.out / variant.name
-            atomic_write(out / layout["path"], data)
+            write_file(out, layout["path"], data)
             new = copy.deepcopy(row)
             new.pop("pdf", None)  # the vector PDF does not depend on the PPI: see the base
             new["renderer"]["params"]["ppi"] = variant.value
