@@ -1,0 +1,165 @@
+"""Golden sha256 values: the bytes every registered renderer and transform makes on fixed
+inputs and options, kept in one table (``golden.json``) keyed by kind and registry name.
+
+A relative check (run A equals run B) cannot see a change that every run makes alike, such as
+text drawn in grey; these can. When an output changes on purpose, rewrite the table with
+
+    MMCONVERT_UPDATE_GOLDEN=1 pytest tests/test_golden.py
+
+and say why in the commit message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mmconvert.items import Item
+from tests.conftest import FIXTURES, SAMPLE
+
+TABLE = Path(__file__).parent / "golden.json"
+UPDATE = os.environ.get("MMCONVERT_UPDATE_GOLDEN") == "1"
+
+MCQ = Item(id="golden-000", corpus="golden", subset="golden", split="test",
+           question="Which of these is a prime number?",
+           options=["4 + 4 = 8, an even number", "∑ₖ k² for k ≤ 3 (= 14)",
+                    "13, which has no divisors but 1 and itself",
+                    "A very long token: " + "antidisestablishmentarianism" * 5],
+           answer="C")
+CONTEXT = Item(id="golden-001", corpus="golden", subset="golden", split="test", language="en",
+               question="What colour was the lantern?",
+               context="\n\n".join(
+                   f"Paragraph {n}. The lantern by the harbour was painted red, and the river "
+                   "stone beside it\tkept the archive's signal copper bright. " * 6
+                   + "混合的中文文本也在这里。" for n in range(12)))
+
+
+def page_outputs() -> dict[str, bytes]:
+    from mmconvert.renderers.page import PageOptions, PageRenderer
+
+    out: dict[str, bytes] = {}
+    for label, options in (("92.9", PageOptions()), ("300-rgb", PageOptions(ppi=300,
+                                                                            color="rgb"))):
+        renderer = PageRenderer(options)
+        for item, part in ((MCQ, "options"), (CONTEXT, "context")):
+            result = renderer.render(item, part)
+            for number, page in enumerate(result.pages, start=1):
+                out[f"{label}/{item.id}/p{number:03d}.png"] = page.png
+            out[f"{label}/{item.id}/layout.json"] = json.dumps(
+                result.layout, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return out
+
+
+def occlude_outputs() -> dict[str, bytes]:
+    from mmconvert.corpora import LoadReport, LoadRequest, resolve
+    from mmconvert.renderers.occlude import CaptionOccluder, OccludeOptions
+
+    items = resolve("captions").load(LoadRequest(source=FIXTURES / "coco"), LoadReport())
+    out: dict[str, bytes] = {}
+    for label, options in (("hard", OccludeOptions(difficulty="hard", ner=False)),
+                           ("hidden", OccludeOptions(style="hidden", ner=False))):
+        occluder = CaptionOccluder(options)
+        for item in items:
+            result = occluder.render(item, seed=0)
+            out[f"{label}/{item.id}/stacked.png"] = result.stacked
+            out[f"{label}/{item.id}/text_only.png"] = result.text_only
+    return out
+
+
+def generate_outputs() -> dict[str, bytes]:
+    """The benchmark copy the image-API renderer makes of a returned image (the drawing
+    itself is the model's)."""
+    from PIL import Image, ImageDraw
+
+    from mmconvert.renderers.generate import benchmark_copy
+
+    image = Image.new("RGBA", (1536, 1024), (240, 230, 200, 255))
+    draw = ImageDraw.Draw(image)
+    for n in range(12):
+        draw.rectangle((40 + n * 100, 60, 100 + n * 100, 960), fill=(20 * n, 80, 160, 200))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    jpeg, *_ = benchmark_copy(buffer.getvalue(), 1024, 95)
+    return {"1536x1024-rgba.jpg": jpeg}
+
+
+def base_page() -> bytes:
+    from mmconvert.renderers.page import PageRenderer
+
+    return PageRenderer().render(MCQ, "options").pages[0].png
+
+
+def transform_outputs(name: str) -> dict[str, bytes]:
+    from mmconvert.postprocess import transforms as t
+
+    image = t.decode(base_page())
+    if name == "scale":
+        return {f"{f}-{r}.png": t.encode(t.scale(image, f, r), "png", ppi=92.9 * f)
+                for f, r in ((0.5, "lanczos"), (2, "bicubic"), (0.25, "nearest"))}
+    if name == "rotate":
+        return {f"{d}.png": t.encode(t.rotate(image, d)[0], "png", ppi=92.9)
+                for d in (90, 180, 270, 30)}
+    if name == "jpeg":
+        return {f"q{q}-{s}.jpg": t.encode(image.convert("RGB"), "jpeg", quality=q,
+                                          subsampling=s)
+                for q, s in ((95, "4:2:0"), (75, "4:4:4"))}
+    raise KeyError(name)
+
+
+def sample_run_outputs(tmp_path) -> dict[str, bytes]:
+    """The README's demo: every file of the run but run.json (versions, paths, timings)."""
+    from tests.test_cli import run
+
+    out = tmp_path / "demo"
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--ppi", "92.9", "--out", out)
+    assert result.exit_code == 0, result.output
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != "run.json"}
+
+
+PRODUCERS = {
+    "renderer:page": lambda tmp_path: page_outputs(),
+    "renderer:occlude": lambda tmp_path: occlude_outputs(),
+    "renderer:generate": lambda tmp_path: generate_outputs(),
+    "transform:scale": lambda tmp_path: transform_outputs("scale"),
+    "transform:rotate": lambda tmp_path: transform_outputs("rotate"),
+    "transform:jpeg": lambda tmp_path: transform_outputs("jpeg"),
+    "run:render-sample": sample_run_outputs,
+}
+
+
+def hashes(outputs: dict[str, bytes]) -> dict[str, str]:
+    return {label: hashlib.sha256(data).hexdigest() for label, data in sorted(outputs.items())}
+
+
+def read_table() -> dict[str, dict[str, str]]:
+    return json.loads(TABLE.read_text(encoding="utf-8")) if TABLE.exists() else {}
+
+
+@pytest.mark.parametrize("key", sorted(PRODUCERS))
+def test_outputs_match_their_golden_hashes(key, tmp_path):
+    got = hashes(PRODUCERS[key](tmp_path))
+    if UPDATE:
+        table = read_table()
+        table[key] = got
+        TABLE.write_text(json.dumps(dict(sorted(table.items())), indent=1) + "\n",
+                         encoding="utf-8")
+        return
+    want = read_table().get(key)
+    assert want is not None, f"{key} has no golden hashes: MMCONVERT_UPDATE_GOLDEN=1"
+    changed = sorted(label for label in set(want) | set(got) if want.get(label) != got.get(label))
+    assert not changed, f"{key}: these outputs changed: {', '.join(changed)}"
+
+
+def test_every_registered_part_has_golden_hashes():
+    from mmconvert.renderers import RENDERERS
+
+    table = read_table()
+    missing = [f"renderer:{name}" for name in RENDERERS.names()
+               if f"renderer:{name}" not in table]
+    assert not missing, f"no golden hashes for {', '.join(missing)}"
