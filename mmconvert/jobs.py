@@ -37,6 +37,16 @@ def write_layout(out: Path, item_id: str, record: dict[str, Any]) -> dict[str, A
             "sha256": hashlib.sha256(data).hexdigest()}
 
 
+class Job:
+    """What every kind of run shares: its renderer names the unit of its images."""
+
+    renderer: Any
+
+    @property
+    def unit(self) -> str:
+        return self.renderer.unit
+
+
 def row_head(item: Item, renderer, params: dict[str, Any], seed: int) -> dict[str, Any]:
     return {"id": item.id, "corpus": item.corpus, "subset": item.subset, "split": item.split,
             "language": item.language,
@@ -44,10 +54,8 @@ def row_head(item: Item, renderer, params: dict[str, Any], seed: int) -> dict[st
             "seed": seed}
 
 
-class PageJob:
+class PageJob(Job):
     """``mmconvert render``: the chosen part of each item on A4 page images."""
-
-    unit = "page"
 
     def __init__(self, config: RenderConfig, out: Path):
         from .renderers.page import PageRenderer
@@ -85,16 +93,14 @@ class PageJob:
         return row
 
 
-class OccludeJob:
+class OccludeJob(Job):
     """``mmconvert occlude``: image over caption with spans partly covered (VCR)."""
-
-    unit = "image"
 
     def __init__(self, config: OccludeConfig, out: Path):
         from .renderers.occlude import CaptionOccluder
 
         self.config, self.out = config, out
-        self.occluder = CaptionOccluder(config.occlude, language=config.language)
+        self.renderer = CaptionOccluder(config.occlude, language=config.language)
         self.prompts = Prompts(config.prompt_dir)
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:
@@ -102,14 +108,14 @@ class OccludeJob:
 
     def fonts(self) -> list[dict[str, str]]:
         seen: dict[str, dict[str, str]] = {}
-        for face in self.occluder.fonts():
+        for face in self.renderer.fonts():
             for entry in font_manifest(font_chain(face)):
                 seen.setdefault(entry["name"], entry)
         return list(seen.values())
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> dict[str, Any]:
         config = self.config
-        result = self.occluder.render(item, config.seed)
+        result = self.renderer.render(item, config.seed)
         params = result.params
         width, height = result.size
         images = [
@@ -121,7 +127,7 @@ class OccludeJob:
         ]
         values = {"count": str(len(params.spans)),
                   "masked_caption": masked_caption(result.shown, params.spans)}
-        row = row_head(item, self.occluder, {
+        row = row_head(item, self.renderer, {
             **config.occlude.model_dump(mode="json"), **params.as_dict(),
             "line_height": result.line_height, "band_rows": list(result.band)}, config.seed)
         row.update({
@@ -132,21 +138,19 @@ class OccludeJob:
             "masked_spans": [span.as_dict() for span in params.spans],
             "answer": [span.text for span in params.spans],
             "difficulty": params.difficulty, "position": params.position, "font": params.font,
-            "ner": self.occluder.chooser(params.language).ner, "lines": result.lines,
+            "ner": self.renderer.chooser(params.language).ner, "lines": result.lines,
             "source_image": item.image if isinstance(item.image, str) else None,
             "metadata": item.metadata,
         })
         return row
 
 
-class GenerateJob:
+class GenerateJob(Job):
     """``mmconvert generate``: each whole item drawn by an image-generation API (LogicOCR).
 
     Runs in threads (``threads`` requests in flight), since it waits on the network; the API
     client, its response cache and the budget are shared by them.
     """
-
-    unit = "image"
 
     def __init__(self, config: GenerateConfig, out: Path, api: ApiOptions | None = None, *,
                  dry_run: bool = False):

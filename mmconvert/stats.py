@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .manifest import RUN_INFO, JsonlLog
-from .qa.checks import BUCKETS, DENSITY, density, expected_text, word_count
+from .qa.checks import BUCKETS, DENSITY, density, word_count
+from .renderers import renderer_class, row_renderer
 
 # --- vision-token rules --------------------------------------------------------------------
 
@@ -99,16 +100,23 @@ def _page_words(run: Path, row: dict[str, Any]) -> list[int] | None:
             for page in record["pages"]]
 
 
+def shown_images(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The images the model is shown (not text-only twins): the renderer's ``shown_roles``."""
+    roles = row_renderer(row).shown_roles
+    return [img for img in row.get("images") or [] if img.get("role") in roles]
+
+
 def image_words(run: Path, row: dict[str, Any]) -> list[int]:
     """Words in each image the model is shown."""
-    shown = [img for img in row.get("images") or [] if img.get("role") != "text_only"]
+    renderer = row_renderer(row)
+    shown = shown_images(row)
     if not shown:
         return []
-    if row["renderer"]["name"] == "page":
+    if row.get("layout"):  # a stored layout: the words of each page
         pages = _page_words(run, row)
         if pages is not None and len(pages) == len(shown):
             return pages
-    total = word_count(expected_text(row))
+    total = word_count(renderer.expected_text(row))
     return [total // len(shown)] * len(shown)  # no layout: the words spread evenly
 
 
@@ -129,7 +137,7 @@ def gather(run: Path) -> dict[str, Any]:
         info = json.loads((run / RUN_INFO).read_text(encoding="utf-8"))
     per_item, per_image = [], []
     for row in rows:
-        shown = [img for img in row.get("images") or [] if img.get("role") != "text_only"]
+        shown = shown_images(row)
         words = image_words(run, row)
         tokens = {name: sum(rule(img["width"], img["height"]) for img in shown)
                   for name, rule in TOKEN_RULES.items()}
@@ -141,9 +149,10 @@ def gather(run: Path) -> dict[str, Any]:
                               "density": density(count)})
     buckets = Counter(image["density"] for image in per_image)
     config = info.get("config") or {}
+    name = config.get("renderer", rows[0]["renderer"]["name"] if rows else None)
     return {
-        "run": str(run), "renderer": config.get("renderer", rows[0]["renderer"]["name"]
-                                                 if rows else None),
+        "run": str(run), "renderer": name,
+        "unit": (renderer_class(name).unit if name else "image") + "s",
         "items": len(rows), "images": len(per_image),
         "images_per_item": summarise([i["images"] for i in per_item]),
         "images_per_item_counts": dict(sorted(Counter(i["images"] for i in per_item).items())),
@@ -167,7 +176,7 @@ def as_text(stats: dict[str, Any]) -> str:
         return (f"  {name:<22} min {s['min']:g}  median {s['median']:g}  mean {s['mean']:g}  "
                 f"max {s['max']:g}")
 
-    unit = "pages" if stats["renderer"] == "page" else "images"
+    unit = stats["unit"]
     out = [f"{stats['run']}: {stats['items']} item(s), {stats['images']} image(s) shown "
            f"({stats['renderer']} renderer)",
            line(f"{unit} per item", stats["images_per_item"]),
@@ -191,7 +200,7 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
-    unit = "pages" if stats["renderer"] == "page" else "images"
+    unit = stats["unit"]
     written = []
 
     def save(fig, name: str) -> None:

@@ -44,17 +44,15 @@ def flat(record: Record, files: dict[int, bytes]) -> dict[str, Any]:
     shape differs between corpora)."""
     row = record.row
 
-    def images(twin: bool) -> list[dict[str, Any]]:
-        return [{"bytes": files[i], "path": Path(entry["path"]).name}
-                for i, entry in enumerate(row["images"])
-                if (entry.get("role") == "text_only") == twin]
+    shown, twins = record.split({i: {"bytes": files[i], "path": Path(entry["path"]).name}
+                                 for i, entry in enumerate(row["images"])})
 
     answers = record.answers
     return {
         "id": record.id, "corpus": row.get("corpus"), "subset": row.get("subset"),
         "split": row.get("split"), "language": row.get("language"),
         "category": record.category, "renderer": (row.get("renderer") or {}).get("name"),
-        "images": images(False), "text_only_images": images(True),
+        "images": shown, "text_only_images": twins,
         "prompt": row.get("prompt"), "text_prompt": row.get("text_prompt"),
         "question": row.get("question"), "context": row.get("context"),
         "options": record.options, "answer": answers[0] if answers else None,
@@ -209,7 +207,7 @@ def export_lmms_eval(source: RunSource, staging: Path, out: Path, name: str, **_
 def card(source: RunSource, name: str, count: int, disk: bool = False) -> str:
     """The dataset card: what the images are, how they were made, what QA left out."""
     config = source.info.get("config") or {}
-    renderer = config.get("renderer", "page")
+    renderer = source.renderer.name
     params = config.get(renderer) or {}  # the renderer's options sit under its name
     variant = source.info.get("variant")
     left_out = ", ".join(f"{n} {status}" for status, n in sorted(source.left_out.items()))

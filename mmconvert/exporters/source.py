@@ -20,9 +20,9 @@ from typing import Any
 from ..errors import ItemError, UsageError
 from ..manifest import MANIFEST, RUN_INFO
 from ..qa.events import kept
+from ..renderers import renderer_class, row_renderer
+from ..renderers.base import Renderer
 from ..runfolder import inside
-
-IMAGE_ROLES = ("page", "stacked", "generated")  # what the model is shown; text_only is the twin
 
 
 @dataclass
@@ -36,11 +36,13 @@ class Record:
     def id(self) -> str:
         return self.row["id"]
 
-    def images(self, twin: bool = False) -> list[dict[str, Any]]:
-        """The row's image entries the model is shown (or, with ``twin``, the text-only
-        ones of an occlusion)."""
-        return [img for img in self.row.get("images") or []
-                if (img.get("role") == "text_only") == twin]
+    def split(self, files: dict[int, Any]) -> tuple[list[Any], list[Any]]:
+        """``files`` (by image index) of the images the model is shown, and of their
+        text-only twins (the renderer's ``twin_roles``)."""
+        twins = row_renderer(self.row).twin_roles
+        entries = self.row["images"]
+        return ([files[i] for i, e in enumerate(entries) if e.get("role") not in twins],
+                [files[i] for i, e in enumerate(entries) if e.get("role") in twins])
 
     @property
     def options(self) -> list[str]:
@@ -111,8 +113,10 @@ class RunSource:
         return (self.run / base).resolve() if base else None
 
     @property
-    def renderer(self) -> str:
-        return (self.info.get("config") or {}).get("renderer", "page")
+    def renderer(self) -> type[Renderer]:
+        """The renderer the run was made with (its contract: roles, twins)."""
+        return renderer_class((self.info.get("config") or {}).get("renderer", "page"),
+                              str(self.run / RUN_INFO))
 
     def _lines(self) -> Iterator[tuple[int, dict[str, Any] | None, ItemError | None]]:
         path = self.run / MANIFEST
@@ -135,6 +139,11 @@ class RunSource:
                         not isinstance(row.get("images"), list):
                     yield number, None, ItemError("not a manifest row (no id or images)",
                                                   where=where)
+                    continue
+                try:
+                    row_renderer(row)
+                except UsageError as err:
+                    yield number, None, ItemError(str(err), where=where, field="renderer.name")
                     continue
                 yield number, row, None
 

@@ -29,7 +29,7 @@ def _cell(images: list[bytes]) -> str:
 
 def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
     letters = [option_letter(i) for i in range(source.max_options)]
-    twins = source.renderer == "occlude"
+    twins = bool(source.renderer.twin_roles)
     header = (["index", "image", "question", *letters, "answer", "category", "id", "prompt",
                "text_prompt"] + (["text_only_image"] if twins else []))
     count = 0
@@ -41,9 +41,7 @@ def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **
             files = source.checked(record)
             if files is None:
                 continue
-            entries = record.row["images"]
-            shown = [files[i] for i, e in enumerate(entries) if e.get("role") != "text_only"]
-            twin = [files[i] for i, e in enumerate(entries) if e.get("role") == "text_only"]
+            shown, twin = record.split(files)
             options = record.options + [""] * (len(letters) - len(record.options))
             answers = record.answers
             row = record.row

@@ -23,7 +23,7 @@ import json
 import re
 import statistics
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFolderError, UsageError
-from ..items import Item, option_letter
+from ..items import option_letter
 from ..manifest import MANIFEST, JsonlLog
+from ..renderers import row_renderer
+from ..renderers.base import item_from_row
 from ..renderers.layout import is_wide
 from .events import AUTO, QaLog, event
 from .ocr import (
@@ -55,11 +57,6 @@ BUCKETS = tuple(name for _, name in DENSITY) + (DENSE,)  # LogicOCR's, in order
 # misread characters allowed beyond the rate: one slip would otherwise reject a short item
 SLACK = 2
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def applies(check: str, renderer: str) -> bool:
-    return {"options": renderer == "generate",
-            "text_layer": renderer == "page"}.get(check, True)
 
 
 @lru_cache(maxsize=4)
@@ -90,51 +87,14 @@ def density(words: int) -> str:
     return DENSE
 
 
-def row_item(row: dict[str, Any]) -> Item:
-    return Item(id=row["id"], corpus=row.get("corpus", ""), subset=row.get("subset", ""),
-                split=row.get("split", ""), language=row.get("language") or "en",
-                context=row.get("context"), question=row.get("question"),
-                options=list(row.get("options") or []), answer=row.get("answer"),
-                metadata=row.get("metadata") or {})
-
-
 def expected_text(row: dict[str, Any]) -> str:
-    """The text the item's OCR'd image should show (occlusions: the caption as drawn)."""
-    renderer = row["renderer"]["name"]
-    if renderer == "page":
-        from ..renderers.page import image_fields
-
-        item = row_item(row)
-        part = row["renderer"]["params"].get("render") or "options"
-        return "\n".join(text for _, text in label_fields(image_fields(item, part)))
-    if renderer == "occlude":
-        return row.get("caption_in_image") or ""
-    return row.get("text_in_image") or ""
-
-
-def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
-    """Fields with the option letters the page draws before each option ("A. ")."""
-    for name, text in fields:
-        if name.startswith("options["):
-            yield name, f"{option_letter(int(name[8:-1]))}. {text}"
-        else:
-            yield name, text
-
-
-def visible_caption(row: dict[str, Any]) -> str:
-    """An occlusion's caption without its covered spans."""
-    text, out, pos = row.get("caption_in_image") or "", [], 0
-    for span in sorted(row.get("masked_spans") or [], key=lambda s: s["start"]):
-        out.append(text[pos:span["start"]])
-        pos = span["end"]
-    return " ".join(out + [text[pos:]])
+    """The text the item's images should show (its renderer says what that is)."""
+    return row_renderer(row).expected_text(row)
 
 
 def ocr_images(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The images whose text is read back: page images, an occlusion's text-only image, the
-    generated image."""
-    roles = {"page": ("page",), "occlude": ("text_only",), "generate": ("generated",)}
-    wanted = roles.get(row["renderer"]["name"], ("page", "generated"))
+    """The images whose text is read back (the renderer's ``ocr_roles``)."""
+    wanted = row_renderer(row).ocr_roles
     return [image for image in row.get("images") or [] if image.get("role") in wanted]
 
 
@@ -189,7 +149,7 @@ class Checker:
         self.rows = JsonlLog(manifest).read()
         self.qa = QaLog(run)
         self.qa.refresh()
-        self._renderers: dict[str, Any] = {}  # page renderers by their options
+        self._renderers: dict[str, Any] = {}  # renderers by their recorded name and options
         try:
             import rapidfuzz  # noqa: F401
         except ImportError:
@@ -198,8 +158,8 @@ class Checker:
             tesseract_version()  # fails now, with the install hint, if it is missing
 
     def todo(self, row: dict[str, Any]) -> tuple[str, ...]:
-        renderer = row["renderer"]["name"]
-        wanted = tuple(c for c in self.checks if applies(c, renderer))
+        applies = row_renderer(row, f"{self.run / MANIFEST}: item {row.get('id')}").checks
+        wanted = tuple(c for c in self.checks if c in applies)
         if self.recheck:
             return wanted
         done = self.qa.status(row["id"]).auto
@@ -235,7 +195,7 @@ class Checker:
         A reading that would fail the OCR check is followed by a second one in Tesseract's
         sparse-text mode (``--psm 11``), and the better of the two is kept: the block mode
         now and then drops a whole line of a perfect page (measured in docs/design/qa.md)."""
-        renderer, language = row["renderer"]["name"], row.get("language") or "en"
+        renderer, language = row_renderer(row), row.get("language") or "en"
         images = ocr_images(row)
         for image in images:
             if not (self.run / image["path"]).is_file():
@@ -246,7 +206,7 @@ class Checker:
                            scale=ocr_scale(image)) for image in images]
             return Reading(results, self.measure(row, results))
 
-        first = read(3 if renderer == "generate" else 6)
+        first = read(renderer.ocr_psm)
         if first.measure["errors"] <= first.measure["allowed"]:
             return first
         second = read(11)
@@ -257,7 +217,7 @@ class Checker:
         renderer, language = row["renderer"]["name"], row.get("language") or "en"
         limit = self.max_cer if self.max_cer is not None else max_cer(renderer, language,
                                                                         self.table)
-        source = visible_caption(row) if renderer == "occlude" else expected_text(row)
+        source = row_renderer(row).ocr_text(row)
         reference = readable(source, language)
         hypothesis = "\n".join(r.text for r in read)
         # what the source has and the reading lacks or got wrong; insertions are free: covered
@@ -300,7 +260,7 @@ class Checker:
     def check_ocr(self, row: dict[str, Any], reading: Reading | str | None) -> Result:
         if not isinstance(reading, Reading) or not reading.results:
             return Result("ocr", "reject", "missing_image", {"error": reading or "no image"})
-        renderer, language = row["renderer"]["name"], row.get("language") or "en"
+        renderer, language = row_renderer(row), row.get("language") or "en"
         read, m = reading.results, reading.measure
         source, wrong, chars = m["source"], m["errors"], m["chars"]
         detail = {"cer": round(wrong / chars if chars else 0.0, 4), "errors": wrong,
@@ -310,7 +270,7 @@ class Checker:
                   "words": word_count(source), "density": density(word_count(source)),
                   "words_read": sum(len(r.words) for r in read),
                   "seconds": round(sum(r.seconds for r in read), 3)}
-        if renderer != "occlude":
+        if source == renderer.expected_text(row):  # nothing covered: every character counts
             detail["cer_all_characters"] = round(cer(source, m["hypothesis"]), 4)
         if wrong > m["allowed"]:
             return Result("ocr", "reject", "ocr_mismatch", detail)
@@ -329,21 +289,21 @@ class Checker:
             return Result("options", "reject", reason, detail)
         return Result("options", "accept", "ok", detail)
 
-    def page_renderer(self, params: dict[str, Any]):
-        """One page renderer per set of options (its line breaker caches glyph advances)."""
-        from ..renderers.page import PageOptions, PageRenderer
-
-        options = PageOptions(**params)
-        key = options.model_dump_json()
+    def renderer(self, row: dict[str, Any]):
+        """The renderer that drew ``row``, one per name and options (a page renderer's line
+        breaker caches glyph advances)."""
+        cls = row_renderer(row)
+        options = cls.options_from(row["renderer"]["params"])
+        key = f"{cls.name} {options.model_dump_json()}"
         if key not in self._renderers:
-            self._renderers[key] = PageRenderer(options)
+            self._renderers[key] = cls.from_params(row["renderer"]["params"])
         return self._renderers[key]
 
     def check_text_layer(self, row: dict[str, Any], reading: Any = None) -> Result:
         from .textlayer import check_pdf
 
         params = row["renderer"]["params"]
-        renderer = self.page_renderer(params)
+        renderer = self.renderer(row)
         part = params.get("render") or "options"
         stored = row.get("pdf")
         detail: dict[str, Any] = {}
@@ -352,7 +312,7 @@ class Checker:
             detail["pdf"] = "stored"
         else:
             # the row is a recipe: lay the page out again, and check it is the same picture
-            render = renderer.render(row_item(row), part, want_pdf=True)
+            render = renderer.render(item_from_row(row), part, want_pdf=True)
             pdf = render.pdf
             detail["pdf"] = "re-rendered"
             same = [hashlib.sha256(p.png).hexdigest() for p in render.pages] == [
@@ -373,7 +333,7 @@ class Checker:
     def check_image(self, row: dict[str, Any], reading: Reading | str | None = None) -> Result:
         from PIL import Image, UnidentifiedImageError
 
-        renderer = row["renderer"]["name"]
+        renderer = row_renderer(row)
         images = row.get("images") or []
         if not images:
             return Result("image", "reject", "missing_image", {"error": "no image in the row"})
@@ -400,12 +360,11 @@ class Checker:
                 problems.append(("blank", f"{image['path']} is blank"))
             # paper-backed images: ink in the outermost pixels is text touching the edge
             # (VCR captions start flush at the left edge, as in the VCR code)
-            edge = [side for side in ink["edge"]
-                    if not (renderer == "occlude" and side == "left")]
-            if image.get("role") in ("page", "text_only") and edge:
+            edge = [side for side in ink["edge"] if side not in renderer.flush_edges]
+            if image.get("role") in renderer.paper_roles and edge:
                 problems.append(("text_at_edge", f"{image['path']}: ink at the "
                                                  f"{'/'.join(edge)} edge"))
-        if renderer == "generate" and isinstance(reading, Reading):
+        if renderer.ocr_edge_words and isinstance(reading, Reading):
             for image, result in zip(ocr_images(row), reading.results, strict=False):
                 sides = words_at_edge(result, image["width"], image["height"])
                 if sides:

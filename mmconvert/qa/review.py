@@ -30,7 +30,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import MMConvertError, RunFolderError
 from ..manifest import MANIFEST, JsonlLog
-from .checks import expected_text, ocr_images
+from ..renderers import row_renderer
+from .checks import ocr_images
 from .events import REVIEW_REASONS, REVIEWER, QaLog, check_reviewer, event
 
 MAX_BODY = 64 * 1024
@@ -105,20 +106,18 @@ class ReviewState:
         self.sync()
         row = self.rows[self.index[item_id]]
         state = self.qa.status(item_id)
-        renderer = row["renderer"]["name"]
+        renderer = row_renderer(row)
         read = {i["path"] for i in ocr_images(row)}
         return {
             "id": item_id, "corpus": row.get("corpus"), "subset": row.get("subset"),
-            "language": row.get("language"), "renderer": renderer,
+            "language": row.get("language"), "renderer": renderer.name,
             "summary": self.summaries[item_id],
             "images": [{"url": "/files/" + i["path"], "path": i["path"], "role": i.get("role"),
                         "width": i.get("width"), "height": i.get("height"),
                         "ocr": i["path"] in read} for i in row.get("images") or []],
-            "text": expected_text(row),
+            "text": renderer.expected_text(row),
             "masked_spans": row.get("masked_spans") or [],
-            "question_as_text": (row.get("question") if renderer == "page" and
-                                 row["renderer"]["params"].get("render") == "options"
-                                 else None),
+            "question_as_text": renderer.text_question(row),
             "answer": row.get("answer"),
             "checks": {name: {k: e[k] for k in ("verdict", "reason", "detail", "at")}
                        for name, e in sorted(state.auto.items())},

@@ -1,9 +1,39 @@
-"""Renderers, registered by name and imported only when used."""
+"""Renderers, registered by name and imported only when used. Each implements the contract of
+``renderers.base.Renderer``; the rest of mmconvert asks it instead of testing its name."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..registry import Registry
 
-RENDERERS: Registry[type] = Registry("renderer")
+if TYPE_CHECKING:
+    from .base import Renderer
+
+RENDERERS: Registry[type[Renderer]] = Registry("renderer")
 RENDERERS.register("page", "mmconvert.renderers.page:PageRenderer")
 RENDERERS.register("occlude", "mmconvert.renderers.occlude:CaptionOccluder")
+RENDERERS.register("generate", "mmconvert.renderers.generate:ImageApiRenderer")
+
+
+def renderer_class(name: Any, where: str = "") -> type[Renderer]:
+    """The registered renderer called ``name``; an unknown one is a one-line error (naming
+    ``where``, e.g. the manifest line) with a did-you-mean."""
+    from ..errors import UsageError
+
+    if not isinstance(name, str) or name not in RENDERERS:
+        message = RENDERERS.unknown_message(str(name))
+        raise UsageError(f"{where}: {message}" if where else message)
+    return RENDERERS.get(name)
+
+
+def row_renderer(row: dict[str, Any], where: str = "") -> type[Renderer]:
+    """The renderer class a manifest row names."""
+    renderer = row.get("renderer") if isinstance(row, dict) else None
+    return renderer_class(renderer.get("name") if isinstance(renderer, dict) else None,
+                          f"{where}: field renderer.name" if where else "")
+
+
+def from_row(row: dict[str, Any]) -> Renderer:
+    """The renderer that drew ``row``, built from its recorded name and parameters."""
+    return row_renderer(row).from_params(row["renderer"]["params"])

@@ -22,6 +22,7 @@ from ..errors import ItemError
 from ..items import Item
 from ..prompts import Prompts, format_options
 from ..seeds import rng
+from .base import Renderer
 
 LAYOUTS = ("background", "interleaved")
 FONTS = ("handwritten", "standard")
@@ -158,11 +159,33 @@ def benchmark_copy(data: bytes, max_side: int, quality: int) -> tuple[bytes, tup
     return out.getvalue(), image.size, original_format, original_size
 
 
-class ImageApiRenderer:
+class ImageApiRenderer(Renderer):
     """LogicOCR-style generated images of whole items."""
 
     name = "generate"
     version = "1"
+    options_model = GenerateOptions
+    roles = shown_roles = ocr_roles = ("generated",)
+    checks = frozenset({"ocr", "options", "image"})
+    ocr_psm = 3  # a natural image: Tesseract finds the text blocks itself
+    ocr_edge_words = True
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> ImageApiRenderer:
+        """Without an API client: what it can do is plan and estimate; a row's image comes
+        back from the response cache with one (``GenerateJob``)."""
+        from ..prompts import Prompts
+
+        return cls(cls.options_from(params), Prompts(None), None)
+
+    def sample(self, item: Item, seed: int) -> dict[str, Any]:
+        plan = self.plan(item, seed)
+        return {"layout": plan.layout, "font": plan.font, "size": plan.size,
+                "tokens": plan.tokens}
+
+    @classmethod
+    def expected_text(cls, row: dict[str, Any]) -> str:
+        return row.get("text_in_image") or ""
 
     def __init__(self, options: GenerateOptions, prompts: Prompts, api: ApiClient | None):
         self.options = options

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import ItemError, ItemFiltered, UsageError
 from ..items import Item
 from ..seeds import rng
+from .base import Renderer
 from .fonts import INVISIBLE, FontChain, caption_font, font_chain
 from .layout import Block, LineBreaker, Run, control_characters, normalise
 from .page import _fill_black, _mupdf
@@ -164,12 +165,47 @@ def caption_height(lines: int, line_height: int) -> int:
     return lines * line_height + 1
 
 
-class CaptionOccluder:
+class CaptionOccluder(Renderer):
     """Image over caption, n-gram spans of the caption partly covered (the VCR task)."""
 
     name = "occlude"
     version = "1"
-    Options = OccludeOptions
+    options_model = OccludeOptions
+    roles = ("stacked", "text_only")
+    shown_roles = ("stacked",)
+    twin_roles = ocr_roles = paper_roles = ("text_only",)
+    flush_edges = ("left",)  # VCR's captions start flush at the image's left edge
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> CaptionOccluder:
+        return cls(cls.options_from(params), language=params.get("language", "en"))
+
+    @classmethod
+    def options_from(cls, params: dict[str, Any]) -> OccludeOptions:
+        """A row records the drawn difficulty, width and font over the options of the same
+        name; in the hidden style those are drawn per item, so they are left unset. (A row
+        redraws exactly; re-sampling a row's hidden-style difficulty needs the run's options,
+        in run.json, since ``mixed`` is recorded as the side it drew.)"""
+        drawn = ("width", "font") if params.get("style") == "hidden" else ()
+        return super().options_from({k: v for k, v in params.items() if k not in drawn})
+
+    def sample(self, item: Item, seed: int) -> dict[str, Any]:
+        params, caption, lines = self.layout(item, seed)
+        params = self.choose_spans(item, seed, params, caption, lines)
+        return {**params.as_dict(), "masked_spans": [s.as_dict() for s in params.spans]}
+
+    @classmethod
+    def expected_text(cls, row: dict[str, Any]) -> str:
+        return row.get("caption_in_image") or ""
+
+    @classmethod
+    def ocr_text(cls, row: dict[str, Any]) -> str:
+        """The caption without its covered spans (the text-only twin is read back)."""
+        text, out, pos = row.get("caption_in_image") or "", [], 0
+        for span in sorted(row.get("masked_spans") or [], key=lambda s: s["start"]):
+            out.append(text[pos:span["start"]])
+            pos = span["end"]
+        return " ".join(out + [text[pos:]])
 
     def __init__(self, options: OccludeOptions | None = None, language: str | None = "en"):
         self.options = options or OccludeOptions()

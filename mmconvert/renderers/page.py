@@ -8,14 +8,16 @@ import math
 import re
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
+from .base import Renderer, item_from_row
 from .fonts import FontChain, font_chain
 from .layout import (
     Block,
@@ -79,12 +81,44 @@ def image_fields(item: Item, part: RenderPart) -> list[tuple[str, str]]:
     return fields
 
 
-class PageRenderer:
+def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """Fields with the option letters the page draws before each option ("A. ")."""
+    for name, text in fields:
+        if name.startswith("options["):
+            yield name, f"{option_letter(int(name[8:-1]))}. {text}"
+        else:
+            yield name, text
+
+
+class PageRenderer(Renderer):
     """Lays out the chosen part of an item on A4 pages and rasterises them."""
 
     name = "page"
     version = "1"
-    Options = PageOptions
+    options_model = PageOptions
+    unit = "page"
+    roles = shown_roles = ocr_roles = paper_roles = ("page",)
+    checks = frozenset({"ocr", "text_layer", "image"})
+    redraws = True
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> PageRenderer:
+        return cls(cls.options_from(params))
+
+    @classmethod
+    def expected_text(cls, row: dict[str, Any]) -> str:
+        item = item_from_row(row)
+        part = row["renderer"]["params"].get("render") or "options"
+        return "\n".join(text for _, text in label_fields(image_fields(item, part)))
+
+    @classmethod
+    def text_question(cls, row: dict[str, Any]) -> str | None:
+        return row.get("question") if row["renderer"]["params"].get("render") == "options" \
+            else None
+
+    @classmethod
+    def base_ppi(cls, config: dict[str, Any]) -> float | None:
+        return (config.get("page") or {}).get("ppi")
 
     def __init__(self, options: PageOptions | None = None, chain: FontChain | None = None):
         self.options = options or PageOptions()

@@ -1,0 +1,93 @@
+"""The renderer contract: what every registered renderer tells the rest of mmconvert.
+
+QA, stats, sweeps, the review page and the exporters ask the renderer a row names (through
+``renderers.renderer_class``) instead of testing its name: which image roles it writes and which
+of them the model is shown, the text each image must show, which checks apply, whether it can
+draw its stored layout again at another PPI. A renderer made from a row's recorded name and
+parameters (``renderers.from_row``) draws the same bytes again.
+
+Drawing is kept apart from sampling: ``sample(item, seed)`` gives the per-item parameters drawn
+from (run seed, item id, stage), and drawing with those parameters is a pure function.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from ..items import Item
+
+
+def item_from_row(row: dict[str, Any]) -> Item:
+    """The item a manifest row was made from (its text fields and metadata)."""
+    return Item(id=row["id"], corpus=row.get("corpus", ""), subset=row.get("subset", ""),
+                split=row.get("split", ""), language=row.get("language") or "en",
+                context=row.get("context"), question=row.get("question"),
+                options=list(row.get("options") or []), answer=row.get("answer"),
+                metadata=row.get("metadata") or {})
+
+
+class Renderer:
+    """Base of every registered renderer; subclasses set the class attributes and implement
+    ``from_params``, ``sample`` and ``expected_text``."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    options_model: ClassVar[type[BaseModel]]
+    # what the run calls one image ("page" for A4 pages)
+    unit: ClassVar[str] = "image"
+    # the roles of the images it writes, those the model is shown, their text-only twins,
+    # and those whose text QA reads back by OCR
+    roles: ClassVar[tuple[str, ...]]
+    shown_roles: ClassVar[tuple[str, ...]]
+    twin_roles: ClassVar[tuple[str, ...]] = ()
+    ocr_roles: ClassVar[tuple[str, ...]]
+    # the QA checks that apply to its rows, and Tesseract's page segmentation for a first read
+    checks: ClassVar[frozenset[str]] = frozenset({"ocr", "image"})
+    ocr_psm: ClassVar[int] = 6
+    # roles drawn on plain paper (ink in an outermost pixel is text cut off) and the edges its
+    # design sets text flush against
+    paper_roles: ClassVar[tuple[str, ...]] = ()
+    flush_edges: ClassVar[tuple[str, ...]] = ()
+    # generated images: words found touching an edge by OCR
+    ocr_edge_words: ClassVar[bool] = False
+    # draws its stored layout again at another PPI (``redraw_at``)
+    redraws: ClassVar[bool] = False
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> Renderer:
+        """The renderer that drew a row, from its recorded ``renderer.params``."""
+        raise NotImplementedError
+
+    @classmethod
+    def options_from(cls, params: dict[str, Any]) -> BaseModel:
+        """The options model's fields out of recorded params (which also hold sampled
+        per-item values)."""
+        model = cls.options_model
+        return model.model_validate({k: v for k, v in params.items() if k in model.model_fields})
+
+    def sample(self, item: Item, seed: int) -> dict[str, Any]:
+        """The per-item parameters drawn from (``seed``, item id, stage); {} when drawing
+        takes none."""
+        return {}
+
+    @classmethod
+    def expected_text(cls, row: dict[str, Any]) -> str:
+        """The text the images the model is shown must show."""
+        raise NotImplementedError
+
+    @classmethod
+    def ocr_text(cls, row: dict[str, Any]) -> str:
+        """The text OCR of the ``ocr_roles`` images must find."""
+        return cls.expected_text(row)
+
+    @classmethod
+    def text_question(cls, row: dict[str, Any]) -> str | None:
+        """The part of the item kept as text beside the images (shown by the review page)."""
+        return None
+
+    @classmethod
+    def base_ppi(cls, config: dict[str, Any]) -> float | None:
+        """The PPI a run made with ``config`` drew at, for renderers that redraw."""
+        return None
