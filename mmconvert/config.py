@@ -46,8 +46,11 @@ class Selection(BaseModel):
     on_error: Literal["fail", "skip"] = "fail"
 
     def identity(self) -> dict[str, Any]:
-        """What decides the run folder's content (a re-run with another identity is refused)."""
-        data = with_absolute_paths(self.model_dump(mode="json"), ("source", "prompt_dir"))
+        """What decides the run folder's content (a re-run with another identity is refused).
+        ``on_error`` does not: re-running a failed run with ``--on-error skip`` is the
+        documented recovery."""
+        data = with_absolute_paths(self.model_dump(mode="json", exclude={"on_error"}),
+                                   ("source", "prompt_dir"))
         if self.dedup is not None:
             data["dedup"] = self.dedup.identity()
         return data

@@ -25,12 +25,12 @@ from . import __version__
 from .api.prices import BudgetReached
 from .config import ApiOptions, ExecutionOptions, RunConfig, Selection, run_config, show_progress
 from .corpora import Corpus, LoadReport, LoadRequest, resolve
-from .corpora.base import shuffle_options
+from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, deduplicate
 from .errors import ItemError, ItemFiltered, MMConvertError
 from .items import Item, RenderPart
 from .jobs import job_for
-from .manifest import write_json
+from .manifest import MANIFEST, write_json
 from .runfolder import DEDUP, RunFolder
 from .seeds import rng
 
@@ -131,6 +131,7 @@ def load_selection(config: Selection, corpus: Corpus | None = None, *, log=None,
     """
     log = log or (lambda message: print(message, file=sys.stderr))
     corpus = corpus or resolve(config.corpus)
+    check_corpus_options(corpus, config.model_dump())
     report = LoadReport()
     request = LoadRequest(source=config.source, subsets=config.subsets, split=config.split,
                           keep_flagged=config.keep_flagged, on_error=config.on_error,
@@ -194,48 +195,57 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     summary.load = report.as_dict()
     summary.notes.extend(report.notes)
 
-    folder.create(execution.overwrite)
-    if report.dedup is not None:
-        write_json(execution.out / DEDUP, report.dedup, indent=1)
+    with folder.lock():  # one run at a time per folder; nothing is written before this
+        folder.check(config.identity(), execution.overwrite)  # again, under the lock
+        folder.create(execution.overwrite)
+        if report.dedup is not None:
+            write_json(execution.out / DEDUP, report.dedup, indent=1)
 
-    folder.write_info(_run_info(config, summary, job, folder, status="running"))
-    if api is not None and api.retry_failed:
-        folder.skipped.rewrite([r for r in folder.skipped.read() if r.get("stage") != "generate"])
-    done = folder.done_ids()
-    new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
-    folder.skipped.append(*new_skips)
-    todo = [i for i in items if i.id not in done]
-    summary.already_done = len(items) - len(todo)
-    tasks = [(item, job.part(item, corpus), corpus.prompt_keys(item)) for item in todo]
+        folder.write_info(_run_info(config, summary, job, folder, status="running"))
+        if api is not None and api.retry_failed:
+            folder.skipped.rewrite([r for r in folder.skipped.read()
+                                    if r.get("stage") != "generate"])
+        repaired = folder.repair({item.id for item in items})
+        if repaired:
+            note = (f"{execution.out / MANIFEST}: removed {repaired} repeated row(s) (two runs "
+                    "once wrote into this folder)")
+            log(note)
+            summary.notes.append(note)
+        done = folder.done_ids()
+        new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
+        folder.skipped.append(*new_skips)
+        todo = [i for i in items if i.id not in done]
+        summary.already_done = len(items) - len(todo)
+        tasks = [(item, job.part(item, corpus), corpus.prompt_keys(item)) for item in todo]
 
-    try:
-        for status, payload in _run_tasks(tasks, config, execution, job):
-            if status == "ok":
-                folder.manifest.append(payload)
-                summary.rendered += 1
-                summary.images += len(payload["images"])
-            elif status == "stopped":
-                summary.not_done += 1
-                summary.stopped = summary.stopped or str(payload)
-            elif payload.always_recorded or config.on_error == "skip":
-                folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
-                                       "reason": str(payload)})
-                if isinstance(payload, ItemFiltered):
-                    summary.filtered += 1
-                elif payload.always_recorded:
-                    summary.failed += 1
+        try:
+            for status, payload in _run_tasks(tasks, config, execution, job):
+                if status == "ok":
+                    folder.manifest.append(payload)
+                    summary.rendered += 1
+                    summary.images += len(payload["images"])
+                elif status == "stopped":
+                    summary.not_done += 1
+                    summary.stopped = summary.stopped or str(payload)
+                elif payload.always_recorded or config.on_error == "skip":
+                    folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
+                                           "reason": str(payload)})
+                    if isinstance(payload, ItemFiltered):
+                        summary.filtered += 1
+                    elif payload.always_recorded:
+                        summary.failed += 1
+                    else:
+                        summary.skipped += 1
                 else:
-                    summary.skipped += 1
-            else:
-                raise payload
-    except MMConvertError:
-        folder.write_info(_run_info(config, summary, job, folder, status="failed"))
-        raise
-    summary.skipped += len(report.skipped)
-    summary.seconds = time.perf_counter() - started
-    status = "stopped: budget" if summary.stopped else "complete"
-    folder.write_info(_run_info(config, summary, job, folder, status=status))
-    return summary
+                    raise payload
+        except MMConvertError:
+            folder.write_info(_run_info(config, summary, job, folder, status="failed"))
+            raise
+        summary.skipped += len(report.skipped)
+        summary.seconds = time.perf_counter() - started
+        status = "stopped: budget" if summary.stopped else "complete"
+        folder.write_info(_run_info(config, summary, job, folder, status=status))
+        return summary
 
 
 def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str], str]:
@@ -308,6 +318,7 @@ def _run_info(config: RunConfig, summary: RunSummary, job, folder: RunFolder,
     info = {
         "status": status,
         "config": config.identity(),
+        "on_error": config.on_error,
         "versions": _versions(),
         "fonts": job.fonts(),
         "load": summary.load,

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -12,8 +18,15 @@ from .items import check_name
 from .manifest import MANIFEST, QA, RUN_INFO, SKIPPED, JsonlLog, atomic_write, write_json
 
 DEDUP = "dedup.json"
+LOCK = ".mmconvert.lock"
 OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals",
          "layout", "stats")
+
+
+def identity_of(config: dict[str, Any]) -> dict[str, Any]:
+    """A recorded config as a run identity: without ``on_error``, which decides how a run
+    goes, not what it makes (run folders made before it left the identity recorded it)."""
+    return {k: v for k, v in config.items() if k != "on_error"}
 
 
 def item_file(folder: str, item_id: str, suffix: str) -> str:
@@ -47,6 +60,42 @@ def write_file(root: Path, rel: str, data: bytes) -> None:
     atomic_write(inside(root, rel), data)
 
 
+@contextmanager
+def locked(path: Path, what: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` while the block runs, or stop at once with
+    one line naming the run that holds it. The lock is the kernel's (``flock``): it goes with
+    the process that held it, so a lock file left by a killed run never blocks the next one.
+    The file is removed when the block ends (so a finished folder holds only its outputs);
+    a lock taken on a file that was removed meanwhile is dropped and taken again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 1000, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            holder = "".join(c if c.isprintable() else "?" for c in holder) or "unknown"
+            raise RunFolderError(f"{what} is in use by another mmconvert run ({holder}); wait "
+                                 "for it to finish, or choose another --out") from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the holder removed it as we opened it: take the new one
+    try:
+        command = " ".join(["mmconvert", *sys.argv[1:]])[:300]
+        note = f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, note.encode("utf-8", "replace"), 0)
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # still holding the lock, so no one else has it
+        os.close(fd)
+
+
 class RunFolder:
     def __init__(self, path: Path):
         self.path = path
@@ -61,6 +110,7 @@ class RunFolder:
         if info_path.exists():
             try:
                 previous = json.loads(info_path.read_text(encoding="utf-8")).get("config")
+                previous = identity_of(previous or {})
             except (json.JSONDecodeError, AttributeError):
                 raise RunFolderError(f"{info_path}: damaged; use --overwrite to start "
                                      "again") from None
@@ -71,9 +121,13 @@ class RunFolder:
                     f"{self.path} holds a run made with other options "
                     f"({', '.join(changed) or 'config'} differ); use --overwrite to replace it "
                     "or --out to choose another folder")
-        elif self.path.exists() and any(self.path.iterdir()):
+        elif self.path.exists() and any(p.name != LOCK for p in self.path.iterdir()):
             raise RunFolderError(f"{self.path} is not empty and is not an mmconvert run folder; "
                                  "choose another --out")
+
+    def lock(self):
+        """One run at a time in this folder (``locked``)."""
+        return locked(self.path / LOCK, self.path)
 
     def create(self, overwrite: bool) -> None:
         if overwrite:
@@ -97,6 +151,26 @@ class RunFolder:
 
     def write_info(self, info: dict[str, Any]) -> None:
         write_json(self.path / RUN_INFO, info)
+
+    def repair(self, selected: set[str]) -> int:
+        """Rows of an id the manifest holds twice (two runs that once shared the folder) are
+        removed, the first kept; a row of an item outside this run's selection is refused.
+        Returns how many rows were removed."""
+        rows = self.manifest.read()
+        seen: set[str] = set()
+        kept = []
+        for number, row in enumerate(rows, start=1):
+            item_id = row.get("id") if isinstance(row, dict) else None
+            if item_id not in selected:
+                raise RunFolderError(f"{self.manifest.path} row {number}: item {item_id!r} is "
+                                     "not in this run's selection; use --overwrite to start "
+                                     "again")
+            if item_id not in seen:
+                seen.add(item_id)
+                kept.append(row)
+        if len(kept) < len(rows):
+            self.manifest.rewrite(kept)
+        return len(rows) - len(kept)
 
     def done_ids(self) -> set[str]:
         """Items that need no more work: in the manifest, or recorded as skipped."""

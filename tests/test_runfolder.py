@@ -208,3 +208,82 @@ def test_a_sweep_or_export_of_a_manifest_naming_outside_paths_writes_nothing_the
     assert result.exit_code == 1
     assert "field images[0].path" in result.output and "is not a path inside" in result.output
     assert files_under(victim) == ["PWNED.png"]
+
+
+# --- one run at a time per folder -----------------------------------------------------------
+
+
+def small_source(tmp_path, count=3):
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps({"question": f"Q{n}?", "options": ["a", "b"],
+                                          "answer": "A"}) + "\n" for n in range(count)),
+                      encoding="utf-8")
+    return source
+
+
+def test_a_second_run_into_a_locked_folder_stops_with_one_line(tmp_path):
+    from mmconvert.runfolder import LOCK, locked
+
+    source, out = small_source(tmp_path), tmp_path / "run"
+    with locked(out / LOCK, out):
+        result = run("render", source, "--out", out)
+    assert result.exit_code == 1 and len(result.output.splitlines()) == 1
+    assert result.output.startswith(f"Error: {out} is in use by another mmconvert run (pid ")
+    assert not (out / "manifest.jsonl").exists()
+    result = run("render", source, "--out", out)  # the lock went with its holder
+    assert result.exit_code == 0, result.output
+
+
+def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
+    import subprocess
+    import sys
+
+    source, out = small_source(tmp_path), tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from mmconvert.runfolder import LOCK, locked; out = Path(sys.argv[1]); "
+         "cm = locked(out / LOCK, out); cm.__enter__(); print('held', flush=True); "
+         "time.sleep(60)", str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = run("render", source, "--out", out)
+        assert result.exit_code == 1 and f"pid {holder.pid}" in result.output
+    finally:
+        holder.kill()
+        holder.wait()
+    result = run("render", source, "--out", out)
+    assert result.exit_code == 0 and "3 item(s) rendered" in result.output
+
+
+def test_repeated_manifest_rows_are_repaired_and_foreign_ones_refused(tmp_path):
+    source, out = small_source(tmp_path), tmp_path / "run"
+    assert run("render", source, "--out", out).exit_code == 0
+    manifest = out / "manifest.jsonl"
+    lines = manifest.read_text().splitlines(keepends=True)
+    manifest.write_text(lines[0] + lines[1] + lines[0] + lines[2] + lines[1], encoding="utf-8")
+    result = run("render", source, "--out", out)
+    assert result.exit_code == 0 and "removed 2 repeated row(s)" in result.output
+    assert manifest.read_text().splitlines(keepends=True) == lines
+    row = json.loads(lines[0])
+    row["id"] = "elsewhere-0000"
+    manifest.write_text("".join(lines) + json.dumps(row) + "\n", encoding="utf-8")
+    result = run("render", source, "--out", out)
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {manifest} row 4: item 'elsewhere-0000' is not in this "
+                             "run's selection; use --overwrite to start again\n")
+
+
+def test_a_sweep_or_export_into_a_target_in_use_stops(tmp_path):
+    from mmconvert.runfolder import LOCK, locked
+
+    source, base = small_source(tmp_path), tmp_path / "base"
+    assert run("render", source, "--out", base).exit_code == 0
+    sweep_out, export_out = tmp_path / "sweep", tmp_path / "export"
+    with locked(sweep_out / LOCK, sweep_out):
+        result = run("sweep", base, "--scale", "0.5", "--out", sweep_out)
+    assert result.exit_code == 1 and "is in use by another mmconvert run" in result.output
+    with locked(export_out.with_name(".export.lock"), export_out):
+        result = run("export", base, "--format", "jsonl", "--out", export_out)
+    assert result.exit_code == 1 and "is in use by another mmconvert run" in result.output
+    assert run("sweep", base, "--scale", "0.5", "--out", sweep_out).exit_code == 0
+    assert run("export", base, "--format", "jsonl", "--out", export_out).exit_code == 0

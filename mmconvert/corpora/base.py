@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from ..errors import ItemError, SourceError, UsageError
 from ..items import LETTERS, Item, RenderPart, row_id, safe_name
 from ..seeds import rng
@@ -55,10 +57,41 @@ class LoadReport:
                 "skipped": len(self.skipped)}
 
 
+class CorpusOptions(BaseModel):
+    """Options that only some corpora take. Each corpus names its own model (a subclass);
+    ``extra="forbid"`` makes an option that does not apply a one-line error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# the Selection fields that are corpus options, and their flags
+CORPUS_OPTIONS = {"keep_flagged": "--keep-flagged", "language": "--language",
+                  "max_length": "--max-length", "all_captions": "--all-captions"}
+
+
+def check_corpus_options(corpus: Corpus, values: dict[str, Any]) -> CorpusOptions:
+    """The corpus options given (not None or False) validated by the corpus' own model."""
+    given = {k: v for k, v in values.items() if k in CORPUS_OPTIONS and v not in (None, False)}
+    model = corpus.options_model
+    unknown = [k for k in given if k not in model.model_fields]
+    if unknown:
+        takes = [CORPUS_OPTIONS[k] for k in model.model_fields]
+        raise UsageError(f"{CORPUS_OPTIONS[unknown[0]]} does not apply to {corpus.name} ("
+                         + (f"its options: {', '.join(takes)}" if takes else
+                            "it takes no corpus options") + ")")
+    try:
+        return model.model_validate(given)
+    except ValidationError as err:
+        first = err.errors()[0]
+        flag = CORPUS_OPTIONS.get(str(first["loc"][0]), str(first["loc"][0]))
+        raise UsageError(f"{corpus.name}: {flag}: {first['msg']}") from None
+
+
 class Corpus:
     """A named corpus: where it lives on the hub and how its rows become Items."""
 
     name: ClassVar[str]
+    options_model: ClassVar[type[CorpusOptions]] = CorpusOptions
     hub_id: ClassVar[str | None] = None
     description: ClassVar[str] = ""
     render_part: ClassVar[RenderPart] = "options"

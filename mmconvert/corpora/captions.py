@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ItemError, SourceError
 from ..items import Item, check_name, row_id, safe_name
-from .base import Corpus, LoadReport, LoadRequest, RowGuard, text_field
+from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, text_field
 from .sources import Row, decode, discover, is_saved_dataset, load_hub, read_table
 
 # caption columns in the order they are looked for (VCR-wiki: caption; WIT: the reference
@@ -24,7 +24,13 @@ IMAGE_COLUMNS = ("image", "img", "image_path", "file_name")
 COCO_CN_NAME = re.compile(r"^COCO_(train|val)2014_(\d{12})(?:#\d+)?$")
 
 
+class CaptionsOptions(CorpusOptions):
+    language: str | None = None
+    all_captions: bool = False
+
+
 class Captions(Corpus):
+    options_model = CaptionsOptions
     name = "captions"
     description = "image-caption pairs (COCO folder, TSV, or HF image+caption dataset)"
     render_part = "context"

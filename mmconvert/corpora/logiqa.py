@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from ..errors import ItemError, SourceError, UsageError
 from ..items import Item, row_id
 from .base import (
     Corpus,
+    CorpusOptions,
     LoadReport,
     LoadRequest,
     RowGuard,
@@ -33,7 +34,12 @@ def strip_letter(option: str, index: int) -> str:
     return option[match.end():] if match else option
 
 
+class LogiQAOptions(CorpusOptions):
+    language: Literal["en", "zh"] | None = None
+
+
 class _LogiQABase(Corpus):
+    options_model = LogiQAOptions
     render_part = "context"
     default_split = "test"
     subsets = LANGUAGES

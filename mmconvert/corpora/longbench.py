@@ -4,9 +4,13 @@ default only rows below 8k (through the 4k–8k bin, ReadBench's choice) are kep
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
 from ..errors import ItemError
 from ..items import Item, is_safe_id
-from .base import LoadReport, LoadRequest, SubsetCorpus, text_field
+from .base import CorpusOptions, LoadReport, LoadRequest, SubsetCorpus, text_field
 
 # (upper bound, label): a row falls in the first bin whose bound exceeds its length
 BINS = ((512, "0-512"), (1024, "512-1k"), (2048, "1k-2k"), (4096, "2k-4k"), (8192, "4k-8k"),
@@ -33,7 +37,13 @@ def length_bin(length: int) -> str:
     return f"{BINS[-1][0] // 1024}k+"
 
 
+class LongBenchOptions(CorpusOptions):
+    language: Literal["en", "zh", "all"] | None = None
+    max_length: int | None = Field(None, ge=1)
+
+
 class LongBench(SubsetCorpus):
+    options_model = LongBenchOptions
     name = "longbench"
     hub_id = "THUDM/LongBench"
     description = "LongBench QA (HotpotQA, 2WikiMQA, NarrativeQA, TriviaQA; long context)"

@@ -9,6 +9,7 @@ from typing import ClassVar
 from ..errors import ItemError
 from ..items import Item
 from .base import (
+    CorpusOptions,
     LoadReport,
     LoadRequest,
     SubsetCorpus,
@@ -85,7 +86,12 @@ def normalise_error_type(value: str | None) -> str:
     return re.sub(r"[\s\-]+", "_", (value or "").strip().lower())
 
 
+class ReduxOptions(CorpusOptions):
+    keep_flagged: bool = False
+
+
 class MMLURedux(SubsetCorpus):
+    options_model = ReduxOptions
     name = "mmlu-redux"
     hub_id = "edinburgh-dawg/mmlu-redux-2.0"
     description = "MMLU-Redux 2.0: 57 MMLU subjects x 100 re-annotated questions (MCQ)"

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..manifest import JsonlLog, write_json
+from ..runfolder import locked
 from .source import RunSource
 
 FORMATS = ("hf", "hf-disk", "vlmevalkit", "lmms-eval", "jsonl")
@@ -62,22 +63,24 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
     source = RunSource(run, on_error=on_error, reject_votes=reject_votes,
                        accepted_only=accepted_only)
     name = name or run.resolve().name
-    staging = out.with_name(f".{out.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
-        count = _writer(fmt)(source, staging, out, name, paths=paths)
-        summary = ExportSummary(fmt, out, count, source.left_out, len(source.skipped))
-        if source.skipped:
-            JsonlLog(staging / SKIPPED).append(*source.skipped)
-        write_json(staging / "export.json", _record(source, summary, name, paths))
-    except BaseException:
+    # one export at a time into ``out`` (the staging folder beside it is shared)
+    with locked(out.with_name(f".{out.name}.lock"), out):
+        staging = out.with_name(f".{out.name}.partial")
         shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if out.exists():
-        shutil.rmtree(out) if out.is_dir() else out.unlink()
-    staging.rename(out)
-    return summary
+        staging.mkdir(parents=True)
+        try:
+            count = _writer(fmt)(source, staging, out, name, paths=paths)
+            summary = ExportSummary(fmt, out, count, source.left_out, len(source.skipped))
+            if source.skipped:
+                JsonlLog(staging / SKIPPED).append(*source.skipped)
+            write_json(staging / "export.json", _record(source, summary, name, paths))
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        if out.exists():
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        staging.rename(out)
+        return summary
 
 
 def _record(source: RunSource, summary: ExportSummary, name: str,

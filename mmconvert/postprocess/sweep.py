@@ -34,7 +34,8 @@ from ..converter import in_order
 from ..errors import ItemError, MMConvertError, RunFolderError, UsageError
 from ..jobs import write_image
 from ..manifest import MANIFEST, RUN_INFO, write_json
-from ..runfolder import RunFolder, inside, write_file
+from ..renderers import renderer_class, row_renderer
+from ..runfolder import LOCK, RunFolder, identity_of, inside, locked, write_file
 from . import transforms
 
 SWEEP = "sweep.json"
@@ -134,14 +135,22 @@ def read_run(base: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def sweep(base: Path, out: Path, options: SweepOptions, *, workers: int = 1,
           overwrite: bool = False, on_error: str = "fail",
           progress: bool = False) -> SweepSummary:
-    """Make every variant of the run in ``base`` under ``out``; write ``out/sweep.json``."""
+    """Make every variant of the run in ``base`` under ``out``; write ``out/sweep.json``.
+    One sweep at a time into ``out``."""
+    with locked(out / LOCK, out):
+        return _sweep(base, out, options, workers=workers, overwrite=overwrite,
+                      on_error=on_error, progress=progress)
+
+
+def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
+           overwrite: bool, on_error: str, progress: bool) -> SweepSummary:
     info, rows = read_run(base)
     config = info.get("config") or {}
-    renderer = config.get("renderer", "page")
-    base_ppi = (config.get("page") or {}).get("ppi") if renderer == "page" else None
-    if options.ppi and renderer != "page":
+    renderer = renderer_class(config.get("renderer", "page"), f"{base / RUN_INFO}")
+    base_ppi = renderer.base_ppi(config)
+    if options.ppi and not renderer.redraws:
         raise UsageError(f"--ppi re-draws the stored layout of page runs; {base} is a "
-                         f"{renderer} run: use --scale to change its resolution")
+                         f"{renderer.name} run: use --scale to change its resolution")
     if info.get("variant") and options.ppi:
         raise UsageError(f"{base} is itself a sweep variant; sweep PPI from its base run")
     summary = SweepSummary(out=out, items=len(rows))
@@ -191,7 +200,7 @@ def _identity(base: Path, info: dict[str, Any], variant: Variant,
               options: SweepOptions) -> dict[str, Any]:
     how = {"scale": {"resample": options.resample},
            "jpeg_quality": {"subsampling": options.jpeg_subsampling}}.get(variant.axis, {})
-    return {**(info.get("config") or {}), "variant": {
+    return {**identity_of(info.get("config") or {}), "variant": {
         "of": str(base.resolve()), "axis": variant.axis, "value": variant.shown, **how}}
 
 
@@ -273,13 +282,12 @@ class VariantMaker:
                             stage="sweep")
         return data
 
-    def _renderer(self, params: dict[str, Any]):
-        from ..renderers.page import PageOptions, PageRenderer
-
-        options = {k: v for k, v in params.items() if k in PageOptions.model_fields}
-        key = json.dumps(options, sort_keys=True)
+    def _renderer(self, row):
+        """The renderer that drew ``row``, one per name and options."""
+        cls = row_renderer(row)
+        key = f"{cls.name} {cls.options_from(row['renderer']['params']).model_dump_json()}"
         if key not in self._renderers:
-            self._renderers[key] = PageRenderer(PageOptions.model_validate(options))
+            self._renderers[key] = cls.from_params(row["renderer"]["params"])
         return self._renderers[key]
 
     def _redraw(self, row, variants: list[Variant]) -> dict[str, tuple[str, Any]]:
@@ -291,7 +299,7 @@ class VariantMaker:
                             item_id=row["id"], stage="sweep")
         path = self.base / layout["path"]
         data = self._read(row, layout, "layout.path", hashed=True)
-        renderer = self._renderer(row["renderer"]["params"])
+        renderer = self._renderer(row)
         try:
             drawn = renderer.redraw_at(json.loads(data), [v.value for v in variants])
         except (ValueError, KeyError) as err:
