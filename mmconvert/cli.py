@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 
 import click
@@ -10,7 +11,7 @@ import click
 from . import __version__
 from .api.prices import BudgetReached
 from .errors import MMConvertError, UsageError
-from .postprocess.transforms import RESAMPLING
+from .postprocess.imaging import RESAMPLING
 
 
 class OneLineError(click.ClickException):
@@ -422,6 +423,10 @@ def number_list(text: str | None, flag: str, kind=float) -> list | None:
                    "resampling, also upward).")
 @click.option("--rotate", "rotations", help="Clockwise degrees to turn every image, e.g. 90,180.")
 @click.option("--jpeg-quality", "qualities", help="JPEG qualities to re-encode at, e.g. 95,75.")
+@click.option("--vary", "varied", multiple=True, metavar="NAME:V1,V2",
+              help="Any registered transform's main option, e.g. blur:0.5,1,2 or "
+                   "noise:4,8 or augraphy:ink,scanner; repeatable (mmconvert list "
+                   "transforms).")
 @click.option("--resample", type=click.Choice(RESAMPLING),
               help="Resampling filter for --scale (default lanczos; recorded in each row).")
 @click.option("--jpeg-subsampling", type=click.Choice(["4:4:4", "4:2:2", "4:2:0"]),
@@ -429,7 +434,7 @@ def number_list(text: str | None, flag: str, kind=float) -> list | None:
 @page_options(ppi="--base-ppi", prefix="A corpus SOURCE: ")
 @run_options
 @reports_errors
-def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsampling, ppi,
+def sweep_command(out, ppis, scales, rotations, qualities, varied, resample, jpeg_subsampling, ppi,
                   render_part, color, pdf, prompt_style, prompt_dir, workers, overwrite,
                   progress, **flags):
     """Make ablation variants of SOURCE: a run folder, or a corpus (rendered once as pages
@@ -453,6 +458,12 @@ def sweep_command(out, ppis, scales, rotations, qualities, resample, jpeg_subsam
               rotate=number_list(rotations, "--rotate"),
               jpeg_quality=number_list(qualities, "--jpeg-quality", int), resample=resample,
               jpeg_subsampling=jpeg_subsampling)
+    for text in varied:
+        name, _, listed = text.partition(":")
+        if not listed:
+            raise UsageError(f"--vary {text}: expected NAME:V1,V2 (e.g. blur:0.5,1,2)")
+        axes.setdefault("vary", {})[name.strip()] = [
+            _number_or_text(v.strip()) for v in listed.split(",") if v.strip()]
     options = build(SweepOptions, axes, origin)
     out = out or Path("runs") / f"{source.stem}-sweep"
     if (source / "run.json").is_file():
@@ -629,6 +640,49 @@ def qa_summary(run_dir, as_json, reject_votes):
     click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else as_text(result))
 
 
+def _number_or_text(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+@main.command("transform")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--apply", "steps", multiple=True, metavar="STEP",
+              help="A registered transform, applied in order; repeatable. NAME:VALUE sets its "
+                   "main option (blur:1.5, jpeg:75, rotate:90, scale:0.5, noise:8, "
+                   "augraphy:scanner), NAME:key=value,... any option "
+                   "(noise:level=0.05,kind=salt-pepper).")
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="The new run folder (default: <run>-<steps>, beside the run).")
+@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail",
+              show_default=True, help="A missing or changed image: stop, or record it in "
+                                      "skipped.jsonl and go on.")
+@run_options
+@reports_errors
+def transform_command(run_dir, steps, out, on_error, workers, overwrite, progress):
+    """Apply a chain of transforms to every image of RUN_DIR, writing a new run folder with
+    the same items (the rows' postprocess history records each step and its parameters).
+
+    \b
+    Examples:
+      mmconvert transform runs/demo --apply blur:1.5 --apply jpeg:75
+      mmconvert transform runs/vcr --apply augraphy:scanner --out runs/vcr-scanned
+    """
+    from .config import show_progress
+    from .postprocess.chain import transform_run
+
+    if out is None:
+        label = "-".join(s.replace(":", "").replace("=", "").replace(",", "") for s in steps)
+        out = run_dir.with_name(f"{run_dir.name}-{label or 'transform'}")
+    summary = transform_run(run_dir, out, list(steps), workers=workers, overwrite=overwrite,
+                            on_error=on_error, progress=show_progress(progress))
+    click.echo(summary.line(), err=True)
+    if not summary.items:
+        sys.exit(1)
+
+
 @main.command("export")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", required=True,
@@ -704,10 +758,12 @@ def stats_command(run_dir, out, as_json, no_plots):
 
 
 @main.command("list")
-@click.argument("kind", type=click.Choice(["corpora", "renderers"]), required=False)
+@click.argument("kind", type=click.Choice(["corpora", "renderers", "transforms"]),
+                required=False)
 def list_parts(kind):
-    """List the registered corpora and renderers."""
+    """List the registered corpora, renderers and transforms."""
     from .corpora import CORPORA
+    from .postprocess.transforms import TRANSFORMS
     from .renderers import RENDERERS
 
     if kind in (None, "corpora"):
@@ -722,6 +778,11 @@ def list_parts(kind):
             cls = RENDERERS.get(name)
             doc = (cls.__doc__ or "").strip().splitlines()[0]
             click.echo(f"  {name:<14} v{cls.version:<5} {doc}")
+    if kind in (None, "transforms"):
+        click.echo("transforms (--apply NAME:VALUE, sweep --vary NAME:V1,V2):")
+        for name in TRANSFORMS.names():
+            cls = TRANSFORMS.get(name)
+            click.echo(f"  {name:<14} {cls.primary + ' ' + cls.example:<18} {cls.description}")
 
 
 if __name__ == "__main__":  # pragma: no cover

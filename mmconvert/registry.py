@@ -27,6 +27,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def registered(self) -> list[str]:
+        """The names in the order they were registered."""
+        return list(self._entries)
+
     def __contains__(self, name: str) -> bool:
         return name in self._entries
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # System packages the tests need (Debian/Ubuntu): Tesseract OCR with English, Traditional and
-# Simplified Chinese (mmconvert qa check), and Chromium, in which the review page is tested.
+# Simplified Chinese (mmconvert qa check), Chromium, in which the review page is tested, and
+# the GL and GLib libraries that Augraphy's opencv-python loads.
 # Idempotent; uses sudo when not run as root. On other systems install Tesseract with your
 # package manager (macOS: brew install tesseract tesseract-lang) and point MMCONVERT_CHROMIUM
 # at a Chromium or Chrome binary.
 set -euo pipefail
-packages=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-tra tesseract-ocr-chi-sim chromium)
+packages=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-tra tesseract-ocr-chi-sim chromium
+          libgl1 libglib2.0-0)
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "install-debian.sh: no apt-get here; install: ${packages[*]}" >&2
   exit 0

@@ -94,21 +94,38 @@ def base_page() -> bytes:
     return PageRenderer().render(MCQ, "options").pages[0].png
 
 
-def transform_outputs(name: str) -> dict[str, bytes]:
-    from mmconvert.postprocess import transforms as t
+# each registered transform: (label, the step as --apply writes it, input mode, input PPI)
+TRANSFORM_CASES = {
+    "scale": [("0.5-lanczos.png", "scale:factor=0.5,resample=lanczos", "L", 92.9),
+              ("2-bicubic.png", "scale:factor=2,resample=bicubic", "L", 92.9),
+              ("0.25-nearest.png", "scale:factor=0.25,resample=nearest", "L", 92.9)],
+    "rotate": [(f"{d}.png", f"rotate:{d}", "L", 92.9) for d in (90, 180, 270, 30)],
+    "jpeg": [("q95-4:2:0.jpg", "jpeg:quality=95,subsampling=4:2:0", "RGB", None),
+             ("q75-4:4:4.jpg", "jpeg:quality=75,subsampling=4:4:4", "RGB", None),
+             ("q75-gray.jpg", "jpeg:75", "L", 92.9)],
+    "blur": [("1.5.png", "blur:1.5", "L", 92.9), ("0.6-rgb.png", "blur:0.6", "RGB", 92.9)],
+    "noise": [("gaussian-8.png", "noise:8", "L", 92.9),
+              ("salt-pepper-0.05-rgb.png", "noise:level=0.05,kind=salt-pepper", "RGB", 92.9)],
+    "augraphy": [(f"{p}.png", f"augraphy:{p}", "L", 92.9) for p in ("ink", "paper",
+                                                                    "scanner", "fax")],
+}
 
-    image = t.decode(base_page())
-    if name == "scale":
-        return {f"{f}-{r}.png": t.encode(t.scale(image, f, r), "png", ppi=92.9 * f)
-                for f, r in ((0.5, "lanczos"), (2, "bicubic"), (0.25, "nearest"))}
-    if name == "rotate":
-        return {f"{d}.png": t.encode(t.rotate(image, d)[0], "png", ppi=92.9)
-                for d in (90, 180, 270, 30)}
-    if name == "jpeg":
-        return {f"q{q}-{s}.jpg": t.encode(image.convert("RGB"), "jpeg", quality=q,
-                                          subsampling=s)
-                for q, s in ((95, "4:2:0"), (75, "4:4:4"))}
-    raise KeyError(name)
+
+def transform_outputs(name: str) -> dict[str, bytes]:
+    """Each case through the path sweeps and ``mmconvert transform`` take (``apply_steps``),
+    seeded as the first step of item golden-000's first image at run seed 0."""
+    from mmconvert.postprocess.apply import apply_steps
+    from mmconvert.postprocess.imaging import decode
+    from mmconvert.postprocess.transforms import parse_step
+
+    out = {}
+    for label, spec, mode, ppi in TRANSFORM_CASES[name]:
+        image = decode(base_page())
+        image = image if mode == "L" else image.convert(mode)
+        data, *_ = apply_steps(image, {"path": "p.png", "ppi": ppi}, [parse_step(spec)],
+                               seed=0, item_id=MCQ.id, index=0)
+        out[label] = data
+    return out
 
 
 def sample_run_outputs(tmp_path) -> dict[str, bytes]:
@@ -126,9 +143,8 @@ PRODUCERS = {
     "renderer:page": lambda tmp_path: page_outputs(),
     "renderer:occlude": lambda tmp_path: occlude_outputs(),
     "renderer:generate": lambda tmp_path: generate_outputs(),
-    "transform:scale": lambda tmp_path: transform_outputs("scale"),
-    "transform:rotate": lambda tmp_path: transform_outputs("rotate"),
-    "transform:jpeg": lambda tmp_path: transform_outputs("jpeg"),
+    **{f"transform:{name}": (lambda tmp_path, name=name: transform_outputs(name))
+       for name in TRANSFORM_CASES},
     "run:render-sample": sample_run_outputs,
 }
 
@@ -157,9 +173,11 @@ def test_outputs_match_their_golden_hashes(key, tmp_path):
 
 
 def test_every_registered_part_has_golden_hashes():
+    from mmconvert.postprocess.transforms import TRANSFORMS
     from mmconvert.renderers import RENDERERS
 
     table = read_table()
-    missing = [f"renderer:{name}" for name in RENDERERS.names()
-               if f"renderer:{name}" not in table]
+    keys = [f"renderer:{name}" for name in RENDERERS.names()] + [
+        f"transform:{name}" for name in TRANSFORMS.names()]
+    missing = [key for key in keys if key not in table or key not in PRODUCERS]
     assert not missing, f"no golden hashes for {', '.join(missing)}"

@@ -36,18 +36,21 @@ from ..jobs import write_image
 from ..manifest import MANIFEST, RUN_INFO, write_json
 from ..renderers import renderer_class, row_renderer
 from ..runfolder import LOCK, RunFolder, identity_of, inside, locked, write_file
-from . import transforms
+from .apply import apply_steps, history, renamed
+from .imaging import RESAMPLING, decode
+from .transforms import in_order as transforms_in_order
+from .transforms import transform_class
+from .transforms.base import Transform
 
 SWEEP = "sweep.json"
-AXES = {"ppi": "ppi", "scale": "scale", "rotate": "rotate", "jpeg_quality": "jpeg"}
-# (above, at most, what it must be) of each axis' values
-LIMITS = {"ppi": (10, 1200, "a PPI between 10 and 1200"),
-          "scale": (0, 16, "a scale factor in (0, 16]"),
-          "jpeg_quality": (0, 100, "a JPEG quality between 1 and 100")}
+PPI_LIMITS = (10, 1200, "a PPI between 10 and 1200")
 
 
 class SweepOptions(BaseModel):
-    """The axes of a sweep (each a list of values, varied alone) and how images are made."""
+    """The axes of a sweep (each a list of values, varied alone) and how images are made.
+    ``ppi`` re-draws page runs; every other axis is a registered transform: the named fields
+    are the CLI's own flags (``--scale``, ``--rotate``, ``--jpeg-quality``), and ``vary``
+    takes any transform by name (``vary: {blur: [0.5, 1, 2]}``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -55,47 +58,92 @@ class SweepOptions(BaseModel):
     scale: list[float] = Field(default_factory=list, description="factors to resize images by")
     rotate: list[float] = Field(default_factory=list, description="clockwise degrees")
     jpeg_quality: list[int] = Field(default_factory=list, description="JPEG qualities")
-    resample: Literal[transforms.RESAMPLING] = Field(
-        "lanczos", description="Pillow filter for --scale")
+    vary: dict[str, list[float | str]] = Field(
+        default_factory=dict, description="any registered transform: its main option's values")
+    resample: Literal[RESAMPLING] = Field("lanczos", description="Pillow filter for --scale")
     jpeg_subsampling: Literal["4:4:4", "4:2:2", "4:2:0"] = "4:2:0"
 
-    @field_validator("ppi", "scale", "rotate", "jpeg_quality")
+    @field_validator("ppi")
     @classmethod
-    def _values(cls, values, info):
-        if info.field_name == "rotate":
-            values = [v % 360 for v in values]
-        low, high, what = LIMITS.get(info.field_name, (None, None, ""))
+    def _ppi(cls, values):
+        low, high, what = PPI_LIMITS
         for v in values:
-            if low is not None and not (low < v <= high):
+            if not (low < v <= high):
                 raise ValueError(f"{v:g} is not {what}")
         return list(dict.fromkeys(values))
 
+    @field_validator("scale", "rotate", "jpeg_quality")
+    @classmethod
+    def _limits(cls, values, info):
+        step = next(c for c in transforms_in_order() if c.axis == info.field_name)
+        if step.limits:
+            low, high, what = step.limits
+            for v in values:
+                if not (low < v <= high):
+                    raise ValueError(f"{v:g} is not {what}")
+        return values
+
     @model_validator(mode="after")
-    def _some_axis(self):
-        if not any(getattr(self, axis) for axis in AXES):
-            raise ValueError("give at least one of --ppi, --scale, --rotate, --jpeg-quality")
+    def _axes(self):
+        for name in self.vary:
+            transform_class(name)  # an unknown name: one line with a did-you-mean
+        if not self.variants():
+            raise ValueError("give at least one of --ppi, --scale, --rotate, --jpeg-quality, "
+                             "--vary")
         return self
 
+    def values(self, cls) -> list:
+        """The values given for transform ``cls`` (its own field, or ``vary``)."""
+        return list(getattr(self, cls.axis, None) or []) + list(self.vary.get(cls.name) or [])
+
     def variants(self) -> list[Variant]:
-        return [Variant(axis, value) for axis in AXES for value in getattr(self, axis)]
+        out = [Variant("ppi", value) for value in self.ppi]
+        for cls in transforms_in_order():
+            settings = {option: getattr(self, field)
+                        for field, option in cls.sweep_settings.items()}
+            seen = set()
+            for value in self.values(cls):
+                step = cls.build({cls.primary: value, **settings}, f"{cls.axis} {value}")
+                if step.value in seen:
+                    continue
+                seen.add(step.value)
+                out.append(Variant(cls.axis, step.value, step))
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """What sweep.json records (``vary`` only when given)."""
+        return self.model_dump(mode="json", exclude=set() if self.vary else {"vary"})
 
 
 @dataclass(frozen=True)
 class Variant:
     axis: str
-    value: float
+    value: float | str
+    step: Transform | None = None  # None: a PPI re-draw
 
     @property
-    def shown(self) -> float | int:
+    def shown(self) -> float | int | str:
+        if isinstance(self.value, str):
+            return self.value
         return int(self.value) if float(self.value).is_integer() else self.value
 
     @property
     def name(self) -> str:
-        return f"{AXES[self.axis]}-{self.shown:g}"
+        prefix = self.step.folder if self.step else "ppi"
+        return f"{prefix}-{self.shown:g}" if not isinstance(self.shown, str) else \
+            f"{prefix}-{self.shown}"
 
     def is_base(self, base_ppi: float | None) -> bool:
-        return {"ppi": self.value == base_ppi, "scale": self.value == 1,
-                "rotate": self.value == 0}.get(self.axis, False)
+        if self.step is None:
+            return self.value == base_ppi
+        return self.step.identity is not None and self.value == self.step.identity
+
+    def how(self) -> dict[str, Any]:
+        """The step's other options, as a variant's identity records them."""
+        if self.step is None:
+            return {}
+        return {option: getattr(self.step.options, option)
+                for option in self.step.sweep_settings.values()}
 
 
 @dataclass
@@ -198,10 +246,9 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
 
 def _identity(base: Path, info: dict[str, Any], variant: Variant,
               options: SweepOptions) -> dict[str, Any]:
-    how = {"scale": {"resample": options.resample},
-           "jpeg_quality": {"subsampling": options.jpeg_subsampling}}.get(variant.axis, {})
     return {**identity_of(info.get("config") or {}), "variant": {
-        "of": str(base.resolve()), "axis": variant.axis, "value": variant.shown, **how}}
+        "of": str(base.resolve()), "axis": variant.axis, "value": variant.shown,
+        **variant.how()}}
 
 
 def _variant_folder(base, out, info, variant, options, overwrite) -> RunFolder:
@@ -226,12 +273,32 @@ def _write_sweep(out: Path, base: Path, options: SweepOptions, summary: SweepSum
                  status: str) -> None:
     write_json(out / SWEEP, {
         "status": status, "base": Path(os.path.relpath(base, out)).as_posix(),
-        "options": options.model_dump(mode="json"), "variants": summary.variants,
+        "options": options.record(), "variants": summary.variants,
         "items": {"base": summary.items, "made": summary.made,
                   "already_done": summary.already_done, "skipped": summary.skipped}})
 
 
 # --- making one item's variants ------------------------------------------------------------
+
+def read_entry(base: Path, row, entry: dict[str, Any], field: str, *,
+               hashed: bool = False, stage: str = "sweep") -> bytes:
+    """The bytes of a file a row records (``entry["path"]`` in the run ``base``), checked to
+    stay inside the run and against its sha256 (always, with ``hashed``; else when the entry
+    has one)."""
+    where = f"{base / MANIFEST}: item {row['id']}"
+    path = inside(base, entry.get("path"), where=where, field=field, item_id=row["id"],
+                  stage=stage)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ItemError(f"cannot read {path} ({err.strerror})", where=where, field=field,
+                        item_id=row["id"], stage=stage) from None
+    if (hashed or entry.get("sha256")) and \
+            hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        raise ItemError(f"{path} has changed since the run (sha256 differs)", where=where,
+                        field=field, item_id=row["id"], stage=stage)
+    return data
+
 
 class VariantMaker:
     """Makes one base row's variants: PPI re-draws share one reading of the stored layout and
@@ -243,8 +310,8 @@ class VariantMaker:
 
     def make(self, row: dict[str, Any], variants: list[Variant]) -> dict[str, tuple[str, Any]]:
         results: dict[str, tuple[str, Any]] = {}
-        redraws = [v for v in variants if v.axis == "ppi"]
-        others = [v for v in variants if v.axis != "ppi"]
+        redraws = [v for v in variants if v.step is None]
+        others = [v for v in variants if v.step is not None]
         if redraws:
             try:
                 results.update(self._redraw(row, redraws))
@@ -253,7 +320,7 @@ class VariantMaker:
         if others:
             try:
                 pictures = [
-                    (entry, transforms.decode(self._read(row, entry, f"images[{i}].path")))
+                    (entry, decode(self._read(row, entry, f"images[{i}].path")))
                     for i, entry in enumerate(row["images"])]
                 for variant in others:
                     results[variant.name] = ("ok", self._post(row, variant, pictures))
@@ -266,21 +333,7 @@ class VariantMaker:
         return f"{self.base / MANIFEST}: item {row['id']}"
 
     def _read(self, row, entry: dict[str, Any], field: str, *, hashed: bool = False) -> bytes:
-        """The bytes of a file the row records (``entry["path"]`` in the base run), checked
-        against its sha256 (always, with ``hashed``; else when the entry has one)."""
-        path = inside(self.base, entry.get("path"), where=self._where(row), field=field,
-                      item_id=row["id"], stage="sweep")
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise ItemError(f"cannot read {path} ({err.strerror})", where=self._where(row),
-                            field=field, item_id=row["id"], stage="sweep") from None
-        if (hashed or entry.get("sha256")) and \
-                hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-            raise ItemError(f"{path} has changed since the run (sha256 differs)",
-                            where=self._where(row), field=field, item_id=row["id"],
-                            stage="sweep")
-        return data
+        return read_entry(self.base, row, entry, field, hashed=hashed)
 
     def _renderer(self, row):
         """The renderer that drew ``row``, one per name and options."""
@@ -320,57 +373,24 @@ class VariantMaker:
         return results
 
     def _post(self, row, variant: Variant, pictures) -> dict[str, Any]:
-        options, out = self.options, self.out / variant.name
-        images = []
-        if variant.axis == "scale":
-            step = {"op": "scale", "factor": variant.value, "resample": options.resample}
-        elif variant.axis == "rotate":
-            step = {"op": "rotate", "degrees": variant.shown, "direction": "clockwise",
-                    "resample": "none" if variant.value % 90 == 0 else "bicubic"}
-        else:
-            step = {"op": "jpeg", "quality": variant.shown,
-                    "subsampling": options.jpeg_subsampling}
-        for entry, image in pictures:
-            size = image.size
-            fmt = "jpeg" if (image.format == "JPEG" or variant.axis == "jpeg_quality") else "png"
-            quality, subsampling = 95, "4:4:4"  # re-encoding a JPEG run's images
-            extra: dict[str, Any] = {}
-            ppi = entry.get("ppi")
-            if variant.axis == "scale":
-                image = transforms.scale(image, variant.value, options.resample)
-                ppi = ppi * variant.value if ppi else None
-            elif variant.axis == "rotate":
-                image, fill = transforms.rotate(image, variant.value)
-                if fill is not None:
-                    extra["background"] = list(fill) if isinstance(fill, tuple) else fill
-            else:
-                quality, subsampling = int(variant.value), options.jpeg_subsampling
-            data = transforms.encode(image, fmt, ppi=ppi, quality=quality,
-                                     subsampling=subsampling)
-            rel = entry["path"]
-            if fmt == "jpeg" and not rel.endswith(".jpg"):
-                rel = rel.rsplit(".", 1)[0] + ".jpg"
-            if ppi is not None:
-                extra["ppi"] = ppi
-            if entry.get("boxes") is not None:
-                extra["boxes"] = [{**b, "box": self._move(b["box"], variant, size, image.size)}
-                                  for b in entry["boxes"]]
-            if fmt == "jpeg" and variant.axis != "jpeg_quality":
-                extra["encoding"] = {"format": "jpeg", "quality": quality,
-                                     "subsampling": subsampling}
-            images.append(write_image(out, rel, data, entry["role"], *image.size, **extra))
-        new = copy.deepcopy(row)
-        new["images"] = images
-        new["postprocess"] = [*row.get("postprocess", []), step]
-        return new
+        return post(row, self.out / variant.name, [variant.step], pictures)
 
-    @staticmethod
-    def _move(box, variant: Variant, before, after) -> list[int]:
-        if variant.axis == "scale":
-            return transforms.scale_box(box, before, after)
-        if variant.axis == "rotate":
-            return transforms.rotate_box(box, variant.value, before, after)
-        return box
+
+def post(row: dict[str, Any], out: Path, steps: list[Transform], pictures) -> dict[str, Any]:
+    """``row`` with each of its decoded ``pictures`` (``(entry, image)``) put through
+    ``steps`` and written into the run folder ``out``; the history records the steps."""
+    images, sampled = [], []
+    for index, (entry, image) in enumerate(pictures):
+        data, fmt, made, extra, params = apply_steps(
+            image, entry, steps, seed=row.get("seed", 0), item_id=row["id"], index=index,
+            done=len(row.get("postprocess", [])))
+        sampled.append(params)
+        images.append(write_image(out, renamed(entry["path"], fmt), data, entry["role"],
+                                  *made.size, **extra))
+    new = copy.deepcopy(row)
+    new["images"] = images
+    new["postprocess"] = history(row, steps, sampled)
+    return new
 
 
 _MAKER: dict[str, VariantMaker] = {}
@@ -419,7 +439,7 @@ def line_extents(png: bytes, ppi: float, pitch: float, margin: float,
     more than the pixel grid's rounding."""
     import numpy as np
 
-    pixels = np.asarray(transforms.decode(png).convert("L")) < threshold
+    pixels = np.asarray(decode(png).convert("L")) < threshold
     scale = ppi / 72.0
     out: list[tuple[float, float] | None] = []
     top = margin

@@ -1,0 +1,133 @@
+"""``mmconvert transform RUN --apply STEP …``: a chain of registered transforms applied to
+every image of a run, written as a new run folder with the same item ids, prompts and answers;
+each row's ``postprocess`` history gains the steps. Resumable and locked like a run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..converter import in_order
+from ..errors import ItemError, MMConvertError, UsageError
+from ..runfolder import RunFolder, identity_of
+from .imaging import decode
+from .sweep import post, read_entry, read_run
+from .transforms import parse_step
+from .transforms.base import Transform
+
+
+@dataclass
+class ChainSummary:
+    out: Path
+    items: int = 0
+    made: int = 0
+    already_done: int = 0
+    skipped: int = 0
+
+    def line(self) -> str:
+        if not self.items:
+            return f"nothing to do: the run has no items; nothing written to {self.out}"
+        text = f"{self.made} item(s) transformed into {self.out}"
+        if self.already_done:
+            text += f"; {self.already_done} already done"
+        if self.skipped:
+            text += f"; {self.skipped} skipped (see skipped.jsonl)"
+        return text
+
+
+def make(base: Path, out: Path, steps: list[Transform], row: dict[str, Any]):
+    """One row through the chain: ("ok", new row) or ("error", ItemError)."""
+    try:
+        pictures = [(entry, decode(read_entry(base, row, entry, f"images[{i}].path",
+                                              stage="transform")))
+                    for i, entry in enumerate(row["images"])]
+        return "ok", post(row, out, steps, pictures)
+    except ItemError as err:
+        return "error", err
+
+
+_ARGS: dict[str, Any] = {}
+
+
+def _init(base, out, steps) -> None:
+    _ARGS["args"] = (base, out, steps)
+
+
+def _make(row):
+    return make(*_ARGS["args"], row)
+
+
+def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
+                  overwrite: bool = False, on_error: str = "fail",
+                  progress: bool = False) -> ChainSummary:
+    if not specs:
+        raise UsageError("give at least one --apply STEP (e.g. --apply blur:1.5)")
+    steps = [parse_step(spec) for spec in specs]
+    base, out = Path(base), Path(out)
+    if out.resolve() == base.resolve():
+        raise UsageError(f"--out {out} is the run itself; write the result somewhere else")
+    info, rows = read_run(base)
+    summary = ChainSummary(out=out, items=len(rows))
+    if not rows:
+        return summary
+    identity = {**identity_of(info.get("config") or {}), "transform": {
+        "of": str(base.resolve()), "steps": [step.step({}) for step in steps]}}
+    folder = RunFolder(out)
+    folder.check(identity, overwrite)
+    with folder.lock():
+        folder.check(identity, overwrite)
+        folder.create(overwrite)
+
+        def write_info(status: str) -> None:
+            folder.write_info({"status": status, "config": identity,
+                               "transform": identity["transform"],
+                               "base": Path(os.path.relpath(base, out)).as_posix(),
+                               "versions": info.get("versions"), "fonts": info.get("fonts"),
+                               "items": len(folder.manifest.read())})
+
+        write_info("running")
+        folder.repair({row["id"] for row in rows})
+        done = folder.done_ids()
+        todo = [row for row in rows if row["id"] not in done]
+        summary.already_done = len(rows) - len(todo)
+        try:
+            for row, (status, payload) in zip(todo, _results(base, out, steps, todo, workers,
+                                                             progress), strict=True):
+                if status == "ok":
+                    folder.manifest.append(payload)
+                    summary.made += 1
+                elif on_error == "skip":
+                    folder.skipped.append({"id": row["id"], "stage": "transform",
+                                           "reason": str(payload)})
+                    summary.skipped += 1
+                else:
+                    raise payload
+        except MMConvertError:
+            write_info("failed")
+            raise
+        write_info("complete")
+    return summary
+
+
+def _results(base, out, steps, rows, workers: int, progress: bool):
+    from tqdm import tqdm
+
+    workers = workers or os.cpu_count() or 1
+    bar = tqdm(total=len(rows), unit="item", disable=not progress or not rows, file=sys.stderr)
+    try:
+        if workers == 1 or len(rows) <= 1:
+            for row in rows:
+                yield make(base, out, steps, row)
+                bar.update()
+            return
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(rows)), initializer=_init,
+                                   initargs=(base, out, steps))
+        for result in in_order(pool, _make, rows, chunksize=4):
+            yield result
+            bar.update()
+    finally:
+        bar.close()

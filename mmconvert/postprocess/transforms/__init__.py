@@ -1,0 +1,52 @@
+"""Post-processing transforms, registered by name and imported only when used. Each
+implements ``transforms.base.Transform``; sweeps vary them one axis at a time and
+``mmconvert transform`` applies a chain of them to any run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...errors import UsageError
+from ...registry import Registry
+
+if TYPE_CHECKING:
+    from .base import Transform
+
+TRANSFORMS: Registry[type[Transform]] = Registry("transform")
+TRANSFORMS.register("scale", "mmconvert.postprocess.transforms.scale:Scale")
+TRANSFORMS.register("rotate", "mmconvert.postprocess.transforms.rotate:Rotate")
+TRANSFORMS.register("jpeg", "mmconvert.postprocess.transforms.jpeg:Jpeg")
+TRANSFORMS.register("blur", "mmconvert.postprocess.transforms.blur:Blur")
+TRANSFORMS.register("noise", "mmconvert.postprocess.transforms.noise:Noise")
+TRANSFORMS.register("augraphy", "mmconvert.postprocess.transforms.augraphy:Augraphy")
+
+
+def transform_class(name: str) -> type[Transform]:
+    """The registered transform called ``name``; unknown: one line with a did-you-mean."""
+    return TRANSFORMS.get(name)
+
+
+def parse_step(text: str, where: str = "--apply") -> Transform:
+    """A step as the CLI writes it: ``NAME:VALUE`` sets the transform's main option
+    (``blur:1.5``, ``jpeg:75``, ``augraphy:scanner``), ``NAME:key=value,key=value`` any of its
+    options (``noise:level=0.05,kind=salt-pepper``)."""
+    name, _, spec = text.partition(":")
+    cls = transform_class(name.strip())
+    values: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, eq, value = part.partition("=")
+        if eq:
+            values[key.strip().replace("-", "_")] = value.strip()
+        elif cls.primary in values:
+            raise UsageError(f"{where} {text}: give one value, or key=value pairs")
+        else:
+            values[cls.primary] = part
+    if cls.primary not in values:
+        raise UsageError(f"{where} {text}: needs a value for {cls.primary} "
+                         f"(e.g. {name}:{cls.example})")
+    return cls.build(values, f"{where} {text}")
+
+
+def in_order() -> list[type[Transform]]:
+    """Every registered transform, in the order registered (a sweep's axis order)."""
+    return [TRANSFORMS.get(name) for name in TRANSFORMS.registered()]

@@ -1,0 +1,82 @@
+"""Named presets of the Augraphy library's ink, paper and scanner degradations (the optional
+``augraphy`` extra), the usual way to test reading robustness against printed-and-scanned
+documents.
+
+Augraphy draws from the global ``random``, NumPy and OpenCV generators, seeded through its
+pipeline's ``random_seed``. The seed is drawn per image from (run seed, item, image, step) and
+recorded; the global generators' states are saved before the call and restored after it, so
+nothing else in the process is disturbed. The presets use augmentations that give the same
+pixels in every process for one seed (``DirtyRollers`` and ``BadPhotoCopy`` do not, with the
+numba of this environment, and are left out)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ...errors import UsageError
+from .base import Transform, TransformOptions
+
+PRESETS = ("ink", "paper", "scanner", "fax", "all")
+
+
+def _phases(preset: str) -> dict[str, list]:
+    import augraphy as a
+
+    ink = [a.InkBleed(intensity_range=(0.4, 0.7), kernel_size=(5, 5), severity=(0.3, 0.4)),
+           a.LowInkRandomLines(count_range=(5, 10)), a.InkMottling()]
+    paper = [a.NoiseTexturize(sigma_range=(3, 10), turbulence_range=(2, 5)),
+             a.BrightnessTexturize()]
+    scanner = [a.SubtleNoise(subtle_range=10), a.DirtyDrum(), a.Jpeg(quality_range=(50, 95))]
+    return {"ink": {"ink_phase": ink}, "paper": {"paper_phase": paper},
+            "scanner": {"post_phase": scanner}, "fax": {"post_phase": [a.Faxify()]},
+            "all": {"ink_phase": ink, "paper_phase": paper, "post_phase": scanner}}[preset]
+
+
+class AugraphyOptions(TransformOptions):
+    preset: Literal[PRESETS] = Field(description="ink, paper, scanner, fax, or all three "
+                                                 "of ink, paper and scanner")
+
+
+class Augraphy(Transform):
+    name = "augraphy"
+    options_model = AugraphyOptions
+    description = "Augraphy's ink, paper, scanner or fax degradations (extra: augraphy)"
+    example = "scanner"
+    primary = "preset"
+    axis = folder = "augraphy"
+
+    def __init__(self, options: AugraphyOptions):
+        super().__init__(options)
+        try:
+            import augraphy  # noqa: F401
+        except ImportError:
+            raise UsageError("the augraphy transform needs Augraphy: pip install "
+                             "'mmconvert[augraphy]'") from None
+
+    def sample(self, draw, image) -> dict[str, Any]:
+        return {"seed": draw.randrange(1, 2**31 - 1)}  # Augraphy ignores a seed of 0
+
+    def apply(self, image, params: dict[str, Any]):
+        import random
+
+        import cv2
+        import numpy as np
+        from augraphy import AugraphyPipeline
+        from PIL import Image
+
+        mode = "L" if image.mode in ("L", "1", "LA") else "RGB"
+        pixels = np.asarray(image.convert(mode))
+        if mode == "RGB":
+            pixels = cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
+        states = random.getstate(), np.random.get_state()
+        try:
+            out = AugraphyPipeline(**_phases(self.options.preset),
+                                   random_seed=params["seed"])(pixels)
+        finally:
+            random.setstate(states[0])
+            np.random.set_state(states[1])
+        if out.ndim == 3:
+            out = cv2.cvtColor(out, cv2.COLOR_BGR2GRAY if mode == "L" else cv2.COLOR_BGR2RGB)
+        return Image.fromarray(np.ascontiguousarray(out), mode)

@@ -1,0 +1,91 @@
+"""The transform contract: a post-processing step applied to any image of any run.
+
+Each transform validates its options with one pydantic model (``extra="forbid"``), draws its
+random parameters in ``sample`` from a generator seeded by (run seed, item, image, step), and
+applies them in a pure ``apply`` to the image and in ``move_box`` to each box recorded on it
+(an occlusion's bands). ``step`` is what the row's ``postprocess`` history records: enough,
+with the base image, to make the result again bit for bit.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ...errors import UsageError
+
+
+class TransformOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Transform:
+    """Base of every registered transform."""
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    options_model: ClassVar[type[TransformOptions]]
+    # the option a bare value sets ("blur:1.5" is sigma 1.5) and a sweep varies
+    primary: ClassVar[str]
+    # a sweep's key for that axis (sweep.json, the variants' run.json) and its folder prefix
+    axis: ClassVar[str]
+    folder: ClassVar[str]
+    # the sweep's own names for the other options (``--resample`` for scale's resample)
+    sweep_settings: ClassVar[dict[str, str]] = {}
+    # the value of ``primary`` that leaves an image as it is (a sweep lists the base for it)
+    identity: ClassVar[float | None] = None
+    # "jpeg" when the result must be stored as JPEG
+    encodes: ClassVar[str | None] = None
+    # (low, high, what) a sweep value of ``primary`` must keep to: low < value <= high
+    limits: ClassVar[tuple[float, float, str] | None] = None
+    description: ClassVar[str]
+    # a value of ``primary`` for messages ("blur:1.5")
+    example: ClassVar[str]
+    # sampled parameters go into the row's history (False: the step records them otherwise)
+    records_params: ClassVar[bool] = True
+
+    def __init__(self, options: TransformOptions):
+        self.options = options
+
+    @classmethod
+    def build(cls, values: dict[str, Any], where: str = "") -> Transform:
+        """The transform with ``values`` as options; a bad value is a one-line error."""
+        try:
+            return cls(cls.options_model.model_validate(values))
+        except ValidationError as err:
+            first = err.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or cls.primary
+            message = first["msg"].removeprefix("Value error, ")
+            raise UsageError(f"{where or cls.name}: {field}: {message}") from None
+
+    def sample(self, draw: random.Random, image) -> dict[str, Any]:
+        """The parameters for one image: drawn from ``draw`` (seeded by run seed, item, image
+        and step), or read off the image itself; {} when there are none."""
+        return {}
+
+    def apply(self, image, params: dict[str, Any]):
+        """The transformed image (pure: the same image and params give the same pixels)."""
+        raise NotImplementedError
+
+    def move_box(self, box: list[int], params: dict[str, Any], before: tuple[int, int],
+                 after: tuple[int, int]) -> list[int]:
+        """Where a box of the image is afterwards (unchanged for pixel-wise transforms)."""
+        return box
+
+    def step(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The row's history record of this step."""
+        return {"op": self.name, **self.options.model_dump(mode="json"), **params}
+
+    def scale_ppi(self) -> float:
+        """How the image's PPI changes (a resize changes it)."""
+        return 1.0
+
+    def image_extra(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What the image's manifest entry records of this step (a rotation's fill)."""
+        return {}
+
+    @property
+    def value(self) -> Any:
+        return getattr(self.options, self.primary)
