@@ -177,3 +177,16 @@ def test_a_sweep_varies_any_registered_transform(demo, tmp_path):
     assert rows(out / "blur-1")[0]["postprocess"] == [{"op": "blur", "sigma": 1.0}]
     result = run("sweep", demo, "--vary", "blurr:1", "--out", tmp_path / "bad")
     assert result.exit_code == 2 and "did you mean 'blur'?" in result.output
+
+
+def test_augraphy_writes_nothing_outside_the_run_folder(demo, tmp_path, monkeypatch):
+    """Augraphy's own pipeline caches every input image in $PWD/augraphy_cache/; the
+    transform calls the augmentations itself, so nothing lands there."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    out = tmp_path / "scanned"
+    result = run("transform", demo, "--apply", "augraphy:all", "--out", out, "--workers", "2")
+    assert result.exit_code == 0, result.output
+    assert list(cwd.iterdir()) == []
+    assert rows(out)[0]["postprocess"][0]["images"][0]["seed"] > 0

@@ -2,12 +2,14 @@
 ``augraphy`` extra), the usual way to test reading robustness against printed-and-scanned
 documents.
 
-Augraphy draws from the global ``random``, NumPy and OpenCV generators, seeded through its
-pipeline's ``random_seed``. The seed is drawn per image from (run seed, item, image, step) and
-recorded; the global generators' states are saved before the call and restored after it, so
-nothing else in the process is disturbed. The presets use augmentations that give the same
-pixels in every process for one seed (``DirtyRollers`` and ``BadPhotoCopy`` do not, with the
-numba of this environment, and are left out)."""
+The augmentations are called one after another on the image, not through Augraphy's
+``AugraphyPipeline``: the pipeline writes a copy of every input image into
+``$PWD/augraphy_cache/``, a write outside the run folder. Augraphy draws from the global
+``random``, NumPy and OpenCV generators; they are seeded with a seed drawn per image from (run
+seed, item, image, step), which is recorded, and the ``random`` and NumPy states are restored
+after the call (OpenCV's cannot be read back; mmconvert draws nothing from it). The presets use
+augmentations that give the same pixels in every process for one seed (``DirtyRollers`` and
+``BadPhotoCopy`` do not, with the numba of this environment, and are left out)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from .base import Transform, TransformOptions
 PRESETS = ("ink", "paper", "scanner", "fax", "all")
 
 
-def _phases(preset: str) -> dict[str, list]:
+def _augmentations(preset: str) -> list:
     import augraphy as a
 
     ink = [a.InkBleed(intensity_range=(0.4, 0.7), kernel_size=(5, 5), severity=(0.3, 0.4)),
@@ -29,9 +31,8 @@ def _phases(preset: str) -> dict[str, list]:
     paper = [a.NoiseTexturize(sigma_range=(3, 10), turbulence_range=(2, 5)),
              a.BrightnessTexturize()]
     scanner = [a.SubtleNoise(subtle_range=10), a.DirtyDrum(), a.Jpeg(quality_range=(50, 95))]
-    return {"ink": {"ink_phase": ink}, "paper": {"paper_phase": paper},
-            "scanner": {"post_phase": scanner}, "fax": {"post_phase": [a.Faxify()]},
-            "all": {"ink_phase": ink, "paper_phase": paper, "post_phase": scanner}}[preset]
+    return {"ink": ink, "paper": paper, "scanner": scanner, "fax": [a.Faxify()],
+            "all": ink + paper + scanner}[preset]
 
 
 class AugraphyOptions(TransformOptions):
@@ -63,7 +64,6 @@ class Augraphy(Transform):
 
         import cv2
         import numpy as np
-        from augraphy import AugraphyPipeline
         from PIL import Image
 
         mode = "L" if image.mode in ("L", "1", "LA") else "RGB"
@@ -71,9 +71,13 @@ class Augraphy(Transform):
         if mode == "RGB":
             pixels = cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
         states = random.getstate(), np.random.get_state()
+        random.seed(params["seed"])
+        np.random.seed(params["seed"])
+        cv2.setRNGSeed(params["seed"])
         try:
-            out = AugraphyPipeline(**_phases(self.options.preset),
-                                   random_seed=params["seed"])(pixels)
+            out = pixels
+            for augmentation in _augmentations(self.options.preset):
+                out = augmentation(out, force=True)
         finally:
             random.setstate(states[0])
             np.random.set_state(states[1])
