@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import platform
 import sys
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, deduplicate
 from .errors import ItemError, ItemFiltered, MMConvertError
+from .executors import local_executor
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import MANIFEST, write_json
@@ -92,20 +91,27 @@ def select(items: list[Item], sample: int | None, limit: int | None, seed: int,
 
 # --- worker side -------------------------------------------------------------------------
 
-_STATE: dict[str, Any] = {}
+class JobWorker:
+    """Builds the worker of a run (``job.run`` behind ``_run_item``): in this process from the
+    job already made (a generate job's client and budget are shared by its threads), in
+    another process from the config, since only the config is pickled."""
 
+    def __init__(self, config: RunConfig, out: Path, job=None):
+        self.config, self.out, self.job = config, out, job
 
-def _init_worker(config: RunConfig, out: Path) -> None:
-    _STATE["job"] = job_for(config, out)
+    def __getstate__(self):
+        return {"config": self.config, "out": self.out}
 
+    def __setstate__(self, state):
+        self.config, self.out, self.job = state["config"], state["out"], None
 
-def _render_one(task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
-    return _run_item(_STATE["job"], task)
+    def __call__(self):
+        return functools.partial(_run_item, self.job or job_for(self.config, self.out))
 
 
 def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
-    """Render one item and write its files: ("ok", row), ("error", ItemError), or
-    ("stopped", BudgetReached) when the budget allows no more requests."""
+    """Render one item: ("ok", Output), ("error", ItemError), or ("stopped", BudgetReached)
+    when the budget allows no more requests."""
     item, part, prompt_keys = task
     try:
         return "ok", job.run(item, part, prompt_keys)
@@ -221,9 +227,9 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
         try:
             for status, payload in _run_tasks(tasks, config, execution, job):
                 if status == "ok":
-                    folder.manifest.append(payload)
+                    folder.write(payload)
                     summary.rendered += 1
-                    summary.images += len(payload["images"])
+                    summary.images += len(payload.row["images"])
                 elif status == "stopped":
                     summary.not_done += 1
                     summary.stopped = summary.stopped or str(payload)
@@ -261,43 +267,23 @@ def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str],
 
 
 def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
-    """Results in task order, from this process, a process pool, or (for a job that waits on
-    the network) a thread pool sharing ``job``."""
+    """Results in task order, through the executor for this run: inline, processes, or (for a
+    job that waits on the network) threads sharing ``job``."""
+    executor = local_executor(execution.workers, len(tasks), threads=getattr(job, "threads",
+                                                                              None))
+    results = executor.map(JobWorker(config, execution.out, job), tasks)
+    yield from progress_bar(results, len(tasks), show_progress(execution.progress))
+
+
+def progress_bar(results, total: int, show: bool):
+    """``results`` as they come, with a progress bar on stderr when ``show``."""
     from tqdm import tqdm
 
-    workers = execution.workers or os.cpu_count() or 1
-    show = show_progress(execution.progress)
-    bar = tqdm(total=len(tasks), unit="item", disable=not show or not tasks, file=sys.stderr)
-    threads = getattr(job, "threads", None)
-    try:
-        if len(tasks) <= 1 or (not threads and workers == 1):
-            for task in tasks:
-                yield _run_item(job, task)
-                bar.update()
-            return
-        if threads:
-            pool, run = (ThreadPoolExecutor(max_workers=min(threads, len(tasks))),
-                         functools.partial(_run_item, job))
-        else:
-            pool, run = (ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
-                                             initializer=_init_worker,
-                                             initargs=(config, execution.out)), _render_one)
-        for result in in_order(pool, run, tasks, chunksize=1):
+    with tqdm(total=total, unit="item", disable=not show or not total,
+              file=sys.stderr) as bar:
+        for result in results:
             yield result
             bar.update()
-    finally:
-        bar.close()
-
-
-def in_order(pool, fn, tasks, chunksize: int):
-    """``fn`` over ``tasks`` in ``pool``, results in task order; a failure or an interrupt
-    cancels what has not started and waits for what has (no half-written files left running)."""
-    with pool:
-        try:
-            yield from pool.map(fn, tasks, chunksize=chunksize)
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
 
 
 def _versions() -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""What a worker does with one item for each kind of run: draw it, write its image files
-(atomically) and return its manifest row. The converter is the same for every kind."""
+"""What a worker does with one item for each kind of run: draw it and return its manifest row
+with the bytes of its files (``runfolder.Output``); the converter's sink writes them. The
+converter is the same for every kind."""
 
 from __future__ import annotations
 
@@ -16,25 +17,15 @@ from .items import Item, RenderPart
 from .prompts import Prompts
 from .renderers.fonts import font_chain, font_manifest
 from .renderers.generate import FONTS, LAYOUTS, image_text
-from .runfolder import item_file, write_file
+from .runfolder import Output, item_file
 
 
-def write_image(out: Path, rel: str, png: bytes, role: str, width: int, height: int,
-                **extra: Any) -> dict[str, Any]:
-    """Write one image of the run and describe it for the manifest's ``images``."""
-    write_file(out, rel, png)
-    return {"path": rel, "role": role, "width": width, "height": height, **extra,
-            "sha256": hashlib.sha256(png).hexdigest()}
-
-
-def write_layout(out: Path, item_id: str, record: dict[str, Any]) -> dict[str, Any]:
-    """Store a page item's layout (``layout/<id>.json``); PPI sweeps re-draw it."""
+def layout_file(output: Output, item_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A page item's layout (``layout/<id>.json``), which PPI sweeps re-draw."""
     data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     rel = item_file("layout", item_id, ".json")
-    write_file(out, rel, data)
     return {"path": rel, "pages": len(record["pages"]),
-            "lines": sum(len(page) for page in record["pages"]),
-            "sha256": hashlib.sha256(data).hexdigest()}
+            "lines": sum(len(page) for page in record["pages"]), **output.file(rel, data)}
 
 
 class Job:
@@ -70,27 +61,28 @@ class PageJob(Job):
     def fonts(self) -> list[dict[str, str]]:
         return font_manifest()
 
-    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> dict[str, Any]:
-        config = self.config
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        config, output = self.config, Output()
         result = self.renderer.render(item, part, want_pdf=config.pdf)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
-        images = [write_image(self.out, item_file("images", item.id, f"_p{number:03d}.png"),
-                              page.png, "page", page.width, page.height, ppi=config.page.ppi)
+        images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), page.png,
+                               "page", page.width, page.height, ppi=config.page.ppi)
                   for number, page in enumerate(result.pages, start=1)]
         row = row_head(item, self.renderer,
                        {**config.page.model_dump(mode="json"), "render": part}, config.seed)
         row["images"] = images
-        row["layout"] = write_layout(self.out, item.id, result.layout)
+        row["layout"] = layout_file(output, item.id, result.layout)
         if result.pdf is not None:
             rel = item_file("pdf", item.id, ".pdf")
-            write_file(self.out, rel, result.pdf)
+            output.file(rel, result.pdf)
             row["pdf"] = rel
         row.update({
             "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
             "question": item.question, "context": item.context, "options": item.options,
             "answer": item.answer, "metadata": item.metadata,
         })
-        return row
+        output.row = row
+        return output
 
 
 class OccludeJob(Job):
@@ -113,15 +105,15 @@ class OccludeJob(Job):
                 seen.setdefault(entry["name"], entry)
         return list(seen.values())
 
-    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> dict[str, Any]:
-        config = self.config
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        config, output = self.config, Output()
         result = self.renderer.render(item, config.seed)
         params = result.params
         width, height = result.size
         images = [
-            write_image(self.out, item_file("images", item.id, "_stacked.png"), result.stacked,
+            output.image(item_file("images", item.id, "_stacked.png"), result.stacked,
                         "stacked", width, height, boxes=span_boxes(result.boxes["stacked"])),
-            write_image(self.out, item_file("images", item.id, "_text.png"), result.text_only,
+            output.image(item_file("images", item.id, "_text.png"), result.text_only,
                         "text_only", width, height,
                         boxes=span_boxes(result.boxes["text_only"])),
         ]
@@ -142,7 +134,8 @@ class OccludeJob(Job):
             "source_image": item.image if isinstance(item.image, str) else None,
             "metadata": item.metadata,
         })
-        return row
+        output.row = row
+        return output
 
 
 class GenerateJob(Job):
@@ -196,13 +189,13 @@ class GenerateJob(Job):
     def fonts(self) -> list[dict[str, str]]:
         return []  # the image model draws the type
 
-    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> dict[str, Any]:
-        config, out, options = self.config, self.out, self.config.generate
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        config, options, output = self.config, self.config.generate, Output()
         made = self.renderer.generate(item, config.seed, prompt_keys)
         ext = {"jpeg": "jpg"}.get(made.original_format, made.original_format or "bin")
         original = item_file("originals", item.id, f".{ext}")
-        write_file(out, original, made.original)
-        images = [write_image(out, item_file("images", item.id, ".jpg"), made.jpeg, "generated",
+        output.file(original, made.original)
+        images = [output.image(item_file("images", item.id, ".jpg"), made.jpeg, "generated",
                               *made.size)]
         prompt, text_prompt = self.prompts.pair(item, "all", config.prompt_style, prompt_keys)
         chat_used = bool({"layout", "depiction"} & set(made.calls))
@@ -230,7 +223,8 @@ class GenerateJob(Job):
                                    "resample": "lanczos"}},
             "provenance": {"cost_usd": made.cost, "calls": made.calls},
         })
-        return row
+        output.row = row
+        return output
 
     def dry_run(self, tasks) -> tuple[list[str], str]:
         """``--dry-run``: each item's prompts, and a summary of counts and estimated cost;

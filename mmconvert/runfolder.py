@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -58,6 +59,26 @@ def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
 def write_file(root: Path, rel: str, data: bytes) -> None:
     """Write one of a run's files atomically, after checking it stays inside the folder."""
     atomic_write(inside(root, rel), data)
+
+
+class Output:
+    """What a worker returns for one item: its manifest row and the bytes of the files the row
+    names. Workers write nothing; the run's one sink (``RunFolder.write``) does."""
+
+    def __init__(self) -> None:
+        self.row: dict[str, Any] = {}
+        self.files: list[tuple[str, bytes]] = []
+
+    def file(self, rel: str, data: bytes) -> dict[str, Any]:
+        """Keep ``data`` for ``rel``; its sha256 for the row."""
+        self.files.append((rel, data))
+        return {"sha256": hashlib.sha256(data).hexdigest()}
+
+    def image(self, rel: str, data: bytes, role: str, width: int, height: int,
+              **extra: Any) -> dict[str, Any]:
+        """Keep an image and describe it for the manifest's ``images``."""
+        return {"path": rel, "role": role, "width": width, "height": height, **extra,
+                **self.file(rel, data)}
 
 
 @contextmanager
@@ -171,6 +192,13 @@ class RunFolder:
         if len(kept) < len(rows):
             self.manifest.rewrite(kept)
         return len(rows) - len(kept)
+
+    def write(self, output: Output) -> None:
+        """The sink: an item's files (atomically, inside the folder), then its manifest row,
+        so a row never names a file that is not there."""
+        for rel, data in output.files:
+            write_file(self.path, rel, data)
+        self.manifest.append(output.row)
 
     def done_ids(self) -> set[str]:
         """Items that need no more work: in the manifest, or recorded as skipped."""

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from ..errors import ItemError, MMConvertError, UsageError
+from ..errors import MMConvertError, UsageError
 from .cache import CachedResponse, ResponseCache, default_cache_dir, request_key
+from .errors import ApiFailure, ApiFatal, ApiMalformed, ApiRefusal
 from .prices import Budget, Cost, PriceTable
 
 if TYPE_CHECKING:
@@ -32,30 +33,6 @@ if TYPE_CHECKING:
 
 REFUSAL_CODES = {"moderation_blocked", "content_policy_violation", "content_filter"}
 IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"RIFF")
-
-
-class ApiFailure(ItemError):
-    """An item's request failed for good (after the tries). Recorded in skipped.jsonl whatever
-    ``--on-error`` says; ``--retry-failed`` tries it again."""
-
-    always_recorded = True
-    kind = "failed"
-
-    def __init__(self, reason: str, **kwargs):
-        kwargs.setdefault("stage", "generate")
-        super().__init__(reason, **kwargs)
-
-
-class ApiRefusal(ApiFailure):
-    kind = "refused"
-
-
-class ApiMalformed(ApiFailure):
-    kind = "malformed"
-
-
-class ApiFatal(MMConvertError):
-    """A problem no item can get past (a rejected key, an unknown model): the run stops."""
 
 
 @dataclass(frozen=True)

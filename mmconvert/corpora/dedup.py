@@ -15,13 +15,15 @@ import re
 import sys
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
 from ..items import Item
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DedupField = Literal["context", "question", "options", "all"]
 
@@ -135,6 +137,8 @@ def deduplicate(items: list[Item], options: DedupOptions, *, progress: bool = Fa
 
 def embed(texts: list[str], options: DedupOptions, *, progress: bool = False) -> np.ndarray:
     """Unit-length float32 embeddings, one row per text."""
+    import numpy as np
+
     model = load_model(options.model, options.device)
     vectors = model.encode(texts, batch_size=options.batch_size, show_progress_bar=progress,
                            convert_to_numpy=True, normalize_embeddings=True)
@@ -171,6 +175,8 @@ def near_duplicates(vectors: np.ndarray, threshold: float, *, block: int = 2048,
                     column_block: int = 16384, progress: bool = False
                     ) -> dict[int, tuple[int, float]]:
     """Exact greedy search: {removed row: (nearest kept earlier row, cosine)}."""
+    import numpy as np
+
 
     def nearest_earlier(rows, start, removed, best, arg):
         for c_start in range(0, start, column_block):  # earlier blocks, already decided
@@ -187,6 +193,8 @@ def near_duplicates_faiss(vectors: np.ndarray, threshold: float, *, block: int =
                           progress: bool = False) -> dict[int, tuple[int, float]]:
     """Approximate greedy search: the kept items go into a faiss inverted-file index (inner
     product on unit vectors = cosine) of ~3√N lists, ``nprobe`` of which are searched."""
+    import numpy as np
+
     try:
         import faiss
     except ImportError:
@@ -216,6 +224,8 @@ def _greedy(vectors, threshold, block, progress, nearest_earlier, after_block=No
             ) -> dict[int, tuple[int, float]]:
     """Blocks in order: ``nearest_earlier`` fills each row's best earlier kept match, the block
     is decided against itself, then ``after_block`` sees the decisions."""
+    import numpy as np
+
     n = len(vectors)
     removed = np.zeros(n, dtype=bool)
     out: dict[int, tuple[int, float]] = {}
@@ -234,6 +244,8 @@ def _greedy(vectors, threshold, block, progress, nearest_earlier, after_block=No
 
 
 def _merge(sims: np.ndarray, offset: int, best: np.ndarray, arg: np.ndarray) -> None:
+    import numpy as np
+
     j = sims.argmax(axis=1)
     value = sims[np.arange(len(j)), j]
     better = value > best
@@ -243,6 +255,8 @@ def _merge(sims: np.ndarray, offset: int, best: np.ndarray, arg: np.ndarray) -> 
 
 def _resolve_block(rows, start, threshold, best, arg, removed, out) -> None:
     """Decide a block in order: a row is a duplicate of the nearest kept row before it."""
+    import numpy as np
+
     inner = rows @ rows.T
     for i in range(len(rows)):
         if i:

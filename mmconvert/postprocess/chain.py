@@ -4,15 +4,15 @@ each row's ``postprocess`` history gains the steps. Resumable and locked like a 
 
 from __future__ import annotations
 
+import functools
 import os
-import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..converter import in_order
+from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
+from ..executors import local_executor
 from ..runfolder import RunFolder, identity_of
 from .imaging import decode
 from .sweep import post, read_entry, read_run
@@ -39,26 +39,19 @@ class ChainSummary:
         return text
 
 
-def make(base: Path, out: Path, steps: list[Transform], row: dict[str, Any]):
-    """One row through the chain: ("ok", new row) or ("error", ItemError)."""
+def make(base: Path, steps: list[Transform], row: dict[str, Any]):
+    """One row through the chain: ("ok", Output) or ("error", ItemError)."""
     try:
         pictures = [(entry, decode(read_entry(base, row, entry, f"images[{i}].path",
                                               stage="transform")))
                     for i, entry in enumerate(row["images"])]
-        return "ok", post(row, out, steps, pictures)
+        return "ok", post(row, steps, pictures)
     except ItemError as err:
         return "error", err
 
 
-_ARGS: dict[str, Any] = {}
-
-
-def _init(base, out, steps) -> None:
-    _ARGS["args"] = (base, out, steps)
-
-
-def _make(row):
-    return make(*_ARGS["args"], row)
+def _worker(base: Path, steps: list[Transform]):
+    return functools.partial(make, base, steps)
 
 
 def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
@@ -95,10 +88,10 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
         todo = [row for row in rows if row["id"] not in done]
         summary.already_done = len(rows) - len(todo)
         try:
-            for row, (status, payload) in zip(todo, _results(base, out, steps, todo, workers,
+            for row, (status, payload) in zip(todo, _results(base, steps, todo, workers,
                                                              progress), strict=True):
                 if status == "ok":
-                    folder.manifest.append(payload)
+                    folder.write(payload)
                     summary.made += 1
                 elif on_error == "skip":
                     folder.skipped.append({"id": row["id"], "stage": "transform",
@@ -113,21 +106,7 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
     return summary
 
 
-def _results(base, out, steps, rows, workers: int, progress: bool):
-    from tqdm import tqdm
-
-    workers = workers or os.cpu_count() or 1
-    bar = tqdm(total=len(rows), unit="item", disable=not progress or not rows, file=sys.stderr)
-    try:
-        if workers == 1 or len(rows) <= 1:
-            for row in rows:
-                yield make(base, out, steps, row)
-                bar.update()
-            return
-        pool = ProcessPoolExecutor(max_workers=min(workers, len(rows)), initializer=_init,
-                                   initargs=(base, out, steps))
-        for result in in_order(pool, _make, rows, chunksize=4):
-            yield result
-            bar.update()
-    finally:
-        bar.close()
+def _results(base, steps, rows, workers: int, progress: bool):
+    executor = local_executor(workers, len(rows))
+    yield from progress_bar(executor.map(functools.partial(_worker, base, steps), rows),
+                            len(rows), progress)

@@ -115,7 +115,7 @@ def encode(image, fmt: str, *, ppi: float | None = None, quality: int = 95,
         image.save(buffer, format="PNG")
         data = buffer.getvalue()
         if ppi is not None:
-            from ..renderers.page import set_png_ppi
+            from ..renderers.drawing import set_png_ppi
 
             data = set_png_ppi(data, ppi)
         return data

@@ -19,23 +19,22 @@ A sweep is resumable like a run: items already in a variant's manifest are not m
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import os
-import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..converter import in_order
+from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, RunFolderError, UsageError
-from ..jobs import write_image
+from ..executors import local_executor
 from ..manifest import MANIFEST, RUN_INFO, write_json
 from ..renderers import renderer_class, row_renderer
-from ..runfolder import LOCK, RunFolder, identity_of, inside, locked, write_file
+from ..runfolder import LOCK, Output, RunFolder, identity_of, inside, locked
 from .apply import apply_steps, history, renamed
 from .imaging import RESAMPLING, decode
 from .transforms import in_order as transforms_in_order
@@ -227,7 +226,7 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
             for name, (status, payload) in results.items():
                 folder = folders[name]
                 if status == "ok":
-                    folder.manifest.append(payload)
+                    folder.write(payload)
                     summary.made[name] += 1
                 elif on_error == "skip":
                     folder.skipped.append({"id": row["id"], "stage": "sweep",
@@ -308,6 +307,9 @@ class VariantMaker:
         self.base, self.out, self.options = base, out, options
         self._renderers: dict[str, Any] = {}
 
+    def __call__(self, task) -> dict[str, tuple[str, Any]]:
+        return self.make(*task)
+
     def make(self, row: dict[str, Any], variants: list[Variant]) -> dict[str, tuple[str, Any]]:
         results: dict[str, tuple[str, Any]] = {}
         redraws = [v for v in variants if v.step is None]
@@ -360,73 +362,47 @@ class VariantMaker:
                             stage="sweep") from None
         results = {}
         for variant, pages in zip(variants, drawn, strict=True):
-            out = self.out / variant.name
-            write_file(out, layout["path"], data)
+            output = Output()
+            output.file(layout["path"], data)
             new = copy.deepcopy(row)
             new.pop("pdf", None)  # the vector PDF does not depend on the PPI: see the base
             new["renderer"]["params"]["ppi"] = variant.value
             new["images"] = [
-                write_image(out, entry["path"], page.png, entry["role"], page.width,
-                            page.height, ppi=variant.value)
+                output.image(entry["path"], page.png, entry["role"], page.width, page.height,
+                             ppi=variant.value)
                 for entry, page in zip(row["images"], pages, strict=True)]
-            results[variant.name] = ("ok", new)
+            output.row = new
+            results[variant.name] = ("ok", output)
         return results
 
-    def _post(self, row, variant: Variant, pictures) -> dict[str, Any]:
-        return post(row, self.out / variant.name, [variant.step], pictures)
+    def _post(self, row, variant: Variant, pictures) -> Output:
+        return post(row, [variant.step], pictures)
 
 
-def post(row: dict[str, Any], out: Path, steps: list[Transform], pictures) -> dict[str, Any]:
+def post(row: dict[str, Any], steps: list[Transform], pictures) -> Output:
     """``row`` with each of its decoded ``pictures`` (``(entry, image)``) put through
-    ``steps`` and written into the run folder ``out``; the history records the steps."""
+    ``steps``, and the new images' bytes; the history records the steps."""
+    output = Output()
     images, sampled = [], []
     for index, (entry, image) in enumerate(pictures):
         data, fmt, made, extra, params = apply_steps(
             image, entry, steps, seed=row.get("seed", 0), item_id=row["id"], index=index,
             done=len(row.get("postprocess", [])))
         sampled.append(params)
-        images.append(write_image(out, renamed(entry["path"], fmt), data, entry["role"],
-                                  *made.size, **extra))
-    new = copy.deepcopy(row)
-    new["images"] = images
-    new["postprocess"] = history(row, steps, sampled)
-    return new
-
-
-_MAKER: dict[str, VariantMaker] = {}
-
-
-def _init(args) -> None:
-    _MAKER["maker"] = VariantMaker(*args)
-
-
-def _make(task) -> dict[str, tuple[str, Any]]:
-    row, variants = task
-    return _MAKER["maker"].make(row, variants)
+        images.append(output.image(renamed(entry["path"], fmt), data, entry["role"],
+                                   *made.size, **extra))
+    output.row = copy.deepcopy(row)
+    output.row["images"] = images
+    output.row["postprocess"] = history(row, steps, sampled)
+    return output
 
 
 def _run(tasks, maker_args, workers: int, progress: bool):
-    """(row, results) in the base manifest's order, from this process or a pool."""
-    from tqdm import tqdm
-
-    workers = workers or os.cpu_count() or 1
-    bar = tqdm(total=len(tasks), unit="item", disable=not progress or not tasks,
-               file=sys.stderr)
-    try:
-        if workers == 1 or len(tasks) <= 1:
-            maker = VariantMaker(*maker_args)
-            for row, variants in tasks:
-                yield row, maker.make(row, variants)
-                bar.update()
-            return
-        pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), initializer=_init,
-                                   initargs=(maker_args,))
-        for (row, _), results in zip(tasks, in_order(pool, _make, tasks, chunksize=4),
-                                     strict=True):
-            yield row, results
-            bar.update()
-    finally:
-        bar.close()
+    """(row, results) in the base manifest's order, through the executor for this machine."""
+    executor = local_executor(workers, len(tasks))
+    results = executor.map(functools.partial(VariantMaker, *maker_args), tasks)
+    yield from zip((row for row, _ in tasks), progress_bar(results, len(tasks), progress),
+                   strict=True)
 
 
 def line_extents(png: bytes, ppi: float, pitch: float, margin: float,

@@ -22,9 +22,7 @@ import hashlib
 import json
 import re
 import statistics
-from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFolderError, UsageError
+from ..executors import local_executor
 from ..items import option_letter
 from ..manifest import MANIFEST, JsonlLog
 from ..renderers import row_renderer
@@ -166,28 +165,27 @@ class Checker:
         return tuple(c for c in wanted if c not in done)
 
     def run_all(self, progress: Callable[[int], None] = lambda n: None) -> CheckReport:
+        """Every row's checks, in manifest order; Tesseract runs in ``jobs`` threads through
+        the executor seam, and each row's events are appended as soon as it is done."""
         report = CheckReport()
-        with ThreadPoolExecutor(self.jobs) as pool:
-            window: deque[tuple[dict, tuple[str, ...], Future | None]] = deque()
-
-            def drain(keep: int) -> None:
-                while len(window) > keep:
-                    self.finish(*window.popleft(), report)
-                    progress(1)
-
-            for row in self.rows:
-                todo = self.todo(row)
-                if not todo:
-                    report.skipped += 1
-                    progress(1)
-                    continue
-                reading = None
-                if {"ocr", "options"} & set(todo):
-                    reading = pool.submit(self.read_back, row)
-                window.append((row, todo, reading))
-                drain(2 * self.jobs)
-            drain(0)
+        work = []
+        for row in self.rows:
+            todo = self.todo(row)
+            if todo:
+                work.append((row, todo))
+            else:
+                report.skipped += 1
+                progress(1)
+        executor = local_executor(1, len(work), threads=self.jobs)
+        readings = executor.map(lambda: self._reading, work)
+        for (row, todo), reading in zip(work, readings, strict=True):
+            self.finish(row, todo, reading, report)
+            progress(1)
         return report
+
+    def _reading(self, task) -> Reading | str | None:
+        row, todo = task
+        return self.read_back(row) if {"ocr", "options"} & set(todo) else None
 
     def read_back(self, row: dict[str, Any]) -> Reading | str:
         """OCR of the row's images (in a worker thread), or why it could not be done.
@@ -228,10 +226,9 @@ class Checker:
                 "chars": len(reference), "max": limit,
                 "allowed": limit * len(reference) + SLACK}
 
-    def finish(self, row: dict[str, Any], todo: tuple[str, ...], reading: Future | None,
+    def finish(self, row: dict[str, Any], todo: tuple[str, ...], read: Reading | str | None,
                report: CheckReport) -> None:
         results = []
-        read = reading.result() if reading else None
         for check in todo:
             results.append(getattr(self, f"check_{check}")(row, read))
         report.checked += 1

@@ -12,17 +12,20 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..api.client import ApiClient, ApiMalformed
-from ..api.prices import Cost
+from ..api.errors import ApiMalformed
 from ..errors import ItemError
 from ..items import Item
 from ..prompts import Prompts, format_options
 from ..seeds import rng
 from .base import Renderer
+
+if TYPE_CHECKING:  # the API client is imported when a run makes calls, not with the options
+    from ..api.client import ApiClient
+    from ..api.prices import Cost
 
 LAYOUTS = ("background", "interleaved")
 FONTS = ("handwritten", "standard")

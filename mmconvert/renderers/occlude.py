@@ -28,9 +28,9 @@ from ..errors import ItemError, ItemFiltered, UsageError
 from ..items import Item
 from ..seeds import rng
 from .base import Renderer
+from .drawing import fill_black, mupdf
 from .fonts import INVISIBLE, FontChain, caption_font, font_chain
 from .layout import Block, LineBreaker, Run, control_characters, normalise
-from .page import _fill_black, _mupdf
 from .spans import Span, SpanChooser
 
 Difficulty = Literal["easy", "hard"]
@@ -375,19 +375,19 @@ def draw_lines(chain: FontChain, lines, size: float, width: int, line_height: in
     """Runs of each line drawn with MuPDF, line i's glyphs hanging from ``i * line_height``."""
     from PIL import Image
 
-    mupdf = _mupdf()
-    text = mupdf.FzText()
+    m = mupdf()
+    text = m.FzText()
     for row, runs in enumerate(lines):
         y = row * line_height + ascent
         for run in runs:
-            trm = mupdf.FzMatrix(size, 0, 0, -size, run.x, y)
-            mupdf.fz_show_string(text, chain.fonts[run.font].this, trm, run.text, 0, 0,
-                                 mupdf.FZ_BIDI_LTR, mupdf.FZ_LANG_UNSET)
+            trm = m.FzMatrix(size, 0, 0, -size, run.x, y)
+            m.fz_show_string(text, chain.fonts[run.font].this, trm, run.text, 0, 0,
+                                 m.FZ_BIDI_LTR, m.FZ_LANG_UNSET)
     height = caption_height(len(lines), line_height)
-    pix = mupdf.FzPixmap(mupdf.fz_device_gray(), width, height, mupdf.FzSeparations(), 0)
-    mupdf.fz_clear_pixmap_with_value(pix, 255)
-    _fill_black(mupdf.fz_new_draw_device(mupdf.FzMatrix(), pix), text)
-    samples = bytes(mupdf.fz_pixmap_samples_memoryview(pix))
+    pix = m.FzPixmap(m.fz_device_gray(), width, height, m.FzSeparations(), 0)
+    m.fz_clear_pixmap_with_value(pix, 255)
+    fill_black(m.fz_new_draw_device(m.FzMatrix(), pix), text)
+    samples = bytes(m.fz_pixmap_samples_memoryview(pix))
     return Image.frombytes("L", (width, height), samples)
 
 

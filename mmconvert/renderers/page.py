@@ -6,11 +6,8 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import struct
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
 from .base import Renderer, item_from_row
+from .drawing import color_params, fill_black, mupdf, set_png_ppi
 from .fonts import FontChain, font_chain
 from .layout import (
     Block,
@@ -229,48 +227,48 @@ class PageRenderer(Renderer):
 
     def text_object(self, lines):
         """The page's runs as one ``fz_text`` in page coordinates (points, y down)."""
-        mupdf = _mupdf()
-        text = mupdf.FzText()
+        m = mupdf()
+        text = m.FzText()
         size = self.size
         for row, line in enumerate(lines):
             y = self.margin_pt + row * self.pitch + self.baseline
             for run in line.runs:
-                trm = mupdf.FzMatrix(size, 0, 0, -size, self.margin_pt + run.x, y)
-                mupdf.fz_show_string(text, self.chain.fonts[run.font].this, trm, run.text, 0, 0,
-                                     mupdf.FZ_BIDI_LTR, mupdf.FZ_LANG_UNSET)
+                trm = m.FzMatrix(size, 0, 0, -size, self.margin_pt + run.x, y)
+                m.fz_show_string(text, self.chain.fonts[run.font].this, trm, run.text, 0, 0,
+                                     m.FZ_BIDI_LTR, m.FZ_LANG_UNSET)
         return text
 
     def rasterise(self, text, height_pt: float, ppi: float | None = None) -> PageImage:
         """The page as a PNG of ``pixels(inches, ppi)`` in each direction (default: the
         options' PPI)."""
-        mupdf = _mupdf()
+        m = mupdf()
         ppi = ppi or self.options.ppi
         scale = ppi / POINTS_PER_INCH
         width = pixels(self.options.page_width, ppi)
         height = pixels(height_pt / POINTS_PER_INCH, ppi)
         gray = self.options.color == "gray"
-        colorspace = mupdf.fz_device_gray() if gray else mupdf.fz_device_rgb()
-        pix = mupdf.FzPixmap(colorspace, width, height, mupdf.FzSeparations(), 0)
-        mupdf.fz_clear_pixmap_with_value(pix, 255)
-        _fill_black(mupdf.fz_new_draw_device(mupdf.fz_scale(scale, scale), pix), text)
-        png = mupdf.fz_buffer_extract(mupdf.fz_new_buffer_from_pixmap_as_png(pix,
-                                                                             _color_params()))
+        colorspace = m.fz_device_gray() if gray else m.fz_device_rgb()
+        pix = m.FzPixmap(colorspace, width, height, m.FzSeparations(), 0)
+        m.fz_clear_pixmap_with_value(pix, 255)
+        fill_black(m.fz_new_draw_device(m.fz_scale(scale, scale), pix), text)
+        png = m.fz_buffer_extract(m.fz_new_buffer_from_pixmap_as_png(pix,
+                                                                             color_params()))
         return PageImage(set_png_ppi(png, ppi), width, height)
 
     def pdf(self, texts, heights: list[float]) -> bytes:
         """A PDF with one page per text object; fonts subset, no time stamps or random id."""
         import pymupdf
 
-        mupdf = _mupdf()
+        m = mupdf()
         doc = pymupdf.open()
         try:
-            pdf = mupdf.PdfDocument(doc.this)
+            pdf = m.PdfDocument(doc.this)
             for text, height in zip(texts, heights, strict=True):
-                mediabox = mupdf.FzRect(0, 0, self.page_w, height)
-                device, resources, contents = mupdf.pdf_page_write(pdf, mediabox)
-                _fill_black(device, text)
-                page = mupdf.pdf_add_page(pdf, mediabox, 0, resources, contents)
-                mupdf.pdf_insert_page(pdf, -1, page)
+                mediabox = m.FzRect(0, 0, self.page_w, height)
+                device, resources, contents = m.pdf_page_write(pdf, mediabox)
+                fill_black(device, text)
+                page = m.pdf_add_page(pdf, mediabox, 0, resources, contents)
+                m.pdf_insert_page(pdf, -1, page)
             doc._reset_page_refs()
             # MuPDF's own subsetter: handles the CFF supplement font (fontTools' path does not)
             # and gives the smaller files
@@ -278,26 +276,6 @@ class PageRenderer(Renderer):
             return stable_subset_tags(doc.tobytes(garbage=3, deflate=True, no_new_id=True))
         finally:
             doc.close()
-
-
-@lru_cache(maxsize=1)
-def _mupdf():
-    import pymupdf
-
-    return pymupdf.mupdf
-
-
-@lru_cache(maxsize=1)
-def _color_params():
-    return _mupdf().FzColorParams()
-
-
-def _fill_black(device, text) -> None:
-    """Draw ``text`` in black on ``device`` (a pixmap or a PDF page) and finish the device."""
-    mupdf = _mupdf()
-    mupdf.fz_fill_text(device, text, mupdf.FzMatrix(), mupdf.fz_device_gray(), [0.0], 1.0,
-                       _color_params())
-    mupdf.fz_close_device(device)
 
 
 def pixels(inches: float, ppi: float) -> int:
@@ -321,26 +299,3 @@ def stable_subset_tags(pdf: bytes) -> bytes:
     for old, new in mapping.items():
         pdf = pdf.replace(old + b"+", new + b"+")
     return pdf
-
-
-def set_png_ppi(png: bytes, ppi: float) -> bytes:
-    """Write the PPI into the PNG's pHYs chunk (whole pixels per metre), replacing MuPDF's."""
-    ppm = round(ppi / 0.0254)
-    data = struct.pack(">IIB", ppm, ppm, 1)
-    chunk = struct.pack(">I", len(data)) + b"pHYs" + data
-    chunk += struct.pack(">I", zlib.crc32(b"pHYs" + data) & 0xFFFFFFFF)
-    pos = 8
-    ihdr_end = None
-    while pos < len(png):
-        (length,) = struct.unpack(">I", png[pos:pos + 4])
-        kind = png[pos + 4:pos + 8]
-        end = pos + 12 + length
-        if kind == b"pHYs":
-            return png[:pos] + chunk + png[end:]
-        if kind == b"IHDR":
-            ihdr_end = end
-        if kind == b"IDAT":
-            break
-        pos = end
-    assert ihdr_end is not None, "not a PNG"
-    return png[:ihdr_end] + chunk + png[ihdr_end:]
