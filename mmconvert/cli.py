@@ -72,7 +72,7 @@ def selection_options(fn):
                      help="sentence-transformers model name or local folder "
                           "(default BAAI/bge-m3)."),
         click.option("--dedup-index", type=click.Choice(["exact", "faiss"]),
-                     help="exact blocked search (default) or a faiss index for large corpora."),
+                     help="exact (default): a blocked search; faiss: an index for large corpora."),
         click.option("--batch-size", type=int, help="Embedding batch size (default 32)."),
         click.option("--device", help="Embedding device (default: cuda or mps when present)."),
         click.option("--sample", type=int,
@@ -743,8 +743,6 @@ def stats_command(run_dir, out, as_json, no_plots):
 
     from .stats import as_text, gather, plot
 
-    if not (run_dir / "manifest.jsonl").is_file():
-        raise UsageError(f"{run_dir}: not a run folder (no manifest.jsonl)")
     figures = gather(run_dir)
     click.echo(json.dumps(figures, ensure_ascii=False, indent=1) if as_json
                else as_text(figures))

@@ -30,6 +30,7 @@ from .executors import local_executor
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import MANIFEST, write_json
+from .rows import SCHEMA
 from .runfolder import DEDUP, RunFolder
 from .seeds import rng
 
@@ -303,6 +304,7 @@ def _run_info(config: RunConfig, summary: RunSummary, job, folder: RunFolder,
               status: str) -> dict[str, Any]:
     info = {
         "status": status,
+        "schema": SCHEMA,
         "config": config.identity(),
         "on_error": config.on_error,
         "versions": _versions(),

@@ -65,6 +65,10 @@ class JsonlLog:
 
     def read(self) -> list[dict[str, Any]]:
         """All complete rows; a torn last line (from a kill) is removed from the file."""
+        return [row for _, row in self.read_numbered()]
+
+    def read_numbered(self) -> list[tuple[int, dict[str, Any]]]:
+        """(line number, row) of every complete row; a torn last line is removed."""
         if not self.path.exists():
             return []
         data = self.path.read_bytes()
@@ -76,12 +80,13 @@ class JsonlLog:
         for number, line in enumerate(data[:end].splitlines(), start=1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as err:
+                    rows.append((number, json.loads(line)))
+                except (json.JSONDecodeError, UnicodeDecodeError) as err:
                     from .errors import RunFolderError
 
+                    reason = getattr(err, "msg", None) or str(err)
                     raise RunFolderError(f"{self.path} line {number}: not a JSON row "
-                                         f"({err.msg}); the file is damaged") from None
+                                         f"({reason}); the file is damaged") from None
         return rows
 
     def rewrite(self, rows: list[dict[str, Any]]) -> None:

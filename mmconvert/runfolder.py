@@ -56,6 +56,26 @@ def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
     return root / rel
 
 
+def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
+                  hashed: bool = False, **context: str) -> bytes:
+    """The bytes of a file a manifest row records (``entry["path"]`` in the run ``root``):
+    inside the run, there, and (always with ``hashed``, else when the entry has one) the same
+    as its recorded sha256; otherwise an ItemError naming ``where`` and ``field``."""
+    path = inside(root, entry.get("path"), where=where, field=field, **context)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ItemError(f"{path} is missing", where=where, field=field, **context) from None
+    except OSError as err:
+        raise ItemError(f"cannot read {path} ({err.strerror})", where=where, field=field,
+                        **context) from None
+    if (hashed or entry.get("sha256")) and \
+            hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        raise ItemError(f"{path} has changed since the run (sha256 differs)", where=where,
+                        field=field, **context)
+    return data
+
+
 def write_file(root: Path, rel: str, data: bytes) -> None:
     """Write one of a run's files atomically, after checking it stays inside the folder."""
     atomic_write(inside(root, rel), data)
@@ -115,6 +135,15 @@ def locked(path: Path, what: Path) -> Iterator[None]:
     finally:
         path.unlink(missing_ok=True)  # still holding the lock, so no one else has it
         os.close(fd)
+
+
+def open_run(path: Path, *, need_info: bool = False) -> RunFolder:
+    """The run folder at ``path`` for reading; one line if it is not one."""
+    path = Path(path)
+    for wanted in (MANIFEST, RUN_INFO) if need_info else (MANIFEST,):
+        if not (path / wanted).is_file():
+            raise RunFolderError(f"{path} has no {wanted}: not an mmconvert run folder")
+    return RunFolder(path)
 
 
 class RunFolder:
@@ -195,10 +224,45 @@ class RunFolder:
 
     def write(self, output: Output) -> None:
         """The sink: an item's files (atomically, inside the folder), then its manifest row,
-        so a row never names a file that is not there."""
+        so a row never names a file that is not there. The row is checked against its
+        renderer's row model first."""
+        from .rows import row_problem
+
+        found = row_problem(output.row)
+        if found:
+            raise RunFolderError(f"{self.path / MANIFEST}: item {output.row.get('id')!r}: "
+                                 f"field {found[0]}: {found[1]} (a row made by this version "
+                                 "of mmconvert does not fit its schema: please report it)")
         for rel, data in output.files:
             write_file(self.path, rel, data)
         self.manifest.append(output.row)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The manifest's rows, each parsed with its renderer's row model: a row that does not
+        fit is a one-line error naming the file, line and field."""
+        from .rows import row_problem
+
+        rows = []
+        for number, row in self.manifest.read_numbered():
+            found = row_problem(row)
+            if found:
+                raise RunFolderError(f"{self.manifest.path} line {number}: field {found[0]}: "
+                                     f"{found[1]}")
+            rows.append(row)
+        return rows
+
+    def info(self) -> dict[str, Any]:
+        """run.json, or {} for a folder without one."""
+        path = self.path / RUN_INFO
+        if not path.is_file():
+            return {}
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise RunFolderError(f"{path}: not JSON ({getattr(err, 'msg', err)})") from None
+        if not isinstance(info, dict):
+            raise RunFolderError(f"{path}: not a JSON object")
+        return info
 
     def done_ids(self) -> set[str]:
         """Items that need no more work: in the manifest, or recorded as skipped."""

@@ -18,9 +18,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .manifest import RUN_INFO, JsonlLog
 from .qa.checks import BUCKETS, DENSITY, density, word_count
 from .renderers import renderer_class, row_renderer
+from .runfolder import open_run
 
 # --- vision-token rules --------------------------------------------------------------------
 
@@ -131,10 +131,8 @@ def summarise(values: list[float]) -> dict[str, float]:
 def gather(run: Path) -> dict[str, Any]:
     """Per-item and per-image figures of the run, and their summaries."""
     run = Path(run)
-    rows = JsonlLog(run / "manifest.jsonl").read()
-    info = {}
-    if (run / RUN_INFO).is_file():
-        info = json.loads((run / RUN_INFO).read_text(encoding="utf-8"))
+    folder = open_run(run)
+    rows, info = folder.rows(), folder.info()
     per_item, per_image = [], []
     for row in rows:
         shown = shown_images(row)

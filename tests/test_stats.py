@@ -70,4 +70,4 @@ def test_stats_command_prints_and_plots(tmp_path):
                                                       "gpt-4o", "claude"}
     assert figures["width"]["min"] == 768  # 8.27 in at 92.9 PPI
     result = run("stats", tmp_path)
-    assert result.exit_code == 2 and "not a run folder" in result.output
+    assert result.exit_code == 1 and "not an mmconvert run folder" in result.output

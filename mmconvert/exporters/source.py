@@ -9,7 +9,6 @@ instead.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -17,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ItemError, UsageError
+from ..errors import ItemError
 from ..manifest import MANIFEST, RUN_INFO
 from ..qa.events import kept
 from ..renderers import renderer_class, row_renderer
 from ..renderers.base import Renderer
-from ..runfolder import inside
+from ..rows import row_problem
+from ..runfolder import inside, open_run, read_recorded
 
 
 @dataclass
@@ -81,15 +81,7 @@ class RunSource:
     max_options: int = 0
 
     def __post_init__(self):
-        manifest = self.run / MANIFEST
-        if not manifest.is_file():
-            raise UsageError(f"{self.run}: not a run folder (no {MANIFEST})")
-        info_path = self.run / RUN_INFO
-        if info_path.is_file():
-            try:
-                self.info = json.loads(info_path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError:
-                self.info = {}
+        self.info = open_run(self.run).info()
         ids, options = [], {}
         for _, row, error in self._lines():
             if error is not None:
@@ -135,15 +127,9 @@ class RunSource:
                     reason = getattr(err, "msg", None) or str(err)
                     yield number, None, ItemError(f"not a JSON row ({reason})", where=where)
                     continue
-                if not isinstance(row, dict) or not isinstance(row.get("id"), str) or \
-                        not isinstance(row.get("images"), list):
-                    yield number, None, ItemError("not a manifest row (no id or images)",
-                                                  where=where)
-                    continue
-                try:
-                    row_renderer(row)
-                except UsageError as err:
-                    yield number, None, ItemError(str(err), where=where, field="renderer.name")
+                found = row_problem(row)
+                if found:
+                    yield number, None, ItemError(found[1], where=where, field=found[0])
                     continue
                 yield number, row, None
 
@@ -173,13 +159,8 @@ class RunSource:
 
     def image_bytes(self, record: Record, index: int, entry: dict[str, Any]) -> bytes:
         """The image's bytes, checked against the manifest's sha256."""
-        path = self.image_path(record, index, entry)
-        data = path.read_bytes()
-        if entry.get("sha256") and hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            raise ItemError(f"{path} has changed since the run (sha256 differs)",
-                            where=self._where(record), field=f"images[{index}].path",
-                            item_id=record.id, stage="export")
-        return data
+        return read_recorded(self.run, entry, where=self._where(record),
+                             field=f"images[{index}].path", item_id=record.id, stage="export")
 
     def _where(self, record: Record) -> str:
         return f"{self.run / MANIFEST} line {record.line}: item {record.id}"

@@ -13,6 +13,7 @@ from typing import Any
 from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import local_executor
+from ..rows import SCHEMA
 from ..runfolder import RunFolder, identity_of
 from .imaging import decode
 from .sweep import post, read_entry, read_run
@@ -76,7 +77,7 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
         folder.create(overwrite)
 
         def write_info(status: str) -> None:
-            folder.write_info({"status": status, "config": identity,
+            folder.write_info({"status": status, "schema": SCHEMA, "config": identity,
                                "transform": identity["transform"],
                                "base": Path(os.path.relpath(base, out)).as_posix(),
                                "versions": info.get("versions"), "fonts": info.get("fonts"),

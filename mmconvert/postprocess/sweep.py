@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -30,11 +29,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..converter import progress_bar
-from ..errors import ItemError, MMConvertError, RunFolderError, UsageError
+from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import local_executor
 from ..manifest import MANIFEST, RUN_INFO, write_json
 from ..renderers import renderer_class, row_renderer
-from ..runfolder import LOCK, Output, RunFolder, identity_of, inside, locked
+from ..rows import SCHEMA
+from ..runfolder import LOCK, Output, RunFolder, identity_of, locked, open_run, read_recorded
 from .apply import apply_steps, history, renamed
 from .imaging import RESAMPLING, decode
 from .transforms import in_order as transforms_in_order
@@ -169,14 +169,8 @@ class SweepSummary:
 
 def read_run(base: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The base run's run.json and manifest rows."""
-    info_path = base / RUN_INFO
-    if not info_path.is_file():
-        raise UsageError(f"{base}: not a run folder (no {RUN_INFO})")
-    try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise RunFolderError(f"{info_path}: not JSON ({err.msg})") from None
-    return info, RunFolder(base).manifest.read()
+    folder = open_run(base, need_info=True)
+    return folder.info(), folder.rows()
 
 
 def sweep(base: Path, out: Path, options: SweepOptions, *, workers: int = 1,
@@ -262,7 +256,7 @@ def _write_info(folder: RunFolder, base: Path, info: dict[str, Any], variant: Va
                 options: SweepOptions, status: str) -> None:
     identity = _identity(base, info, variant, options)
     folder.write_info({
-        "status": status, "config": identity, "variant": identity["variant"],
+        "status": status, "schema": SCHEMA, "config": identity, "variant": identity["variant"],
         "base": Path(os.path.relpath(base, folder.path)).as_posix(),
         "versions": info.get("versions"), "fonts": info.get("fonts"),
         "items": len(folder.manifest.read())})
@@ -281,22 +275,9 @@ def _write_sweep(out: Path, base: Path, options: SweepOptions, summary: SweepSum
 
 def read_entry(base: Path, row, entry: dict[str, Any], field: str, *,
                hashed: bool = False, stage: str = "sweep") -> bytes:
-    """The bytes of a file a row records (``entry["path"]`` in the run ``base``), checked to
-    stay inside the run and against its sha256 (always, with ``hashed``; else when the entry
-    has one)."""
-    where = f"{base / MANIFEST}: item {row['id']}"
-    path = inside(base, entry.get("path"), where=where, field=field, item_id=row["id"],
-                  stage=stage)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise ItemError(f"cannot read {path} ({err.strerror})", where=where, field=field,
-                        item_id=row["id"], stage=stage) from None
-    if (hashed or entry.get("sha256")) and \
-            hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-        raise ItemError(f"{path} has changed since the run (sha256 differs)", where=where,
-                        field=field, item_id=row["id"], stage=stage)
-    return data
+    """A file the base row records, checked (``runfolder.read_recorded``)."""
+    return read_recorded(base, entry, where=f"{base / MANIFEST}: item {row['id']}",
+                         field=field, hashed=hashed, item_id=row["id"], stage=stage)
 
 
 class VariantMaker:

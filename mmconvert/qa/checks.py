@@ -29,13 +29,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunFolderError, UsageError
+from ..errors import UsageError
 from ..executors import local_executor
 from ..items import option_letter
-from ..manifest import MANIFEST, JsonlLog
+from ..manifest import MANIFEST
 from ..renderers import row_renderer
 from ..renderers.base import item_from_row
 from ..renderers.layout import is_wide
+from ..runfolder import open_run
 from .events import AUTO, QaLog, event
 from .ocr import (
     OcrResult,
@@ -66,7 +67,13 @@ def load_thresholds(path: str | None = None) -> dict[str, Any]:
 
 
 def max_cer(renderer: str, language: str, table: dict[str, Any]) -> float:
-    per = table["max_cer"].get(renderer) or table["max_cer"]["page"]
+    """The calibrated threshold of ``renderer`` for ``language`` (a table without the renderer
+    is a one-line error rather than another renderer's threshold)."""
+    per = table["max_cer"].get(renderer)
+    if per is None:
+        raise UsageError(f"the OCR thresholds have no max_cer for the {renderer} renderer "
+                         f"(they have: {', '.join(sorted(table['max_cer']))}); add it, or give "
+                         "--max-cer")
     return per.get(tesseract_lang(language), per["default"])
 
 
@@ -142,10 +149,7 @@ class Checker:
         self.run, self.checks, self.jobs = run, checks, max(1, jobs)
         self.max_cer, self.recheck = max_cer, recheck
         self.table = load_thresholds(thresholds)
-        manifest = run / MANIFEST
-        if not manifest.exists():
-            raise RunFolderError(f"{run} has no {MANIFEST}: not an mmconvert run folder")
-        self.rows = JsonlLog(manifest).read()
+        self.rows = open_run(run).rows()
         self.qa = QaLog(run)
         self.qa.refresh()
         self._renderers: dict[str, Any] = {}  # renderers by their recorded name and options

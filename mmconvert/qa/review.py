@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..errors import MMConvertError, RunFolderError
-from ..manifest import MANIFEST, JsonlLog
+from ..errors import MMConvertError
 from ..renderers import row_renderer
+from ..runfolder import open_run
 from .checks import ocr_images
 from .events import REVIEW_REASONS, REVIEWER, QaLog, check_reviewer, event
 
@@ -41,10 +41,8 @@ class ReviewState:
     """The run's items and their statuses, kept current from qa.jsonl."""
 
     def __init__(self, run: Path, reject_votes: int = 1):
-        if not (run / MANIFEST).exists():
-            raise RunFolderError(f"{run} has no {MANIFEST}: not an mmconvert run folder")
+        self.rows = open_run(run).rows()
         self.run = run.resolve()
-        self.rows = JsonlLog(run / MANIFEST).read()
         self.index = {row["id"]: n for n, row in enumerate(self.rows)}
         self.qa = QaLog(run, reject_votes)
         self.lock = threading.Lock()

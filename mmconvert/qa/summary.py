@@ -6,16 +6,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunFolderError
-from ..manifest import MANIFEST, JsonlLog
+from ..runfolder import open_run
 from .checks import BUCKETS, ocr_statistics
 from .events import QaLog
 
 
 def summarise(run: Path, reject_votes: int = 1) -> dict[str, Any]:
-    if not (run / MANIFEST).exists():
-        raise RunFolderError(f"{run} has no {MANIFEST}: not an mmconvert run folder")
-    ids = [row["id"] for row in JsonlLog(run / MANIFEST).read()]
+    ids = [row["id"] for row in open_run(run).rows()]
     qa = QaLog(run, reject_votes)
     qa.refresh()
     status: Counter[str] = Counter()

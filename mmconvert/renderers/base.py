@@ -35,6 +35,8 @@ class Renderer:
     name: ClassVar[str]
     version: ClassVar[str]
     options_model: ClassVar[type[BaseModel]]
+    # the pydantic model of its manifest rows (``rows.py``)
+    row_model: ClassVar[type[BaseModel]]
     # what the run calls one image ("page" for A4 pages)
     unit: ClassVar[str] = "image"
     # the roles of the images it writes, those the model is shown, their text-only twins,

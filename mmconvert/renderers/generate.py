@@ -20,6 +20,7 @@ from ..api.errors import ApiMalformed
 from ..errors import ItemError
 from ..items import Item
 from ..prompts import Prompts, format_options
+from ..rows import GeneratedRow
 from ..seeds import rng
 from .base import Renderer
 
@@ -167,6 +168,7 @@ class ImageApiRenderer(Renderer):
 
     name = "generate"
     version = "1"
+    row_model = GeneratedRow
     options_model = GenerateOptions
     roles = shown_roles = ocr_roles = ("generated",)
     checks = frozenset({"ocr", "options", "image"})

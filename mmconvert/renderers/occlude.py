@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ItemError, ItemFiltered, UsageError
 from ..items import Item
+from ..rows import OcclusionRow
 from ..seeds import rng
 from .base import Renderer
 from .drawing import fill_black, mupdf
@@ -170,6 +171,7 @@ class CaptionOccluder(Renderer):
 
     name = "occlude"
     version = "1"
+    row_model = OcclusionRow
     options_model = OccludeOptions
     roles = ("stacked", "text_only")
     shown_roles = ("stacked",)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
+from ..rows import PageRow
 from .base import Renderer, item_from_row
 from .drawing import color_params, fill_black, mupdf, set_png_ppi
 from .fonts import FontChain, font_chain
@@ -93,6 +94,7 @@ class PageRenderer(Renderer):
 
     name = "page"
     version = "1"
+    row_model = PageRow
     options_model = PageOptions
     unit = "page"
     roles = shown_roles = ocr_roles = paper_roles = ("page",)

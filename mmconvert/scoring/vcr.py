@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SourceError, UsageError
-from ..manifest import MANIFEST, JsonlLog
 from ..renderers.occlude import base_language
+from ..runfolder import open_run
 
 BOOTSTRAP_SAMPLES = 1000
 
@@ -130,10 +130,7 @@ def read_predictions(path: Path) -> dict[str, str | list[str]]:
 def score_run(run_dir: Path, predictions_path: Path) -> dict[str, Any]:
     """Scores of the predictions for an ``occlude`` run: overall and per language/difficulty.
     Items without a prediction score 0 and are counted as missing."""
-    manifest = run_dir / MANIFEST
-    if not manifest.is_file():
-        raise SourceError(f"{run_dir}: no {MANIFEST} (not a run folder)")
-    rows = JsonlLog(manifest).read()
+    rows = open_run(run_dir).rows()
     if not rows or "masked_spans" not in rows[0]:
         raise SourceError(f"{run_dir}: not an occlude run (its manifest rows have no "
                           "masked_spans)")

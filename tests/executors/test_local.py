@@ -52,7 +52,7 @@ def test_process_workers_die_with_their_parent(tmp_path):
         "import functools, os, sys, time\n"
         "from mmconvert.executors import EXECUTORS\n"
         "def sleepy(x):\n"
-        "    print(os.getpid(), flush=True)\n"
+        "    os.write(1, f'{os.getpid()}\\n'.encode())  # one write: lines do not interleave\n"
         "    time.sleep(120)\n"
         "def make():\n"
         "    return sleepy\n"

@@ -282,7 +282,7 @@ def test_a_missing_image_stops_the_sweep_naming_it_or_is_skipped(tmp_path):
     assert result.exit_code == 1
     line = result.output.strip().splitlines()[-1]
     assert line.startswith(f"Error: {base / 'manifest.jsonl'}: item {gone['id']}: field "
-                           "images[0].path: cannot read")
+                           f"images[0].path: {base / gone['images'][0]['path']} is missing")
     result = run("sweep", base, "--scale", 0.5, "--out", tmp_path / "s", "--on-error", "skip")
     assert result.exit_code == 0 and "1 skipped" in result.output
     skipped = JsonlLog(tmp_path / "s" / "scale-0.5" / "skipped.jsonl").read()

@@ -96,10 +96,9 @@ def test_qa_check_stops_on_a_row_of_an_unknown_renderer(tmp_path):
     got[1]["renderer"]["name"] = "pagee"
     manifest.write_text("".join(json.dumps(r) + "\n" for r in got), encoding="utf-8")
     result = run("qa", "check", out, "--no-progress")
-    assert result.exit_code == 2
-    assert result.output == (f"Error: {manifest}: item {got[1]['id']}: field renderer.name: "
-                             "unknown renderer 'pagee' (known: generate, occlude, page); did "
-                             "you mean 'page'?\n")
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {manifest} line 2: field renderer.name: unknown renderer "
+                             "'pagee' (known: generate, occlude, page); did you mean 'page'?\n")
     for command in (("stats", out, "--no-plots"), ("export", out, "--format", "jsonl", "--out",
                                                    tmp_path / "x")):
         result = run(*command)

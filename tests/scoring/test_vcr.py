@@ -119,4 +119,5 @@ def test_only_occlude_runs_are_scored(tmp_path):
     assert result.output == (f"Error: {page_run}: not an occlude run (its manifest rows have no "
                              "masked_spans)\n")
     result = run("score", "vcr", tmp_path / "none", path)
-    assert result.output == f"Error: {tmp_path / 'none'}: no manifest.jsonl (not a run folder)\n"
+    assert result.output == (f"Error: {tmp_path / 'none'} has no manifest.jsonl: not an "
+                             "mmconvert run folder\n")

@@ -1,0 +1,152 @@
+"""Typed manifest rows: one pydantic model per renderer's row (``Renderer.row_model``), with the
+image entries they share.
+
+The run folder's sink validates every row against its model before writing it, and every reader
+goes through ``RunFolder.rows()``, which parses each line with the model of the renderer it
+names: a row that does not fit is a one-line error naming the file, the line and the field.
+``SCHEMA`` is written into run.json; folders written before it (no ``schema``) read the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCHEMA = 1
+
+Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Box(Strict):
+    span: int = Field(ge=0)
+    box: list[int] = Field(min_length=4, max_length=4)
+
+
+class ImageEntry(Strict):
+    path: str = Field(min_length=1)
+    role: str = Field(min_length=1)
+    width: int = Field(gt=0)
+    height: int = Field(gt=0)
+    ppi: float | None = Field(None, gt=0)
+    boxes: list[Box] | None = None
+    background: int | list[int] | None = None  # a rotation's fill
+    encoding: dict[str, Any] | None = None  # a PNG run's image re-encoded as JPEG
+    sha256: str = Sha256
+
+
+class RendererRecord(Strict):
+    name: str
+    version: str
+    params: dict[str, Any]
+
+
+class Row(Strict):
+    """What every row holds."""
+
+    id: str = Field(min_length=1)
+    corpus: str
+    subset: str
+    split: str
+    language: str = "en"
+    renderer: RendererRecord
+    seed: int
+    images: list[ImageEntry] = Field(min_length=1)
+    prompt: str
+    text_prompt: str
+    answer: str | list[str] | None = None
+    metadata: dict[str, Any]
+    # transforms applied after drawing (sweeps, mmconvert transform), in order
+    postprocess: list[dict[str, Any]] | None = None
+
+
+class FileRef(Strict):
+    path: str
+    sha256: str = Sha256
+
+
+class LayoutRef(FileRef):
+    pages: int = Field(ge=1)
+    lines: int = Field(ge=0)
+
+
+class PageRow(Row):
+    layout: LayoutRef | None = None  # runs made before layouts were stored have none
+    pdf: str | None = None
+    prompt_style: Literal["cot", "direct"]
+    question: str | None
+    context: str | None
+    options: list[str]
+
+
+class MaskedSpan(Strict):
+    text: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+class OcclusionRow(Row):
+    caption: str
+    caption_in_image: str
+    masked_spans: list[MaskedSpan]
+    answer: list[str]
+    difficulty: Literal["easy", "hard"]
+    position: Literal["below", "above"]
+    font: str
+    ner: str
+    lines: int = Field(ge=1)
+    source_image: str | None
+
+
+class OriginalRef(FileRef):
+    format: str
+    width: int = Field(gt=0)
+    height: int = Field(gt=0)
+
+
+class GeneratedRow(Row):
+    original: OriginalRef
+    prompt_style: Literal["cot", "direct"]
+    question: str | None
+    context: str | None
+    options: list[str]
+    text_in_image: str
+    generation: dict[str, Any]
+    provenance: dict[str, Any]
+
+
+def problem(err: ValidationError) -> tuple[str, str]:
+    """(field, message) of a validation error's first problem: ``images[0].sha256``."""
+    first = err.errors()[0]
+    field = ""
+    for part in first["loc"]:
+        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "missing":
+        message = "missing"
+    elif first["type"] == "extra_forbidden":
+        message = "not a field of this row"
+    return field or "row", message
+
+
+def row_problem(row: Any) -> tuple[str, str] | None:
+    """Why ``row`` is not a manifest row of the renderer it names, as (field, message), or
+    None when it is one."""
+    from .errors import UsageError
+    from .renderers import row_renderer
+
+    if not isinstance(row, dict):
+        return "row", f"a manifest row is a JSON object, not {type(row).__name__}"
+    try:
+        model = row_renderer(row).row_model
+    except UsageError as err:
+        return "renderer.name", str(err)
+    try:
+        model.model_validate(row)
+    except ValidationError as err:
+        return problem(err)
+    return None
