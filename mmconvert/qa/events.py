@@ -12,6 +12,7 @@ so it stays pending.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -178,14 +179,19 @@ class QaLog:
         data = "".join(dumps(e) + "\n" for e in events).encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # one write() of whole lines to a file opened O_APPEND: writers do not interleave
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
+                # every writer (review servers, qa check, in any process) appends under this
+                # lock, so a tail without its newline is a writer that was killed, never one
+                # still writing, and cutting it off cannot cut into another's event
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 self._repair_torn_tail(fd)
-                os.write(fd, data)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
                 os.fsync(fd)
             finally:
-                os.close(fd)
+                os.close(fd)  # releases the lock
             return self._refresh()
 
     def _repair_torn_tail(self, fd: int) -> None:

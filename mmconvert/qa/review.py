@@ -124,15 +124,18 @@ class ReviewState:
         }
 
     def verdict(self, body: dict[str, Any]) -> dict[str, Any]:
+        for name in ("id", "reviewer", "verdict", "reason", "note"):
+            if body.get(name) is not None and not isinstance(body[name], str):
+                raise ValueError(f"{name} must be text, not {type(body[name]).__name__}")
         item_id = body.get("id")
         if item_id not in self.index:
             raise ValueError(f"no item {item_id!r} in this run")
-        reviewer = check_reviewer(str(body.get("reviewer") or ""))
+        reviewer = check_reviewer(body.get("reviewer") or "")
         verdict = body.get("verdict")
         reason = body.get("reason") or ("ok" if verdict == "accept" else "")
         if verdict == "reject" and not reason:
             raise ValueError("a rejection needs a reason")
-        note = str(body.get("note") or "")[:2000]
+        note = (body.get("note") or "")[:2000]
         e = event(item_id, REVIEWER + reviewer, verdict, reason, {"note": note} if note else {})
         with self.lock:
             self._apply(self.qa.append(e))
@@ -140,9 +143,13 @@ class ReviewState:
                     "seq": len(self.changes)}
 
     def file(self, rel: str) -> Path | None:
-        """``rel`` inside the run folder (symbolic links followed), or None."""
-        target = (self.run / rel).resolve()
-        if not target.is_relative_to(self.run) or not target.is_file():
+        """``rel`` inside the run folder (symbolic links followed), or None (also for a link
+        loop, or a name the file system refuses)."""
+        try:
+            target = (self.run / rel).resolve()
+            if not target.is_relative_to(self.run) or not target.is_file():
+                return None
+        except (OSError, RuntimeError, ValueError):  # a loop; a name too long; a NUL
             return None
         return target
 
@@ -257,14 +264,22 @@ class Handler(BaseHTTPRequestHandler):
         if not (self.headers.get("Content-Type") or "").startswith("application/json"):
             self._error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send JSON")
             return
-        length = int(self.headers.get("Content-Length") or 0)
+        text = self.headers.get("Content-Length") or "0"
+        if not text.isdigit():  # "abc", "-1" (which would read to the end, past the cap)
+            self._error(HTTPStatus.BAD_REQUEST, "Content-Length must be a whole number")
+            self.close_connection = True
+            return
+        length = int(text)
         if length > MAX_BODY:
             self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too large")
+            self.close_connection = True
             return
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("send a JSON object")
             self._json(self.server.state.verdict(body))
+        except RecursionError:
+            self._error(HTTPStatus.BAD_REQUEST, "JSON nested too deep")
         except (ValueError, MMConvertError) as err:
             self._error(HTTPStatus.BAD_REQUEST, str(err))

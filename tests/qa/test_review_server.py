@@ -202,3 +202,46 @@ def test_review_of_a_folder_that_is_not_a_run(tmp_path):
     assert result.exit_code != 0 and "not an mmconvert run folder" in result.output
     result = run("qa", "review", tmp_path, "--reviewer", "no spaces please")
     assert result.exit_code != 0 and "reviewer name" in result.output
+
+
+def raw(port: int, request: bytes) -> bytes:
+    """Send ``request`` as it is and read the answer (the status line is enough)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        data = b""
+        try:
+            while chunk := sock.recv(65536):
+                data += chunk
+        except ConnectionResetError:
+            pass
+    return data
+
+
+def test_hostile_requests_get_a_4xx_and_the_server_goes_on(folder, serve, capsys):
+    s = serve(folder)
+    first = json.loads((folder / "manifest.jsonl").read_text().splitlines()[0])["id"]
+    (folder / "images" / "loop").symlink_to(folder / "images" / "loop")
+    assert s.request("GET", "/files/images/loop")[0] == 404
+    for body in ({"id": [first], "reviewer": "ana", "verdict": "accept"},
+                 {"id": {"x": 1}, "reviewer": "ana", "verdict": "accept"},
+                 {"id": first, "reviewer": "ana", "verdict": "reject", "reason": 7},
+                 {"id": first, "reviewer": ["ana"], "verdict": "accept"},
+                 {"id": first, "reviewer": "ana", "verdict": ["accept"]}):
+        status, answer = s.json("POST", "/api/verdict", body)
+        assert status == 400 and "must be text" in answer["error"], (body, answer)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    status, payload = s.request("POST", "/api/verdict", deep)
+    assert status in (400, 413), payload
+    host = f"127.0.0.1:{s.port}".encode()
+    for length in (b"abc", b"-1"):
+        answer = raw(s.port, b"POST /api/verdict HTTP/1.1\r\nHost: " + host
+                     + b"\r\nContent-Type: application/json\r\nContent-Length: " + length
+                     + b"\r\nConnection: close\r\n\r\n" + b"x" * 100)
+        assert answer.startswith(b"HTTP/1.0 400") or answer.startswith(b"HTTP/1.1 400"), answer
+    assert s.json("POST", "/api/verdict", {"id": first, "reviewer": "ana",
+                                            "verdict": "accept"})[0] == 200
+    assert "Traceback" not in capsys.readouterr().err
+    events = [json.loads(line) for line in (folder / "qa.jsonl").read_text().splitlines()]
+    assert [(e["id"], e["verdict"]) for e in events] == [(first, "accept")]
