@@ -14,11 +14,19 @@ from .errors import MMConvertError, UsageError
 from .postprocess.imaging import RESAMPLING
 
 
+def one_line(text: str) -> str:
+    """``text`` safe for a terminal, on one line: newlines become spaces, and control
+    characters from the data (an escape sequence in a CSV header can retitle a terminal) are
+    shown as escapes instead of being sent."""
+    text = text.replace("\r\n", " ").replace("\n", " ")
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 class OneLineError(click.ClickException):
     """A domain error printed as ``Error: <one line>`` with its own exit code."""
 
     def __init__(self, error: MMConvertError):
-        super().__init__(str(error).replace("\n", " "))
+        super().__init__(one_line(str(error)))
         self.exit_code = error.exit_code
 
 
@@ -29,7 +37,16 @@ def reports_errors(fn):
             return fn(*args, **kwargs)
         except MMConvertError as err:
             raise OneLineError(err) from None
+        except OSError as err:  # a read-only folder, a full disk: one line, not a traceback
+            raise OneLineError(MMConvertError(disk_error(err))) from None
     return wrapper
+
+
+def disk_error(err: OSError) -> str:
+    where = f"{err.filename}: " if err.filename else ""
+    hint = {28: " (the disk is full)", 30: " (the file system is read-only)",
+            13: " (no permission)"}.get(err.errno or 0, "")
+    return f"{where}cannot write: {err.strerror or err}{hint}"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -118,7 +135,7 @@ def selection_values(flags: dict, *, dedup_default: bool = False) -> tuple[dict,
 def run_options(fn):
     """Where and how a run is carried out (none of it changes the output)."""
     options = [
-        click.option("--workers", type=int, default=1, show_default=True,
+        click.option("--workers", type=click.IntRange(min=0), default=1, show_default=True,
                      help="Processes to render with; 0 = one per core. Output is the same for "
                           "any N."),
         click.option("--overwrite", is_flag=True,
@@ -136,7 +153,7 @@ def run_and_report(config, out: Path, workers: int, overwrite: bool, progress, a
     from .converter import convert
 
     summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
-                      log=lambda m: click.echo(m, err=True), api=api)
+                      log=lambda m: click.echo(one_line(m), err=True), api=api)
     click.echo(summary.line(), err=True)
     return summary
 

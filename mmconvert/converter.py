@@ -21,7 +21,15 @@ from typing import Any
 
 from . import __version__
 from .api.prices import BudgetReached
-from .config import ApiOptions, ExecutionOptions, RunConfig, Selection, run_config, show_progress
+from .config import (
+    ApiOptions,
+    ExecutionOptions,
+    RunConfig,
+    Selection,
+    build,
+    run_config,
+    show_progress,
+)
 from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, deduplicate
@@ -182,8 +190,8 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     return the run's summary."""
     if isinstance(config, dict):
         config = run_config(config)
-    execution = ExecutionOptions(out=Path(out), workers=workers, overwrite=overwrite,
-                                 progress=progress)
+    execution = build(ExecutionOptions, {"out": Path(out), "workers": workers,
+                                         "overwrite": overwrite, "progress": progress})
     log = log or (lambda message: print(message, file=sys.stderr))
     started = time.perf_counter()
     summary = RunSummary(out=execution.out)
@@ -245,8 +253,8 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
                         summary.skipped += 1
                 else:
                     raise payload
-        except MMConvertError:
-            folder.write_info(_run_info(config, summary, job, folder, status="failed"))
+        except (MMConvertError, OSError):
+            folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
         summary.skipped += len(report.skipped)
         summary.seconds = time.perf_counter() - started

@@ -37,10 +37,50 @@ class Item:
         # where items are made, so no row's data can steer a write out of the run folder
         check_name(self.subset, self.origin, "subset")
         check_name(self.id, self.origin, "id")
+        # and everything an item carries into its manifest row is plain JSON text: no lone
+        # surrogate (the row could not be written), dates, bytes and decimals as text
+        for name in ("context", "question", "options", "answer"):
+            plain(getattr(self, name), self.origin, name)
+        self.metadata = plain(self.metadata, self.origin, "metadata")
 
     @property
     def is_mcq(self) -> bool:
         return bool(self.options)
+
+
+def plain(value: Any, where: str, field: str) -> Any:
+    """``value`` as JSON can hold it: dates and times in ISO form, decimals and other scalars
+    as text, bytes as UTF-8 text (or ``base64:…``), NumPy values as Python ones; a lone
+    surrogate (text that cannot be written as UTF-8) is an ItemError naming the field."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        for i, char in enumerate(value):
+            if "\ud800" <= char <= "\udfff":
+                from .errors import ItemError
+
+                raise ItemError(f"a lone surrogate U+{ord(char):04X} at character {i} (not a "
+                                "character; the text was encoded wrongly)", where=where,
+                                field=field)
+        return value
+    if isinstance(value, dict):
+        return {plain(str(k), where, field): plain(v, where, f"{field}.{k}")
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, where, f"{field}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        try:
+            return plain(data.decode("utf-8"), where, field)
+        except (UnicodeDecodeError, ValueError):
+            import base64
+
+            return "base64:" + base64.b64encode(data).decode("ascii")
+    if hasattr(value, "isoformat"):  # datetime, date, time, pandas Timestamp
+        return value.isoformat()
+    if hasattr(value, "tolist"):  # NumPy scalars and arrays
+        return plain(value.tolist(), where, field)
+    return str(value)  # Decimal, UUID, …
 
 
 def option_letter(index: int) -> str:

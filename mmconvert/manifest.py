@@ -41,11 +41,13 @@ def atomic_write(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(err, OSError) and err.filename is None:  # a full disk: name the file
+            err.filename = str(path)
         raise
 
 
@@ -97,8 +99,14 @@ class JsonlLog:
         if not rows:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = _lines(rows)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        data = _lines(rows).encode("utf-8")
+        with open(self.path, "ab") as handle:
+            size = handle.tell()
+            try:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as err:  # a full disk: leave no torn line, and give its room back
+                handle.truncate(size)
+                err.filename = err.filename or str(self.path)
+                raise

@@ -202,6 +202,23 @@ class RunFolder:
     def write_info(self, info: dict[str, Any]) -> None:
         write_json(self.path / RUN_INFO, info)
 
+    def mark_failed(self, info: dict[str, Any]) -> None:
+        """run.json with a failed run's status, even on a full disk: atomically when there is
+        room, else over the old file in place (it needs no new blocks when no larger); a disk
+        too full even for that leaves run.json as it was."""
+        try:
+            self.write_info(info)
+        except OSError:
+            data = (json.dumps(info, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+            try:
+                with open(self.path / RUN_INFO, "r+b") as handle:
+                    handle.write(data)
+                    handle.truncate()
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError:
+                pass
+
     def repair(self, selected: set[str]) -> int:
         """Rows of an id the manifest holds twice (two runs that once shared the folder) are
         removed, the first kept; a row of an item outside this run's selection is refused.

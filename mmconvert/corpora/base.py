@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from .sources import (
     discover,
     is_saved_dataset,
     load_hub,
+    parse_json,
     read_saved,
     read_table,
     split_of_path,
@@ -134,9 +134,10 @@ class RowGuard:
         try:
             return fn(*args)
         except ItemError as err:
-            if self.on_error == "fail":
+            if self.on_error == "fail" and not err.always_recorded:
                 raise
-            self.report.skipped.append({"id": err.item_id, "stage": "load", "reason": str(err)})
+            self.report.skipped.append({"id": err.item_id, "stage": err.stage,
+                                        "reason": str(err)})
             return None
 
 
@@ -161,11 +162,13 @@ def options_field(value: Any, where: str, field: str) -> list[str]:
         if not text:
             raise ItemError("no options", where=where, field=field)
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
+            value = parse_json(text)
+        except ValueError as err:
+            if "malformed" not in str(err):  # too deep, too many digits
+                raise ItemError(str(err), where=where, field=field) from None
             try:
                 value = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
+            except (ValueError, SyntaxError, RecursionError, MemoryError):
                 raise ItemError("not a list of options (expected a JSON or Python list)",
                                 where=where, field=field) from None
     if hasattr(value, "tolist"):

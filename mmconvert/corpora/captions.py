@@ -5,7 +5,6 @@ and WIT layouts) as a hub id, a ``save_to_disk`` folder or parquet files."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from ..errors import ItemError, SourceError
 from ..items import Item, check_name, row_id, safe_name
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, text_field
-from .sources import Row, decode, discover, is_saved_dataset, load_hub, read_table
+from .sources import Row, decode, discover, is_saved_dataset, load_hub, parse_json, read_table
 
 # caption columns in the order they are looked for (VCR-wiki: caption; WIT: the reference
 # description, then the attribution and alt-text ones)
@@ -76,21 +75,26 @@ class Captions(Corpus):
                     split.startswith(request.split) and split[len(request.split):].isdigit()):
                 continue
             try:
-                data = json.loads(decode(path))
-            except json.JSONDecodeError as err:
-                raise SourceError(f"{path} line {err.lineno}: malformed JSON ({err.msg})") from None
+                data = parse_json(decode(path))
+            except ValueError as err:
+                raise SourceError(f"{path}: {err}") from None
             for key in ("images", "annotations"):
                 if not isinstance(data, dict) or not isinstance(data.get(key), list):
                     raise SourceError(f"{path}: missing {key!r} list (a COCO captions file has "
                                       "images and annotations)")
-            licenses = {lic.get("id"): lic for lic in data.get("licenses") or ()
-                        if isinstance(lic, dict)}
+            licenses = {lic["id"]: lic for lic in data.get("licenses") or ()
+                        if isinstance(lic, dict) and _key(lic.get("id"))}
             captions: dict[Any, list[tuple[int, dict]]] = {}
             for number, ann in enumerate(data["annotations"]):
-                if isinstance(ann, dict):
-                    captions.setdefault(ann.get("image_id"), []).append((number, ann))
+                if isinstance(ann, dict) and _key(ann.get("image_id")):
+                    captions.setdefault(ann["image_id"], []).append((number, ann))
             for number, image in enumerate(data["images"]):
-                anns = captions.get(image.get("id") if isinstance(image, dict) else None, [])
+                if not isinstance(image, dict) or not _key(image.get("id")):
+                    guard.convert(Row.check, Row(number, f"{path} images[{number}]", {},
+                                                 "not a COCO image (an object with a number "
+                                                 "or text id)"))
+                    continue
+                anns = captions.get(image["id"], [])
                 chosen = anns if request.all_captions else anns[:1]
                 if not chosen:
                     report.dropped["image without caption"] += 1
@@ -259,3 +263,8 @@ def _saved_rows(path: Path, split: str | None) -> list[Row]:
         if isinstance(feature, Image):
             data = data.cast_column(column, Image(decode=False))
     return [Row(i, f"{path} row {i}", r) for i, r in enumerate(data)]
+
+
+def _key(value: Any) -> bool:
+    """An id a COCO file can join on: a number or text (not a list or an object)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)

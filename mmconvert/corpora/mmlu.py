@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from ..errors import ItemError
+from ..errors import ItemError, ItemFiltered
 from ..items import Item
 from .base import (
     CorpusOptions,
@@ -117,9 +117,13 @@ class MMLURedux(SubsetCorpus):
                 metadata[name] = value
         if error_type == "wrong_groundtruth" and request.keep_flagged:
             corrected = _corrected(metadata.get("correct_answer"), options)
-            if corrected is not None:
-                metadata["original_answer"] = answer
-                answer = corrected
+            if corrected is None:  # flagged wrong, and no answer to put in its place
+                raise ItemFiltered(f"wrong_groundtruth with correct_answer "
+                                   f"{metadata.get('correct_answer', '')!r}, which names no "
+                                   "option: the item has no known answer", where=where,
+                                   field="correct_answer", item_id=item_id)
+            metadata["original_answer"] = answer
+            answer = corrected
         return Item(id=item_id, corpus=self.name, subset=subset, split=split, language="en",
                     question=question, options=options, answer=answer, metadata=metadata,
                     origin=where)
@@ -164,6 +168,7 @@ class MMLUPro(SubsetCorpus):
     subset_column = "category"
     hub_single_config = "default"
     PADDING: ClassVar[str] = "N/A"
+    MAX_OPTIONS: ClassVar[int] = 10
 
     def item(self, data, row, subset, split, item_id, request) -> Item:
         where = row.where
@@ -172,6 +177,9 @@ class MMLUPro(SubsetCorpus):
             item_id = f"{subset}-{native}"
         question = text_field(data, "question", where)
         options = options_field(data.get("options"), where, "options")
+        if len(options) > self.MAX_OPTIONS:
+            raise ItemError(f"{len(options)} options; MMLU-Pro has at most {self.MAX_OPTIONS}",
+                            where=where, field="options", item_id=item_id)
         answer = answer_letter(data.get("answer"), len(options), where)
         index = data.get("answer_index")
         if isinstance(index, int) and answer_letter(index, len(options), where,

@@ -54,7 +54,27 @@ def check_text(value: str, where: str, field: str) -> str:
         if "\udc80" <= char <= "\udcff":
             raise ItemError(f"undecodable text: byte 0x{ord(char) - 0xDC00:02X} at character {i} "
                             "is not UTF-8 (re-save the file as UTF-8)", where=where, field=field)
+        if "\ud800" <= char <= "\udfff":
+            raise ItemError(f"a lone surrogate U+{ord(char):04X} at character {i} (not a "
+                            "character; the text was encoded wrongly)", where=where, field=field)
     return value
+
+
+def parse_json(text: str):
+    """``json.loads`` whose failures on hostile input are ValueErrors with a plain reason:
+    nesting too deep for the parser, an integer of more digits than Python converts."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        at = f"line {err.lineno} column {err.colno}" if err.lineno > 1 else \
+            f"column {err.colno}"
+        raise ValueError(f"malformed JSON ({err.msg} at {at})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+    except ValueError as err:  # int_max_str_digits
+        if "digits" in str(err):
+            raise ValueError("a number of more than 4300 digits") from None
+        raise
 
 
 def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -> Iterator[Row]:
@@ -70,6 +90,11 @@ def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -
             line = reader.line_num
             if header and names is None:
                 names = [n.strip() for n in record]
+                repeated = sorted({n for n in names if names.count(n) > 1})
+                if repeated:
+                    raise SourceError(f"{path} line {line}: column {repeated[0]!r} appears "
+                                      f"{names.count(repeated[0])} times in the header (which "
+                                      "one holds the data?)")
                 continue
             if not record or record == [""]:
                 continue
@@ -90,9 +115,9 @@ def read_jsonl(path: Path) -> Iterator[Row]:
     text = decode(path)
     if path.suffix == ".json" and text.lstrip().startswith("["):
         try:
-            records = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise SourceError(f"{path} line {err.lineno}: malformed JSON ({err.msg})") from None
+            records = parse_json(text)
+        except ValueError as err:
+            raise SourceError(f"{path}: {err}") from None
         for index, record in enumerate(records):
             ok = isinstance(record, dict)
             yield Row(index, f"{path} record {index}", record if ok else {},
@@ -104,10 +129,10 @@ def read_jsonl(path: Path) -> Iterator[Row]:
             continue
         where = f"{path} line {number}"
         try:
-            record = json.loads(line)
+            record = parse_json(line)
             error = None if isinstance(record, dict) else "not a JSON object"
-        except json.JSONDecodeError as err:
-            record, error = {}, f"malformed JSON ({err.msg} at column {err.colno})"
+        except ValueError as err:
+            record, error = {}, str(err)
         yield Row(index, where, record if error is None else {}, error)
         index += 1
 

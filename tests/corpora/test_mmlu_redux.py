@@ -33,7 +33,10 @@ def test_release_csv_folder_keeps_only_ok_rows_and_counts_the_rest():
 
 def test_keep_flagged_uses_the_annotated_correct_answer():
     items, report = load(source=REDUX_CSV, keep_flagged=True)
-    assert len(items) == 200 and not report.dropped
+    # one wrong_groundtruth row names no correct answer: recorded, not kept with the wrong one
+    assert len(items) == 199 and not report.dropped
+    assert [s["stage"] for s in report.skipped] == ["filter"]
+    assert "correct_answer ''" in report.skipped[0]["reason"]
     by_id = {i.id: i for i in items}
     # Statement 1 true, statement 2 false: the annotators' answer "2" is option C
     fixed = by_id["abstract_algebra-001"]

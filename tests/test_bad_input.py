@@ -1,0 +1,185 @@
+"""No traceback on any input: each of these is one line naming the file, line and field (and a
+recorded skip with --on-error skip), never a Python traceback."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import FIXTURES, SAMPLE
+from tests.test_cli import run
+
+GOOD = {"question": "Fine?", "options": ["yes", "no"], "answer": "A"}
+
+
+def jsonl(path, *lines: str):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def one_line_error(result, start: str, *, notes: int = 0) -> None:
+    """The command failed with one ``Error:`` line (after ``notes`` lines of the load's
+    notes) and no traceback."""
+    assert result.exit_code != 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == notes + 1 and "Traceback" not in result.output, result.output
+    assert lines[-1].startswith(f"Error: {start}"), result.output
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"question": "Q?", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     "JSON nested too deep"),
+    ('{"question": "Q?", "n": ' + "9" * 5000 + "}", "a number of more than 4300 digits"),
+    ('{"question": "Q\\ud800?", "options": ["a", "b"], "answer": "A"}',
+     "field question: a lone surrogate U+D800 at character 1"),
+    ('{"question": "Q?", "options": ["a", "b"], "answer": "A", "note": "x\\udfff"}',
+     "field metadata.note: a lone surrogate U+DFFF"),
+    ('{"question": "Q?", "options": "' + "[" * 50_000 + '", "answer": "A"}',
+     "field options: JSON nested too deep"),
+])
+def test_hostile_jsonl_rows_are_one_line_or_a_recorded_skip(tmp_path, line, message):
+    source = jsonl(tmp_path / "items.jsonl", json.dumps(GOOD), line)
+    out = tmp_path / "run"
+    result = run("render", source, "--out", out)
+    one_line_error(result, f"{source} line 2: ")
+    assert message in result.output
+    assert not (out / "images").exists() or not any((out / "images").iterdir())
+    result = run("render", source, "--out", out, "--on-error", "skip")
+    assert result.exit_code == 0 and "1 item(s) rendered" in result.output, result.output
+    skipped = [json.loads(x) for x in (out / "skipped.jsonl").read_text().splitlines()]
+    assert len(skipped) == 1 and message in skipped[0]["reason"]
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_parquet_timestamp_binary_and_decimal_columns_are_kept_as_text(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "items.parquet"
+    pq.write_table(pa.table({
+        "question": ["Q?"], "options": [["a", "b"]], "answer": ["A"],
+        "when": pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("us")),
+        "blob": pa.array([b"\x00\xffraw"], pa.binary()),
+        "text_blob": pa.array([b"plain"], pa.binary()),
+        "price": pa.array([decimal.Decimal("1.25")], pa.decimal128(5, 2)),
+        "day": pa.array([datetime.date(2024, 1, 2)], pa.date32())}), source)
+    out = tmp_path / "run"
+    result = run("render", source, "--out", out)
+    assert result.exit_code == 0, result.output
+    row = json.loads((out / "manifest.jsonl").read_text())
+    assert row["metadata"] == {"when": "2024-01-02T03:04:05", "blob": "base64:AP9yYXc=",
+                               "text_blob": "plain", "price": "1.25", "day": "2024-01-02"}
+
+
+def test_coco_images_that_are_not_objects(tmp_path):
+    coco = tmp_path / "coco"
+    shutil.copytree(FIXTURES / "coco", coco)
+    path = coco / "annotations" / "captions_val2017.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["images"] = ["not an object", [1, 2], *data["images"], {"id": [3]}]
+    data["annotations"].append({"image_id": {"x": 1}, "caption": "odd"})
+    path.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "run"
+    result = run("occlude", "captions", "--source", coco, "--out", out, "--no-ner")
+    one_line_error(result, f"{path} images[0]: not a COCO image")
+    result = run("occlude", "captions", "--source", coco, "--out", out, "--no-ner",
+                 "--on-error", "skip")
+    assert result.exit_code == 0 and "2 item(s) rendered" in result.output, result.output
+    assert len((out / "skipped.jsonl").read_text().splitlines()) == 3
+
+
+def test_bad_csv_headers_and_terminal_escapes(tmp_path):
+    dup = tmp_path / "dup.csv"
+    dup.write_text('question,options,answer,answer\nQ?,"[""a"",""b""]",A,B\n', encoding="utf-8")
+    one_line_error(run("render", dup, "--out", tmp_path / "a"),
+                   f"{dup} line 1: column 'answer' appears 2 times in the header")
+    esc = tmp_path / "esc.csv"
+    esc.write_text('question,\x1b]0;PWNED\x07x\nQ?,y\n', encoding="utf-8")
+    result = run("render", esc, "--out", tmp_path / "b")
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "\\x1b]0;PWNED\\x07x" in result.output
+
+
+def test_workers_below_zero_is_a_usage_error(tmp_path):
+    source = jsonl(tmp_path / "items.jsonl", json.dumps(GOOD))
+    result = run("render", source, "--workers", "-1", "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "-1 is not in the range x>=0" in result.output
+    import mmconvert
+    from mmconvert.errors import UsageError
+
+    with pytest.raises(UsageError, match="workers: Input should be greater than or equal to 0"):
+        mmconvert.convert({"corpus": str(source)}, out=tmp_path / "run", workers=-1)
+
+
+def test_wrong_groundtruth_without_a_usable_answer_is_recorded_not_kept(tmp_path):
+    """The release's abstract_algebra has a wrong_groundtruth row whose correct_answer is
+    empty: with --keep-flagged it used to keep the answer known to be wrong."""
+    out = tmp_path / "run"
+    result = run("render", "mmlu-redux", "--source", FIXTURES / "mmlu-redux", "--keep-flagged",
+                 "--subset", "abstract_algebra", "--out", out)
+    assert result.exit_code == 0, result.output
+    skipped = [json.loads(x) for x in (out / "skipped.jsonl").read_text().splitlines()]
+    assert [s["stage"] for s in skipped] == ["filter"]
+    assert "field correct_answer: wrong_groundtruth with correct_answer ''" in \
+        skipped[0]["reason"]
+
+
+def test_mmlu_pro_rows_with_more_than_ten_options(tmp_path):
+    import pyarrow.parquet as pq
+
+    pro = tmp_path / "pro" / "data"
+    pro.mkdir(parents=True)
+    table = pq.read_table(FIXTURES / "mmlu-pro" / "data" / "test-00000-of-00001.parquet")
+    rows = table.to_pylist()
+    rows[0]["options"] = [f"option {n}" for n in range(11)]
+    pq.write_table(type(table).from_pylist(rows, schema=table.schema),
+                   pro / "test-00000-of-00001.parquet")
+    result = run("render", "mmlu-pro", "--source", pro.parent, "--out", tmp_path / "run")
+    one_line_error(result, str(pro / "test-00000-of-00001.parquet"))
+    assert "field options: 11 options; MMLU-Pro has at most 10" in result.output
+
+
+def mounted(tmp_path, name: str, options: str):
+    target = tmp_path / name
+    target.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+                          capture_output=True)
+    if done.returncode != 0:
+        if os.environ.get("CI"):
+            raise RuntimeError(f"mount failed in CI: {done.stderr.decode()}")
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    return target
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    made = []
+
+    def make(name, options):
+        made.append(mounted(tmp_path, name, options))
+        return made[-1]
+
+    yield make
+    for target in made:
+        subprocess.run(["umount", str(target)], check=False)
+
+
+def test_a_read_only_folder_and_a_full_disk_are_one_line(tmp_path, tmpfs):
+    read_only = tmpfs("ro", "ro,size=1m")
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", read_only / "run")
+    one_line_error(result, f"{read_only / 'run'}: cannot write: Read-only file system",
+                   notes=1)
+    full = tmpfs("full", "size=32k")
+    out = full / "run"
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", out)
+    one_line_error(result, f"{out}/", notes=1)
+    assert "No space left on device (the disk is full)" in result.output
+    assert json.loads((out / "run.json").read_text())["status"] == "failed"
+    for line in (out / "manifest.jsonl").read_text().splitlines():
+        json.loads(line)  # no torn row
