@@ -183,3 +183,30 @@ def test_a_read_only_folder_and_a_full_disk_are_one_line(tmp_path, tmpfs):
     assert json.loads((out / "run.json").read_text())["status"] == "failed"
     for line in (out / "manifest.jsonl").read_text().splitlines():
         json.loads(line)  # no torn row
+
+
+def test_an_item_too_large_to_draw_is_refused_before_drawing(tmp_path):
+    source = jsonl(tmp_path / "long.jsonl", json.dumps(
+        {"question": "Which?", "context": "lantern harbour meadow archive " * 8000}))
+    result = run("render", source, "--ppi", "1200", "--out", tmp_path / "run")
+    one_line_error(result, f"{source} line 1: field ppi: ")
+    assert "megapixel limit of one item; lower --ppi" in result.output
+    assert run("render", source, "--out", tmp_path / "ok").exit_code == 0  # 92.9 PPI fits
+    result = run("sweep", tmp_path / "ok", "--ppi", "1200", "--out", tmp_path / "s")
+    assert result.exit_code == 1 and "megapixel limit of one item" in result.output
+
+
+def test_a_huge_png_photo_is_reduced_right_after_decoding(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from mmconvert.renderers.occlude import REDUCE_ABOVE, decode_photo, open_image
+
+    pixels = np.zeros((4000, 4200, 3), dtype=np.uint8)
+    pixels[:, 2100:] = (200, 30, 30)
+    path = tmp_path / "big.png"
+    Image.fromarray(pixels).save(path, compress_level=0)
+    assert 4000 * 4200 > REDUCE_ABOVE
+    photo = decode_photo(open_image(path, "x", 50_000_000), 300, "x")
+    assert photo.size == (300, 286)
+    assert photo.getpixel((10, 10)) == (0, 0, 0) and photo.getpixel((290, 10)) == (200, 30, 30)

@@ -267,8 +267,8 @@ def _write_sweep(out: Path, base: Path, options: SweepOptions, summary: SweepSum
     write_json(out / SWEEP, {
         "status": status, "base": Path(os.path.relpath(base, out)).as_posix(),
         "options": options.record(), "variants": summary.variants,
-        "items": {"base": summary.items, "made": summary.made,
-                  "already_done": summary.already_done, "skipped": summary.skipped}})
+        # what the sweep is, not what this invocation did: a re-run writes the same bytes
+        "items": summary.items})
 
 
 # --- making one item's variants ------------------------------------------------------------

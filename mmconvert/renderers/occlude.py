@@ -467,6 +467,11 @@ def scaled_height(size: tuple[int, int], width: int) -> int:
     return max(1, round(size[1] * width / size[0]))
 
 
+# photos above this many pixels are reduced by a whole factor right after decoding (JPEGs are
+# already decoded at a reduced scale): a 49-megapixel PNG peaked at 608 MB (848 MB with alpha)
+REDUCE_ABOVE = 16_000_000
+
+
 def decode_photo(image, width: int, where: str):
     """Decoded, upright, RGB on white, resized to ``width`` px wide."""
     from PIL import Image, ImageOps
@@ -477,6 +482,14 @@ def decode_photo(image, width: int, where: str):
         if image.format == "JPEG":
             image.draft("RGB", (width, height) if shown == image.size else (height, width))
         image.load()
+        if image.width * image.height > REDUCE_ABOVE:
+            # a huge photo (formats without scaled decoding, e.g. PNG): shrink it by a whole
+            # factor at once, keeping at least twice the target size, before any copy
+            factor = max(1, min(image.width // (2 * width),
+                                image.height // (2 * max(1, height if shown == image.size
+                                                         else width))))
+            if factor > 1:
+                image = image.reduce(factor)
         image = ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError) as err:
         raise ItemError(f"truncated or damaged image ({_short(err)})", where=where,

@@ -30,6 +30,8 @@ from .layout import (
 )
 
 POINTS_PER_INCH = 72.0
+# the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
+MAX_ITEM_MEGAPIXELS = 2_000
 
 
 class PageOptions(BaseModel):
@@ -188,12 +190,28 @@ class PageRenderer(Renderer):
         if self.options.crop_last:
             content = 2 * self.margin_pt + len(layout.pages[-1]) * self.pitch
             heights[-1] = min(self.page_h, content)
+        too_big = self.too_big(heights, self.options.ppi)
+        if too_big:
+            raise ItemError(too_big, where=item.origin or item.id, field="ppi",
+                            item_id=item.id)
         texts = [self.text_object(lines) for lines in layout.pages]
         images = [self.rasterise(text, height) for text, height in zip(texts, heights,
                                                                        strict=True)]
         pdf = self.pdf(texts, heights) if want_pdf else None
         return PageRender(images, pdf, part, layout.line_count(),
                           self.layout_record(layout, heights))
+
+    def too_big(self, heights: list[float], ppi: float) -> str | None:
+        """Why pages of ``heights`` (points) at ``ppi`` are refused before drawing: more than
+        ``MAX_ITEM_MEGAPIXELS`` in all (a 2-million-character context at 1200 PPI is 365
+        pages of 139 megapixels); None when they are not."""
+        width = pixels(self.page_w / POINTS_PER_INCH, ppi)
+        total = sum(width * pixels(h / POINTS_PER_INCH, ppi) for h in heights) / 1e6
+        if total <= MAX_ITEM_MEGAPIXELS:
+            return None
+        return (f"{len(heights)} page(s) at {ppi:g} PPI would be {total:,.0f} megapixels, over "
+                f"the {MAX_ITEM_MEGAPIXELS:,}-megapixel limit of one item; lower --ppi, or "
+                "shorten the text")
 
     def layout_record(self, layout: PageLayout, heights: list[float]) -> dict:
         """The laid-out pages as data: each line's runs as [x, font index, text], in points,
@@ -221,6 +239,10 @@ class PageRenderer(Renderer):
             if not math.isclose(record[name], value, rel_tol=1e-9):
                 raise ValueError(f"the stored layout's {name} ({record[name]}) is not the "
                                  f"renderer's ({value})")
+        for ppi in ppis:
+            too_big = self.too_big(record["heights"], ppi)
+            if too_big:
+                raise ValueError(too_big)
         texts = [self.text_object([Line([Run(x, text, font, x) for x, font, text in runs])
                                    for runs in page]) for page in record["pages"]]
         return [[self.rasterise(text, height, ppi)

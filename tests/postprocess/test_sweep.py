@@ -338,3 +338,16 @@ def test_a_changed_layout_is_refused_naming_it(tmp_path):
     assert result.output.strip().splitlines()[-1] == (
         f"Error: {base / 'manifest.jsonl'}: item {first['id']}: field layout.path: {layout} "
         "has changed since the run (sha256 differs)")
+
+
+def test_a_sweep_rerun_leaves_sweep_json_byte_identical(tmp_path):
+    base = tmp_path / "base"
+    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 3,
+               "--out", base).exit_code == 0
+    out = tmp_path / "s"
+    assert run("sweep", base, "--scale", "0.5", "--out", out).exit_code == 0
+    first = (out / "sweep.json").read_bytes()
+    result = run("sweep", base, "--scale", "0.5", "--out", out)
+    assert result.exit_code == 0 and "3 already done" in result.output
+    assert (out / "sweep.json").read_bytes() == first
+    assert json.loads(first)["items"] == 3
