@@ -184,22 +184,27 @@ class Handler(BaseHTTPRequestHandler):
     # headers and body go out as two writes: with Nagle's algorithm the second waits for the
     # client's delayed ACK, 40 ms per answer (measured by bench/review_speed.py)
     disable_nagle_algorithm = True
+    # a client that promises more body than it sends is answered 408, not waited on forever
+    timeout = 10
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: verdicts are in qa.jsonl
         pass
 
     def _send(self, status: int, body: bytes, kind: str = "application/json",
               headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client has gone: nothing to tell
+            self.close_connection = True
 
     def _json(self, data: Any, status: int = 200) -> None:
         self._send(status, json.dumps(data, ensure_ascii=False).encode("utf-8"))
@@ -281,5 +286,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(self.server.state.verdict(body))
         except RecursionError:
             self._error(HTTPStatus.BAD_REQUEST, "JSON nested too deep")
+        except TimeoutError:
+            self._error(HTTPStatus.REQUEST_TIMEOUT, "the body did not arrive")
+            self.close_connection = True
         except (ValueError, MMConvertError) as err:
             self._error(HTTPStatus.BAD_REQUEST, str(err))

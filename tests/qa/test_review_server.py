@@ -245,3 +245,19 @@ def test_hostile_requests_get_a_4xx_and_the_server_goes_on(folder, serve, capsys
     assert "Traceback" not in capsys.readouterr().err
     events = [json.loads(line) for line in (folder / "qa.jsonl").read_text().splitlines()]
     assert [(e["id"], e["verdict"]) for e in events] == [(first, "accept")]
+
+
+def test_a_body_shorter_than_its_length_is_answered_408(folder, serve, monkeypatch):
+    from mmconvert.qa.review import Handler
+
+    monkeypatch.setattr(Handler, "timeout", 1)
+    s = serve(folder)
+    host = f"127.0.0.1:{s.port}".encode()
+    import socket
+
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as sock:
+        sock.sendall(b"POST /api/verdict HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: "
+                     b"application/json\r\nContent-Length: 10\r\n\r\n{}")
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert s.request("GET", "/api/state")[0] == 200
