@@ -702,11 +702,10 @@ def transform_command(run_dir, steps, out, on_error, workers, overwrite, progres
 
 @main.command("export")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", required=True,
-              type=click.Choice(["hf", "hf-disk", "vlmevalkit", "lmms-eval", "jsonl"]),
-              help="hf: parquet shards with an Image feature and a dataset card; hf-disk: "
-                   "save_to_disk; vlmevalkit: one TSV; lmms-eval: hf plus task YAMLs; jsonl: "
-                   "the manifest.")
+@click.option("--format", "fmt", required=True, metavar="FORMAT",
+              help="A registered export format (mmconvert list exporters). hf: parquet "
+                   "shards with an Image feature and a dataset card; hf-disk: save_to_disk; "
+                   "vlmevalkit: one TSV; lmms-eval: hf plus task YAMLs; jsonl: the manifest.")
 @click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
               help="Folder to write (it must not exist or be empty, unless --overwrite).")
 @click.option("--name", help="Dataset, TSV and task name (default: the run folder's name).")
@@ -773,11 +772,13 @@ def stats_command(run_dir, out, as_json, no_plots):
 
 
 @main.command("list")
-@click.argument("kind", type=click.Choice(["corpora", "renderers", "transforms"]),
-                required=False)
+@click.argument("kind", type=click.Choice(["corpora", "renderers", "transforms", "exporters",
+                                           "executors"]), required=False)
 def list_parts(kind):
-    """List the registered corpora, renderers and transforms."""
+    """List the registered corpora, renderers, transforms, exporters and executors."""
     from .corpora import CORPORA
+    from .executors import EXECUTORS
+    from .exporters import EXPORTERS
     from .postprocess.transforms import TRANSFORMS
     from .renderers import RENDERERS
 
@@ -798,6 +799,15 @@ def list_parts(kind):
         for name in TRANSFORMS.names():
             cls = TRANSFORMS.get(name)
             click.echo(f"  {name:<14} {cls.primary + ' ' + cls.example:<18} {cls.description}")
+    if kind in (None, "exporters"):
+        click.echo("exporters (export --format NAME):")
+        for name in EXPORTERS.names():
+            doc = (EXPORTERS.get(name).__doc__ or "").strip().splitlines()
+            click.echo(f"  {name:<14} {doc[0] if doc else ''}")
+    if kind in (None, "executors"):
+        click.echo("executors:")
+        for name in EXECUTORS.names():
+            click.echo(f"  {name:<14} {EXECUTORS.get(name).description}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -74,13 +74,18 @@ class LayoutRef(FileRef):
     lines: int = Field(ge=0)
 
 
-class PageRow(Row):
-    layout: LayoutRef | None = None  # runs made before layouts were stored have none
-    pdf: str | None = None
+class QuestionRow(Row):
+    """A row of a question item (pages and generated images; not captions)."""
+
     prompt_style: Literal["cot", "direct"]
     question: str | None
     context: str | None
     options: list[str]
+
+
+class PageRow(QuestionRow):
+    layout: LayoutRef | None = None  # runs made before layouts were stored have none
+    pdf: str | None = None
 
 
 class MaskedSpan(Strict):
@@ -108,12 +113,8 @@ class OriginalRef(FileRef):
     height: int = Field(gt=0)
 
 
-class GeneratedRow(Row):
+class GeneratedRow(QuestionRow):
     original: OriginalRef
-    prompt_style: Literal["cot", "direct"]
-    question: str | None
-    context: str | None
-    options: list[str]
     text_in_image: str
     generation: dict[str, Any]
     provenance: dict[str, Any]

@@ -91,3 +91,17 @@ def test_the_drift_test_catches_a_drift(monkeypatch):
     monkeypatch.setattr(PageOptions.model_fields["ppi"], "default", 96.0)
     with pytest.raises(AssertionError, match="ppi"):
         test_stated_defaults_are_the_models("render")
+
+
+def test_list_and_help_name_every_registered_part():
+    from click.testing import CliRunner
+
+    from mmconvert.executors import EXECUTORS
+    from mmconvert.exporters import EXPORTERS
+
+    listing = CliRunner().invoke(main, ["list"]).output
+    for name in EXPORTERS.names() + EXECUTORS.names():
+        assert f"  {name} " in listing
+    help_text = " ".join(next(o.help for o in options("export") if o.name == "fmt").split())
+    for name in EXPORTERS.names():
+        assert f"{name}:" in help_text, name

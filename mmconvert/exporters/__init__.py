@@ -17,10 +17,18 @@ from typing import Any
 
 from ..errors import UsageError
 from ..manifest import JsonlLog, write_json
+from ..registry import Registry
 from ..runfolder import locked
 from .source import RunSource
 
-FORMATS = ("hf", "hf-disk", "vlmevalkit", "lmms-eval", "jsonl")
+# each exporter: ``export(source: RunSource, staging: Path, out: Path, name: str, **options)
+# -> items written``, writing into ``staging`` (moved to ``out`` when it is complete)
+EXPORTERS: Registry = Registry("export format")
+EXPORTERS.register("hf", "mmconvert.exporters.hf:export_hf")
+EXPORTERS.register("hf-disk", "mmconvert.exporters.hf:export_hf_disk")
+EXPORTERS.register("lmms-eval", "mmconvert.exporters.hf:export_lmms_eval")
+EXPORTERS.register("vlmevalkit", "mmconvert.exporters.vlmevalkit:export_vlmevalkit")
+EXPORTERS.register("jsonl", "mmconvert.exporters.jsonl:export_jsonl")
 SKIPPED = "export-skipped.jsonl"
 
 
@@ -41,21 +49,13 @@ class ExportSummary:
         return text
 
 
-def _writer(fmt: str):
-    from . import hf, jsonl, vlmevalkit
-
-    return {"hf": hf.export_hf, "hf-disk": hf.export_hf_disk,
-            "lmms-eval": hf.export_lmms_eval, "vlmevalkit": vlmevalkit.export_vlmevalkit,
-            "jsonl": jsonl.export_jsonl}[fmt]
-
 
 def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail",
            reject_votes: int = 1, accepted_only: bool = False, paths: str = "relative",
            name: str | None = None, overwrite: bool = False) -> ExportSummary:
     """Export the run folder ``run`` as ``fmt`` into the folder ``out``."""
     run, out = Path(run), Path(out)
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    writer = EXPORTERS.get(fmt)  # an unknown format: one line with a did-you-mean
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
         raise UsageError(f"{out} exists and is not empty; use --overwrite to replace it")
     if out.resolve() == run.resolve() or run.resolve() in out.resolve().parents:
@@ -69,7 +69,7 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         try:
-            count = _writer(fmt)(source, staging, out, name, paths=paths)
+            count = writer(source, staging, out, name, paths=paths)
             summary = ExportSummary(fmt, out, count, source.left_out, len(source.skipped))
             if source.skipped:
                 JsonlLog(staging / SKIPPED).append(*source.skipped)

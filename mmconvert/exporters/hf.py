@@ -155,12 +155,14 @@ def write_parquet(source: RunSource, folder: Path, shard_bytes: int = SHARD_BYTE
 
 
 def export_hf(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
+    """parquet shards with an Image feature and a dataset card (datasets.load_dataset)"""
     count = write_parquet(source, staging / "data")
     (staging / "README.md").write_text(card(source, name, count), encoding="utf-8")
     return count
 
 
 def export_hf_disk(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
+    """the save_to_disk form (datasets.load_from_disk)"""
     import datasets
 
     work = staging.with_name(staging.name + ".parquet")
@@ -185,6 +187,7 @@ def export_hf_disk(source: RunSource, staging: Path, out: Path, name: str, **_) 
 
 
 def export_lmms_eval(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
+    """hf plus lmms-eval task YAMLs (images and text twin) and their utils.py"""
     count = export_hf(source, staging, out, name)
     task = "mmconvert_" + "".join(c if c.isalnum() else "_" for c in name).strip("_").lower()
     style = ((source.info.get("config") or {}).get("prompt_style")) or "cot"

@@ -12,6 +12,7 @@ from .source import RunSource
 
 def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
                  paths: str = "relative", **_) -> int:
+    """the kept manifest rows, image paths relative to the export (or absolute)"""
     run = source.run.resolve()
     target = out.resolve()
 

@@ -28,6 +28,7 @@ def _cell(images: list[bytes]) -> str:
 
 
 def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
+    """one VLMEvalKit TSV (base64 images, option columns, text twin)"""
     letters = [option_letter(i) for i in range(source.max_options)]
     twins = bool(source.renderer.twin_roles)
     header = (["index", "image", "question", *letters, "answer", "category", "id", "prompt",
