@@ -48,8 +48,12 @@ def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
             or "\0" in rel):
         raise ItemError(f"{rel!r} is not a path inside the run folder", where=where,
                         field=field, **context)
-    base = root.resolve()
-    target = (base / rel).resolve()
+    try:
+        base = root.resolve()
+        target = (base / rel).resolve()
+    except (OSError, RuntimeError) as err:  # a symlink loop, a name the system refuses
+        raise ItemError(f"{rel!r} cannot be resolved ({err})", where=where, field=field,
+                        **context) from None
     if not target.is_relative_to(base):
         raise ItemError(f"{rel!r} leads outside the run folder {root} (to {target})",
                         where=where, field=field, **context)

@@ -183,6 +183,9 @@ def test_output_names_are_made_from_checked_ids_and_stay_inside(tmp_path):
     with pytest.raises(ItemError, match="leads outside the run folder"):
         write_file(run_dir, "images/x.png", b"png")
     assert files_under(outside) == []
+    (run_dir / "pdf").symlink_to(run_dir / "pdf")  # a loop
+    with pytest.raises(ItemError, match="cannot be resolved"):
+        write_file(run_dir, "pdf/x.pdf", b"%PDF")
     write_file(run_dir, "layout/x.json", b"{}")
     assert (run_dir / "layout" / "x.json").read_bytes() == b"{}"
 
