@@ -105,17 +105,17 @@ class JobWorker:
     job already made (a generate job's client and budget are shared by its threads), in
     another process from the config, since only the config is pickled."""
 
-    def __init__(self, config: RunConfig, out: Path, job=None):
-        self.config, self.out, self.job = config, out, job
+    def __init__(self, config: RunConfig, job=None):
+        self.config, self.job = config, job
 
     def __getstate__(self):
-        return {"config": self.config, "out": self.out}
+        return {"config": self.config}
 
     def __setstate__(self, state):
-        self.config, self.out, self.job = state["config"], state["out"], None
+        self.config, self.job = state["config"], None
 
     def __call__(self):
-        return functools.partial(_run_item, self.job or job_for(self.config, self.out))
+        return functools.partial(_run_item, self.job or job_for(self.config))
 
 
 def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
@@ -197,7 +197,7 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     summary = RunSummary(out=execution.out)
 
     corpus = resolve(config.corpus)
-    job = job_for(config, execution.out, api)  # fails early on bad options, model, key
+    job = job_for(config, api)  # fails early on bad options, model, key
     summary.unit = job.unit
     folder = RunFolder(execution.out)
     folder.check(config.identity(), execution.overwrite)
@@ -269,7 +269,7 @@ def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str],
     from .jobs import GenerateJob
 
     corpus = resolve(config.corpus)
-    job = GenerateJob(config, Path("."), api, dry_run=True)
+    job = GenerateJob(config, api, dry_run=True)
     items, _ = load_selection(config, corpus, log=log)
     return job.dry_run([(item, job.part(item, corpus), corpus.prompt_keys(item))
                         for item in items])
@@ -280,7 +280,7 @@ def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
     job that waits on the network) threads sharing ``job``."""
     executor = local_executor(execution.workers, len(tasks), threads=getattr(job, "threads",
                                                                               None))
-    results = executor.map(JobWorker(config, execution.out, job), tasks)
+    results = executor.map(JobWorker(config, job), tasks)
     yield from progress_bar(results, len(tasks), show_progress(execution.progress))
 
 

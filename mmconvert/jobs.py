@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from .config import ApiOptions, GenerateConfig, OccludeConfig, RenderConfig, RunConfig
@@ -48,10 +47,10 @@ def row_head(item: Item, renderer, params: dict[str, Any], seed: int) -> dict[st
 class PageJob(Job):
     """``mmconvert render``: the chosen part of each item on A4 page images."""
 
-    def __init__(self, config: RenderConfig, out: Path):
+    def __init__(self, config: RenderConfig):
         from .renderers.page import PageRenderer
 
-        self.config, self.out = config, out
+        self.config = config
         self.renderer = PageRenderer(config.page)
         self.prompts = Prompts(config.prompt_dir)
 
@@ -88,10 +87,10 @@ class PageJob(Job):
 class OccludeJob(Job):
     """``mmconvert occlude``: image over caption with spans partly covered (VCR)."""
 
-    def __init__(self, config: OccludeConfig, out: Path):
+    def __init__(self, config: OccludeConfig):
         from .renderers.occlude import CaptionOccluder
 
-        self.config, self.out = config, out
+        self.config = config
         self.renderer = CaptionOccluder(config.occlude, language=config.language)
         self.prompts = Prompts(config.prompt_dir)
 
@@ -145,12 +144,12 @@ class GenerateJob(Job):
     client, its response cache and the budget are shared by them.
     """
 
-    def __init__(self, config: GenerateConfig, out: Path, api: ApiOptions | None = None, *,
+    def __init__(self, config: GenerateConfig, api: ApiOptions | None = None, *,
                  dry_run: bool = False):
         from .api.client import ApiClient
         from .renderers.generate import ImageApiRenderer
 
-        self.config, self.out = config, out
+        self.config = config
         self.api_options = api or ApiOptions()
         self.api = ApiClient(self.api_options)
         self.prompts = Prompts(config.prompt_dir)
@@ -320,7 +319,7 @@ def masked_caption(text: str, spans, blank: str = "[___]") -> str:
 Job = PageJob | OccludeJob | GenerateJob
 
 
-def job_for(config: RunConfig, out: Path, api: ApiOptions | None = None) -> Job:
+def job_for(config: RunConfig, api: ApiOptions | None = None) -> Job:
     if isinstance(config, GenerateConfig):
-        return GenerateJob(config, out, api)
-    return OccludeJob(config, out) if isinstance(config, OccludeConfig) else PageJob(config, out)
+        return GenerateJob(config, api)
+    return OccludeJob(config) if isinstance(config, OccludeConfig) else PageJob(config)
