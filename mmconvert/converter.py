@@ -220,13 +220,12 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
         if api is not None and api.retry_failed:
             folder.skipped.rewrite([r for r in folder.skipped.read()
                                     if r.get("stage") != "generate"])
-        repaired = folder.repair({item.id for item in items})
+        repaired, done = folder.resume({item.id for item in items})
         if repaired:
             note = (f"{execution.out / MANIFEST}: removed {repaired} repeated row(s) (two runs "
                     "once wrote into this folder)")
             log(note)
             summary.notes.append(note)
-        done = folder.done_ids()
         new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
         folder.skipped.append(*new_skips)
         todo = [i for i in items if i.id not in done]

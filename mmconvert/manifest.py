@@ -24,10 +24,14 @@ os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
 
 
+def json_bytes(data: Any, indent: int = 2) -> bytes:
+    """``data`` as readable UTF-8 JSON (what ``write_json`` writes)."""
+    return (json.dumps(data, ensure_ascii=False, indent=indent) + "\n").encode("utf-8")
+
+
 def write_json(path: Path, data: Any, indent: int = 2) -> None:
     """``data`` as readable UTF-8 JSON, written atomically."""
-    text = json.dumps(data, ensure_ascii=False, indent=indent) + "\n"
-    atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, json_bytes(data, indent))
 
 
 def atomic_write(path: Path, data: bytes) -> None:

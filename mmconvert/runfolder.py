@@ -16,7 +16,16 @@ from typing import Any
 
 from .errors import ItemError, RunFolderError
 from .items import check_name
-from .manifest import MANIFEST, QA, RUN_INFO, SKIPPED, JsonlLog, atomic_write, write_json
+from .manifest import (
+    MANIFEST,
+    QA,
+    RUN_INFO,
+    SKIPPED,
+    JsonlLog,
+    atomic_write,
+    json_bytes,
+    write_json,
+)
 
 DEDUP = "dedup.json"
 LOCK = ".mmconvert.lock"
@@ -213,20 +222,20 @@ class RunFolder:
         try:
             self.write_info(info)
         except OSError:
-            data = (json.dumps(info, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
             try:
                 with open(self.path / RUN_INFO, "r+b") as handle:
-                    handle.write(data)
+                    handle.write(json_bytes(info))
                     handle.truncate()
                     handle.flush()
                     os.fsync(handle.fileno())
             except OSError:
                 pass
 
-    def repair(self, selected: set[str]) -> int:
-        """Rows of an id the manifest holds twice (two runs that once shared the folder) are
-        removed, the first kept; a row of an item outside this run's selection is refused.
-        Returns how many rows were removed."""
+    def resume(self, selected: set[str]) -> tuple[int, set[str]]:
+        """Where a run into this folder stands, from one reading of the manifest: rows of an
+        id the manifest holds twice (two runs that once shared the folder) are removed, the
+        first kept; a row of an item outside ``selected`` is refused. Returns how many rows
+        were removed, and the ids that need no more work (in the manifest or skipped)."""
         rows = self.manifest.read()
         seen: set[str] = set()
         kept = []
@@ -241,7 +250,19 @@ class RunFolder:
                 kept.append(row)
         if len(kept) < len(rows):
             self.manifest.rewrite(kept)
-        return len(rows) - len(kept)
+        return len(rows) - len(kept), seen | {r["id"] for r in self.skipped.read()}
+
+    def take(self, status: str, payload, item_id: str, stage: str, on_error: str) -> str:
+        """One worker result of a run made from another run (sweep, transform): an ``ok``
+        Output is written; an error is recorded in skipped.jsonl under ``on_error`` skip, and
+        raised otherwise. Returns "made" or "skipped"."""
+        if status == "ok":
+            self.write(payload)
+            return "made"
+        if on_error != "skip":
+            raise payload
+        self.skipped.append({"id": item_id, "stage": stage, "reason": str(payload)})
+        return "skipped"
 
     def write(self, output: Output) -> None:
         """The sink: an item's files (atomically, inside the folder), then its manifest row,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..seeds import rng
-from .imaging import encode
+from .imaging import decode, encode
 from .transforms.base import Transform
 
 
@@ -16,8 +16,6 @@ def apply_steps(image, entry: dict[str, Any], steps: list[Transform], *, seed: i
     ``steps``. Returns (encoded bytes, file format, the image, the extra fields of its manifest
     entry, each step's sampled parameters). ``done`` counts the steps the row's history holds
     already, so a step's seed depends on its place in the whole history."""
-    from .imaging import decode
-
     source_format = image.format  # a JPEG run's images stay JPEG
     boxes = [dict(b) for b in entry.get("boxes") or []] if entry.get("boxes") is not None \
         else None

@@ -76,34 +76,28 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
         folder.check(identity, overwrite)
         folder.create(overwrite)
 
-        def write_info(status: str) -> None:
-            folder.write_info({"status": status, "schema": SCHEMA, "config": identity,
-                               "transform": identity["transform"],
-                               "base": Path(os.path.relpath(base, out)).as_posix(),
-                               "versions": info.get("versions"), "fonts": info.get("fonts"),
-                               "items": len(folder.manifest.read())})
+        def info_of(status: str) -> dict[str, Any]:
+            return {"status": status, "schema": SCHEMA, "config": identity,
+                    "transform": identity["transform"],
+                    "base": Path(os.path.relpath(base, out)).as_posix(),
+                    "versions": info.get("versions"), "fonts": info.get("fonts"),
+                    "items": len(folder.manifest.read())}
 
-        write_info("running")
-        folder.repair({row["id"] for row in rows})
-        done = folder.done_ids()
+        folder.write_info(info_of("running"))
+        _, done = folder.resume({row["id"] for row in rows})
         todo = [row for row in rows if row["id"] not in done]
         summary.already_done = len(rows) - len(todo)
         try:
             for row, (status, payload) in zip(todo, _results(base, steps, todo, workers,
                                                              progress), strict=True):
-                if status == "ok":
-                    folder.write(payload)
+                if folder.take(status, payload, row["id"], "transform", on_error) == "made":
                     summary.made += 1
-                elif on_error == "skip":
-                    folder.skipped.append({"id": row["id"], "stage": "transform",
-                                           "reason": str(payload)})
-                    summary.skipped += 1
                 else:
-                    raise payload
-        except MMConvertError:
-            write_info("failed")
+                    summary.skipped += 1
+        except (MMConvertError, OSError):
+            folder.mark_failed(info_of("failed"))
             raise
-        write_info("complete")
+        folder.write_info(info_of("complete"))
     return summary
 
 

@@ -218,16 +218,10 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
     try:
         for row, results in _run(tasks, maker_args, workers, progress):
             for name, (status, payload) in results.items():
-                folder = folders[name]
-                if status == "ok":
-                    folder.write(payload)
+                if folders[name].take(status, payload, row["id"], "sweep", on_error) == "made":
                     summary.made[name] += 1
-                elif on_error == "skip":
-                    folder.skipped.append({"id": row["id"], "stage": "sweep",
-                                           "reason": str(payload)})
-                    summary.skipped[name] += 1
                 else:
-                    raise payload
+                    summary.skipped[name] += 1
     except MMConvertError:
         _write_sweep(out, base, options, summary, "failed")
         raise
