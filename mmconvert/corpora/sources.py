@@ -54,9 +54,6 @@ def check_text(value: str, where: str, field: str) -> str:
         if "\udc80" <= char <= "\udcff":
             raise ItemError(f"undecodable text: byte 0x{ord(char) - 0xDC00:02X} at character {i} "
                             "is not UTF-8 (re-save the file as UTF-8)", where=where, field=field)
-        if "\ud800" <= char <= "\udfff":
-            raise ItemError(f"a lone surrogate U+{ord(char):04X} at character {i} (not a "
-                            "character; the text was encoded wrongly)", where=where, field=field)
     return value
 
 
