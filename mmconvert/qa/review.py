@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..errors import MMConvertError
+from ..errors import ItemError, MMConvertError
 from ..renderers import row_renderer
-from ..runfolder import open_run
+from ..runfolder import inside, open_run
 from .checks import ocr_images
 from .events import REVIEW_REASONS, REVIEWER, QaLog, check_reviewer, event
 
@@ -143,15 +143,13 @@ class ReviewState:
                     "seq": len(self.changes)}
 
     def file(self, rel: str) -> Path | None:
-        """``rel`` inside the run folder (symbolic links followed), or None (also for a link
-        loop, or a name the file system refuses)."""
+        """``rel`` inside the run folder (``runfolder.inside``: symbolic links followed), or
+        None (also for a link loop, or a name the file system refuses)."""
         try:
-            target = (self.run / rel).resolve()
-            if not target.is_relative_to(self.run) or not target.is_file():
-                return None
-        except (OSError, RuntimeError, ValueError):  # a loop; a name too long; a NUL
+            target = inside(self.run, rel).resolve()
+            return target if target.is_file() else None
+        except (ItemError, OSError, ValueError):  # outside; a name too long
             return None
-        return target
 
 
 def page_html() -> bytes:
