@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import sys
 from pathlib import Path
@@ -44,8 +45,8 @@ def reports_errors(fn):
 
 def disk_error(err: OSError) -> str:
     where = f"{err.filename}: " if err.filename else ""
-    hint = {28: " (the disk is full)", 30: " (the file system is read-only)",
-            13: " (no permission)"}.get(err.errno or 0, "")
+    hint = {errno.ENOSPC: " (the disk is full)", errno.EROFS: " (the file system is read-only)",
+            errno.EACCES: " (no permission)"}.get(err.errno or 0, "")
     return f"{where}cannot write: {err.strerror or err}{hint}"
 
 

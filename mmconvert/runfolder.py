@@ -127,9 +127,8 @@ def locked(path: Path, what: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 1000, 0).decode("utf-8", "replace").strip()
-            os.close(fd)
-            holder = "".join(c if c.isprintable() else "?" for c in holder) or "unknown"
+            holder = os.pread(fd, 1000, 0).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)  # (the CLI shows any control character in it escaped)
             raise RunFolderError(f"{what} is in use by another mmconvert run ({holder}); wait "
                                  "for it to finish, or choose another --out") from None
         try:
