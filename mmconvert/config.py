@@ -146,12 +146,14 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def build(model: type[BaseModel], values: dict[str, Any], origin: str = "options"):
-    """Validate ``values`` into ``model``; the first problem becomes one readable line."""
+def build(model: type[BaseModel], values: dict[str, Any], origin: str = "options",
+          whole: str = "options"):
+    """Validate ``values`` into ``model``; the first problem becomes one readable line
+    (``whole`` names the field of a problem with the model as a whole)."""
     try:
         return model.model_validate(values)
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "options"
+        where = ".".join(str(p) for p in first["loc"]) or whole
         message = first["msg"].removeprefix("Value error, ")
         raise UsageError(f"{origin}: {where}: {message}") from None

@@ -12,9 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from ...errors import UsageError
+from pydantic import BaseModel, ConfigDict
 
 
 class TransformOptions(BaseModel):
@@ -52,13 +50,9 @@ class Transform:
     @classmethod
     def build(cls, values: dict[str, Any], where: str = "") -> Transform:
         """The transform with ``values`` as options; a bad value is a one-line error."""
-        try:
-            return cls(cls.options_model.model_validate(values))
-        except ValidationError as err:
-            first = err.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or cls.primary
-            message = first["msg"].removeprefix("Value error, ")
-            raise UsageError(f"{where or cls.name}: {field}: {message}") from None
+        from ...config import build
+
+        return cls(build(cls.options_model, values, where or cls.name, whole=cls.primary))
 
     def sample(self, draw: random.Random, image) -> dict[str, Any]:
         """The parameters for one image: drawn from ``draw`` (seeded by run seed, item, image
