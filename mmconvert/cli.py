@@ -180,6 +180,21 @@ def page_options(ppi: str = "--ppi", prefix: str = ""):
                          help=prefix + "PNG colour (default gray)."),
             click.option("--pdf", is_flag=True, default=None,
                          help=prefix + "Keep each item's vector PDF in pdf/."),
+            click.option("--crop", type=click.Choice(["content", "bottom", "none"]),
+                         help=prefix + "How pages are cut (default content, as ReadBench: each "
+                                       "page four margins right of its widest line and the "
+                                       "last one below its text; bottom: only the last page's "
+                                       "bottom; none: whole A4 pages)."),
+            click.option("--line-spacing", type=float,
+                         help=prefix + "Line pitch as a multiple of the font's ascent + "
+                                       "descent (default 1.2, ReadBench's: 16.09 pt at 12 pt)."),
+            click.option("--line-pitch", type=float,
+                         help=prefix + "Line pitch in points, in place of --line-spacing "
+                                       "(14.4 is 1.2 x the type size)."),
+            click.option("--indent", type=click.Choice(["none", "hanging"]),
+                         help=prefix + "Where wrapped option lines start (default none, "
+                                       "as ReadBench: at the margin; hanging: under the "
+                                       "option's text)."),
             click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
                          help=prefix + "Prompt style of the manifest's prompts (default cot)."),
             click.option("--prompt-dir", type=click.Path(path_type=Path),
@@ -192,11 +207,17 @@ def page_options(ppi: str = "--ppi", prefix: str = ""):
     return decorate
 
 
-def page_values(values: dict, ppi, render_part, color, pdf, prompt_style, prompt_dir) -> dict:
-    """``values`` with the page options that were given (flags over the YAML's)."""
+PAGE_GEOMETRY_FLAGS = ("crop", "line_spacing", "line_pitch", "indent")
+
+
+def page_values(values: dict, ppi, render_part, color, pdf, prompt_style, prompt_dir,
+                flags: dict) -> dict:
+    """``values`` with the page options that were given (flags over the YAML's); the geometry
+    flags are taken out of ``flags``."""
     set_given(values, pdf=pdf, prompt_style=prompt_style, prompt_dir=prompt_dir)
     values["page"] = set_given(dict(values.get("page") or {}), ppi=ppi, render=render_part,
-                               color=color)
+                               color=color, **{k: flags.pop(k, None)
+                                               for k in PAGE_GEOMETRY_FLAGS})
     return values
 
 
@@ -224,7 +245,7 @@ def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers,
     corpus = flags["corpus"]
     values, origin = selection_values(flags)
     config = build(RenderConfig, page_values(values, ppi, render_part, color, pdf, prompt_style,
-                                             prompt_dir), origin)
+                                             prompt_dir, flags), origin)
     run_and_report(config, out or Path("runs") / Path(corpus).stem, workers, overwrite,
                    progress)
 
@@ -488,14 +509,15 @@ def sweep_command(out, ppis, scales, rotations, qualities, varied, resample, jpe
         given = sorted(k for k in values if k not in ("corpus", "on_error")) + [
             f"--{name.replace('_', '-')}" for name, value in (
                 ("base_ppi", ppi), ("render", render_part), ("color", color), ("pdf", pdf),
-                ("prompt_style", prompt_style), ("prompt_dir", prompt_dir)) if value is not None]
+                ("prompt_style", prompt_style), ("prompt_dir", prompt_dir),
+                *((k, flags.get(k)) for k in PAGE_GEOMETRY_FLAGS)) if value is not None]
         if given:
             raise UsageError(f"{source} is a run folder: corpus and render options "
                              f"({', '.join(given)}) do not apply; sweep its corpus instead")
         base = source
     else:
         config = build(RenderConfig, page_values(values, ppi, render_part, color, pdf,
-                                                 prompt_style, prompt_dir), origin)
+                                                 prompt_style, prompt_dir, flags), origin)
         base = out / "base"
         run_and_report(config, base, workers, overwrite, progress)
     summary = sweep(base, out, options, workers=workers, overwrite=overwrite,

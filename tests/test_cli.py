@@ -92,7 +92,7 @@ def test_rerun_with_other_options_is_refused_unless_overwrite(tmp_path):
                  "--overwrite")
     assert result.exit_code == 0
     row = json.loads((out / "manifest.jsonl").read_text().splitlines()[0])
-    assert row["images"][0]["width"] == 1241
+    assert row["images"][0]["ppi"] == 150 and row["renderer"]["params"]["ppi"] == 150
 
 
 def test_out_folder_with_foreign_files_is_refused(tmp_path):

@@ -35,7 +35,7 @@ def test_token_rules(rule, size, tokens):
 
 def test_words_per_page_come_from_the_stored_layout(tmp_path):
     items = tmp_path / "items.jsonl"
-    items.write_text(json.dumps({"id": "long", "context": "alpha beta gamma delta " * 900,
+    items.write_text(json.dumps({"id": "long", "context": "alpha beta gamma delta " * 850,
                                  "question": "Q?", "answer": ["x"]}) + "\n")
     out = tmp_path / "run"
     assert run("render", items, "--render", "context", "--out", out).exit_code == 0
@@ -43,7 +43,7 @@ def test_words_per_page_come_from_the_stored_layout(tmp_path):
     row = JsonlLog(out / "manifest.jsonl").read()[0]
     pages = [image["words"] for image in figures["per_image"]]
     assert len(pages) == len(row["images"]) > 1
-    assert sum(pages) == word_count(expected_text(row)) == 3600
+    assert sum(pages) == word_count(expected_text(row)) == 3400
     assert pages[0] > pages[-1]  # the last page is the cropped remainder
     assert sum(figures["density"].values()) == len(pages)
     assert figures["density"][">200"] == len(pages) - 1
@@ -68,6 +68,7 @@ def test_stats_command_prints_and_plots(tmp_path):
     assert figures["items"] == 5 and figures["images_per_item"]["max"] == 1
     assert set(figures["vision_tokens_per_item"]) == {"qwen2-vl", "internvl2.5", "llava-1.5",
                                                       "gpt-4o", "claude"}
-    assert figures["width"]["min"] == 768  # 8.27 in at 92.9 PPI
+    widths = [image["width"] for image in figures["per_image"]]
+    assert figures["width"]["min"] == min(widths) < 768  # cut to the widest line
     result = run("stats", tmp_path)
     assert result.exit_code == 1 and "not an mmconvert run folder" in result.output

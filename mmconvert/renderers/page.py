@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
@@ -41,14 +41,37 @@ class PageOptions(BaseModel):
 
     ppi: float = Field(92.9, gt=10, le=1200, description="pixels per inch of the PNG pages")
     font_size: float = Field(12.0, gt=2, le=72, description="type size in points")
-    line_spacing: float = Field(1.2, ge=1.0, le=3.0, description="line pitch / type size")
+    line_spacing: float = Field(
+        1.2, ge=1.0, le=3.0,
+        description="line pitch as a multiple of the font's line height (ascent + descent), "
+                    "as ReadBench: 1.2 gives 16.09 pt at 12 pt")
+    line_pitch: float | None = Field(
+        None, gt=0, le=300,
+        description="line pitch in points, in place of line_spacing (14.4: 1.2 x the type "
+                    "size, mmconvert 0.1's look)")
     margin: float = Field(0.25, ge=0, le=2, description="page margins in inches")
     page_width: float = Field(8.27, gt=1, le=40, description="page width in inches (A4)")
     page_height: float = Field(11.69, gt=1, le=40, description="page height in inches (A4)")
     color: Literal["gray", "rgb"] = "gray"
     render: RenderPart | None = Field(
         None, description="what becomes image: options, context or all (default: the corpus')")
-    crop_last: bool = Field(True, description="crop the last page to its content")
+    crop: Literal["content", "bottom", "none"] = Field(
+        "content",
+        description="content: every page cut on the right to its widest line plus four "
+                    "margins and the last one below its last line (ReadBench); bottom: only "
+                    "the last page's bottom; none: whole pages")
+    indent: Literal["none", "hanging"] = Field(
+        "none", description="where a wrapped option line starts: at the margin (ReadBench) or "
+                            "under the option's text")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_version_1(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "crop_last" in data:
+            raise ValueError("crop_last: these are page renderer 1's options (mmconvert 0.1, "
+                             "A4-wide pages, 14.4 pt pitch); render the corpus again, with "
+                             "--crop bottom --line-pitch 14.4 --indent hanging for that look")
+        return data
 
 
 @dataclass
@@ -67,7 +90,7 @@ class PageRender:
     layout: dict  # the stored layout (``layout_record``), from which any PPI is re-drawn
 
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 
 
 def image_fields(item: Item, part: RenderPart) -> list[tuple[str, str]]:
@@ -95,7 +118,7 @@ class PageRenderer(Renderer):
     """Lays out the chosen part of an item on A4 pages and rasterises them."""
 
     name = "page"
-    version = "1"
+    version = "2"
     row_model = PageRow
     options_model = PageOptions
     unit = "page"
@@ -127,17 +150,19 @@ class PageRenderer(Renderer):
         self.chain = chain or font_chain()
         o = self.options
         self.size = o.font_size
-        self.pitch = o.font_size * o.line_spacing
+        # ReadBench's geometry, in points: a line is the font's ascent + descent, set
+        # line_spacing of them apart; its glyph box sits at the top of its pitch, and a line
+        # fits on a page while its glyph box ends inside the bottom margin
+        glyph_box = (self.chain.ascender - self.chain.descender) * self.size
+        self.pitch = o.line_pitch if o.line_pitch is not None else glyph_box * o.line_spacing
         self.margin_pt = o.margin * POINTS_PER_INCH
         self.page_w = o.page_width * POINTS_PER_INCH
         self.page_h = o.page_height * POINTS_PER_INCH
         self.text_width = self.page_w - 2 * self.margin_pt
         usable = self.page_h - 2 * self.margin_pt
-        self.lines_per_page = max(1, int((usable + 1e-6) // self.pitch))
+        self.lines_per_page = max(1, int((usable - glyph_box + 1e-6) // self.pitch) + 1)
         self.breaker = LineBreaker(self.chain, self.size, self.text_width)
-        # baseline of a line: its glyph box centred in the line pitch
-        glyph_box = (self.chain.ascender - self.chain.descender) * self.size
-        self.baseline = (self.pitch - glyph_box) / 2 + self.chain.ascender * self.size
+        self.baseline = self.chain.ascender * self.size
 
     def blocks(self, item: Item, part: RenderPart) -> list[Block]:
         where = item.origin or item.id
@@ -164,7 +189,8 @@ class PageRenderer(Renderer):
                 if index == 0 and blocks:
                     gap = 1
                 label = f"{option_letter(index)}. "
-                hang = sum(self.breaker.advance(c) for c in label)
+                hang = (sum(self.breaker.advance(c) for c in label)
+                        if self.options.indent == "hanging" else 0.0)
                 blocks.append(Block(label + text, hanging=hang, blank_before=gap))
             else:
                 blocks.append(Block(text, blank_before=gap))
@@ -186,40 +212,55 @@ class PageRenderer(Renderer):
         come from the same glyphs at the same positions.
         """
         layout = self.layout(item, part)
-        heights = [self.page_h] * len(layout.pages)
-        if self.options.crop_last:
-            content = 2 * self.margin_pt + len(layout.pages[-1]) * self.pitch
-            heights[-1] = min(self.page_h, content)
-        too_big = self.too_big(heights, self.options.ppi)
+        widths, heights = self.page_sizes(layout)
+        too_big = self.too_big(widths, heights, self.options.ppi)
         if too_big:
             raise ItemError(too_big, where=item.origin or item.id, field="ppi",
                             item_id=item.id)
         texts = [self.text_object(lines) for lines in layout.pages]
-        images = [self.rasterise(text, height) for text, height in zip(texts, heights,
-                                                                       strict=True)]
-        pdf = self.pdf(texts, heights) if want_pdf else None
+        images = [self.rasterise(text, width, height)
+                  for text, width, height in zip(texts, widths, heights, strict=True)]
+        pdf = self.pdf(texts, widths, heights) if want_pdf else None
         return PageRender(images, pdf, part, layout.line_count(),
-                          self.layout_record(layout, heights))
+                          self.layout_record(layout, widths, heights))
 
-    def too_big(self, heights: list[float], ppi: float) -> str | None:
-        """Why pages of ``heights`` (points) at ``ppi`` are refused before drawing: more than
-        ``MAX_ITEM_MEGAPIXELS`` in all (a 2-million-character context at 1200 PPI is 365
-        pages of 139 megapixels); None when they are not."""
-        width = pixels(self.page_w / POINTS_PER_INCH, ppi)
-        total = sum(width * pixels(h / POINTS_PER_INCH, ppi) for h in heights) / 1e6
+    def page_sizes(self, layout: PageLayout) -> tuple[list[float], list[float]]:
+        """Each page's width and height in points, as ``crop`` cuts them. ``content`` is
+        ReadBench's cut: a page ends four margins right of its widest line, and the last page
+        one margin below its last line's pitch."""
+        count = len(layout.pages)
+        widths, heights = [self.page_w] * count, [self.page_h] * count
+        if self.options.crop != "none":
+            content = 2 * self.margin_pt + len(layout.pages[-1]) * self.pitch
+            heights[-1] = min(self.page_h, content)
+        if self.options.crop == "content":
+            for index, page in enumerate(layout.pages):
+                widest = max((line.runs[-1].end for line in page if line.runs), default=0.0)
+                widths[index] = min(self.page_w, self.margin_pt + min(widest, self.text_width)
+                                    + 4 * self.margin_pt)
+        return widths, heights
+
+    def too_big(self, widths: list[float], heights: list[float], ppi: float) -> str | None:
+        """Why pages of ``widths`` x ``heights`` (points) at ``ppi`` are refused before
+        drawing: more than ``MAX_ITEM_MEGAPIXELS`` in all (a 2-million-character context at
+        1200 PPI is 365 pages of 139 megapixels); None when they are not."""
+        total = sum(pixels(w / POINTS_PER_INCH, ppi) * pixels(h / POINTS_PER_INCH, ppi)
+                    for w, h in zip(widths, heights, strict=True)) / 1e6
         if total <= MAX_ITEM_MEGAPIXELS:
             return None
         return (f"{len(heights)} page(s) at {ppi:g} PPI would be {total:,.0f} megapixels, over "
                 f"the {MAX_ITEM_MEGAPIXELS:,}-megapixel limit of one item; lower --ppi, or "
                 "shorten the text")
 
-    def layout_record(self, layout: PageLayout, heights: list[float]) -> dict:
+    def layout_record(self, layout: PageLayout, widths: list[float],
+                      heights: list[float]) -> dict:
         """The laid-out pages as data: each line's runs as [x, font index, text], in points,
-        with the geometry they were set in. ``redraw`` rasterises it at any PPI with the same
-        line and page breaks."""
+        with the geometry they were set in and each page's size. ``redraw`` rasterises it at
+        any PPI with the same line and page breaks."""
         return {"version": LAYOUT_VERSION, "fonts": [spec.name for spec in self.chain.specs],
                 "font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
-                "page_width": self.page_w, "heights": heights,
+                "page_width": self.page_w, "baseline": self.baseline, "widths": widths,
+                "heights": heights,
                 "pages": [[[[run.x, run.font, run.text] for run in line.runs] for line in page]
                           for page in layout.pages]}
 
@@ -231,7 +272,7 @@ class PageRenderer(Renderer):
         """The pages of a stored layout at each of ``ppis``; the glyph runs are built once."""
         fonts = [spec.name for spec in self.chain.specs]
         geometry = {"font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
-                    "page_width": self.page_w}
+                    "page_width": self.page_w, "baseline": self.baseline}
         if record.get("version") != LAYOUT_VERSION or record.get("fonts") != fonts:
             raise ValueError("the stored layout was made with another layout version or font "
                              "chain; render the corpus again")
@@ -240,13 +281,14 @@ class PageRenderer(Renderer):
                 raise ValueError(f"the stored layout's {name} ({record[name]}) is not the "
                                  f"renderer's ({value})")
         for ppi in ppis:
-            too_big = self.too_big(record["heights"], ppi)
+            too_big = self.too_big(record["widths"], record["heights"], ppi)
             if too_big:
                 raise ValueError(too_big)
         texts = [self.text_object([Line([Run(x, text, font, x) for x, font, text in runs])
                                    for runs in page]) for page in record["pages"]]
-        return [[self.rasterise(text, height, ppi)
-                 for text, height in zip(texts, record["heights"], strict=True)]
+        return [[self.rasterise(text, width, height, ppi)
+                 for text, width, height in zip(texts, record["widths"], record["heights"],
+                                                strict=True)]
                 for ppi in ppis]
 
     def text_object(self, lines):
@@ -262,13 +304,14 @@ class PageRenderer(Renderer):
                                      m.FZ_BIDI_LTR, m.FZ_LANG_UNSET)
         return text
 
-    def rasterise(self, text, height_pt: float, ppi: float | None = None) -> PageImage:
+    def rasterise(self, text, width_pt: float, height_pt: float,
+                  ppi: float | None = None) -> PageImage:
         """The page as a PNG of ``pixels(inches, ppi)`` in each direction (default: the
         options' PPI)."""
         m = mupdf()
         ppi = ppi or self.options.ppi
         scale = ppi / POINTS_PER_INCH
-        width = pixels(self.options.page_width, ppi)
+        width = pixels(width_pt / POINTS_PER_INCH, ppi)
         height = pixels(height_pt / POINTS_PER_INCH, ppi)
         gray = self.options.color == "gray"
         colorspace = m.fz_device_gray() if gray else m.fz_device_rgb()
@@ -279,7 +322,7 @@ class PageRenderer(Renderer):
                                                                              color_params()))
         return PageImage(set_png_ppi(png, ppi), width, height)
 
-    def pdf(self, texts, heights: list[float]) -> bytes:
+    def pdf(self, texts, widths: list[float], heights: list[float]) -> bytes:
         """A PDF with one page per text object; fonts subset, no time stamps or random id."""
         import pymupdf
 
@@ -287,8 +330,8 @@ class PageRenderer(Renderer):
         doc = pymupdf.open()
         try:
             pdf = m.PdfDocument(doc.this)
-            for text, height in zip(texts, heights, strict=True):
-                mediabox = m.FzRect(0, 0, self.page_w, height)
+            for text, width, height in zip(texts, widths, heights, strict=True):
+                mediabox = m.FzRect(0, 0, width, height)
                 device, resources, contents = m.pdf_page_write(pdf, mediabox)
                 fill_black(device, text)
                 page = m.pdf_add_page(pdf, mediabox, 0, resources, contents)

@@ -67,9 +67,11 @@ def test_a_chain_moves_boxes_scales_ppi_and_records_its_history():
     steps = [parse_step("scale:0.5"), parse_step("rotate:90"), parse_step("noise:4")]
     data, fmt, made, extra, sampled = apply_steps(image, entry, steps, seed=0,
                                                   item_id="x-1", index=0)
-    assert fmt == "png" and image.size == (768, 158) and made.size == (79, 384)
+    assert fmt == "png" and image.size == (768, 171) and made.size == (86, 384)
     assert extra["ppi"] == pytest.approx(46.45)
-    assert extra["boxes"][0]["box"] == [made.width - 20, 5, made.width - 10, 55]
+    # the box scales with the page (171 px -> 86 px tall: y 20..40 -> 10.06..20.12) and
+    # turns with it, its edges rounded outward
+    assert extra["boxes"][0]["box"] == [65, 5, 76, 55]
     assert sampled[0] == {} and sampled[1] == {} and "seed" in sampled[2]
     record = history({"postprocess": [{"op": "earlier"}]}, steps, [sampled])
     assert [r["op"] for r in record] == ["earlier", "scale", "rotate", "noise"]

@@ -50,8 +50,10 @@ def test_full_page_pixel_size_is_round_inches_times_ppi(ppi):
 def test_last_page_is_cropped_to_content_plus_margin(renderer):
     result = renderer.render(make_item(options=["one", "two", "three"]), "options")
     (page,) = result.pages
-    # 3 lines of 14.4 pt plus two 18 pt margins
-    assert page.height == pixels((3 * 14.4 + 36) / 72, 92.9)
+    # ReadBench's pitch: 1.2 x (ascent + descent) of Arial's metrics at 12 pt
+    assert renderer.pitch == pytest.approx(1.2 * (1854 + 434) / 2048 * 12)  # 16.09
+    # 3 lines of that pitch plus two 18 pt margins
+    assert page.height == pixels((3 * renderer.pitch + 36) / 72, 92.9)
     data = png(page).load()
     assert all(data[x, page.height - 1] == 255 for x in range(page.width))
 
