@@ -531,24 +531,34 @@ def score():
 
 
 @score.command("vcr")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("source", type=click.Path(path_type=Path))
 @click.argument("predictions", type=click.Path(path_type=Path))
+@click.option("--protocol", type=click.Choice(["official", "strict"]), default="official",
+              show_default=True,
+              help="official: VCR's evaluation code (best n-gram by difflib ratio, white-space "
+                   "tokens, refusals score 0, mean over spans, items without a prediction left "
+                   "out), as its tables, VLMEvalKit and lmms-eval; strict: mmconvert's "
+                   "corrected scorer (README).")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the scores as JSON (percentages) instead of a table.")
+              help="Print the scores as JSON (percentages; per item and span in [0, 1]).")
 @reports_errors
-def score_vcr(run_dir, predictions, as_json):
+def score_vcr(source, predictions, protocol, as_json):
     """Exact match and Jaccard index of PREDICTIONS (JSONL rows {"id", "prediction"}) for the
-    covered spans of an ``occlude`` run, overall and by language and difficulty.
+    covered spans of SOURCE, overall and by language and difficulty.
 
-    A prediction is the model's answer as one string (each span is matched against its closest
-    n-gram) or a list with one string per span, in order.
+    SOURCE is an ``occlude`` run folder, or an answer-key JSONL (rows {"id", "answers": [span,
+    ...], "language": "en"|"zh", "difficulty"?}) for VCR-style sets made elsewhere. A prediction
+    is the model's answer as one string; under --protocol strict also a list with one string
+    per span, in order.
     """
     import json
 
+    from .scoring.vcr import as_json as json_figures
     from .scoring.vcr import score_run, table
 
-    result = score_run(run_dir, predictions)
-    click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else table(result))
+    result = score_run(source, predictions, protocol)
+    click.echo(json.dumps(json_figures(result), ensure_ascii=False, indent=1) if as_json
+               else table(result))
 
 
 @main.group()

@@ -1,4 +1,5 @@
-"""VCR scoring: best n-gram by edit distance, exact match, Jaccard, groups, bad input."""
+"""VCR scoring, strict protocol (best n-gram by edit distance), groups, bad input; the official
+protocol is pinned against VCR's own code in test_vcr_protocols.py."""
 
 from __future__ import annotations
 
@@ -14,25 +15,25 @@ from tests.test_cli import run
 
 def test_the_exact_span_inside_a_chatty_answer_is_an_exact_match():
     score = score_span("in front of a mirror", "The covered text is: in front of a mirror.", "en")
-    assert (score.best, score.exact_match, score.jaccard) == ("in front of a mirror", 1.0, 1.0)
+    assert (score.match, score.exact_match, score.jaccard) == ("in front of a mirror", 1.0, 1.0)
 
 
 def test_a_near_miss_scores_its_token_overlap():
     score = score_span("in front of a mirror", "standing in front of the mirror", "en")
-    assert score.best == "in front of the mirror"
+    assert score.match == "in front of the mirror"
     assert score.exact_match == 0.0 and score.jaccard == pytest.approx(4 / 6)
 
 
 def test_the_closest_ngram_wins_and_case_counts():
     answer = "of a big dog near\nin front of a Mirror"
     score = score_span("in front of a mirror", answer, "en")
-    assert score.best == "in front of a Mirror" and score.exact_match == 0.0
+    assert score.match == "in front of a Mirror" and score.exact_match == 0.0
     assert score.jaccard == pytest.approx(4 / 6)
 
 
 def test_no_shared_token_or_too_short_scores_zero():
     assert score_span("in front of a mirror", "a cat", "en").jaccard == 0.0
-    assert score_span("in front of a mirror", "under the bed by the door", "en").best == ""
+    assert score_span("in front of a mirror", "under the bed by the door", "en").match == ""
 
 
 def test_chinese_is_scored_per_character():
@@ -61,7 +62,7 @@ def test_perfect_answers_score_100_in_every_group(vcr_run, tmp_path):
     out, rows = vcr_run
     predictions = write(tmp_path / "p.jsonl",
                         [{"id": r["id"], "prediction": r["answer"]} for r in rows])
-    result = score_run(out, predictions)
+    result = score_run(out, predictions, "strict")
     assert result["exact_match"] == result["jaccard"] == 100.0
     assert result["exact_match_sd"] == 0.0 and result["items"] == len(rows)
     assert set(result["groups"]) == {f"en/{r['difficulty']}" for r in rows}
@@ -72,11 +73,15 @@ def test_missing_answers_count_as_zero_and_strays_are_counted(vcr_run, tmp_path)
     out, rows = vcr_run
     answers = [{"id": r["id"], "prediction": " / ".join(r["answer"])} for r in rows[1:]]
     predictions = write(tmp_path / "p.jsonl", [*answers, {"id": "elsewhere", "prediction": ""}])
-    result = score_run(out, predictions)
+    result = score_run(out, predictions, "strict")
     assert result["missing"] == 1 and result["unknown"] == 1
     assert result["exact_match"] == pytest.approx(100 * (len(rows) - 1) / len(rows), abs=1e-3)
     assert 0 < result["exact_match_sd"] < 50
-    assert score_run(out, predictions) == result  # the bootstrap is seeded
+    assert score_run(out, predictions, "strict") == result  # the bootstrap is seeded
+    # official: the unanswered item is left out of the mean
+    official = score_run(out, predictions)
+    assert official["missing"] == 1 and official["items"] == len(rows) - 1
+    assert official["exact_match"] == 100.0
 
 
 def test_cli_prints_a_table_or_json(vcr_run, tmp_path):
@@ -85,7 +90,8 @@ def test_cli_prints_a_table_or_json(vcr_run, tmp_path):
                         [{"id": r["id"], "prediction": "\n".join(r["answer"])} for r in rows])
     result = run("score", "vcr", out, predictions)
     assert result.exit_code == 0
-    assert result.output.splitlines()[0].split() == ["group", "items", "spans", "exact", "match",
+    assert result.output.splitlines()[0].startswith("protocol: official (VCR's evaluation code")
+    assert result.output.splitlines()[1].split() == ["group", "items", "spans", "exact", "match",
                                                      "%", "jaccard", "%"]
     assert "100.00 ±  0.00" in result.output
     data = json.loads(run("score", "vcr", out, predictions, "--json").output)
