@@ -186,24 +186,41 @@ def export_hf_disk(source: RunSource, staging: Path, out: Path, name: str, **_) 
     return count
 
 
+ACCURACY = ("  - metric: accuracy\n    aggregation: mean\n    higher_is_better: true")
+SPAN_METRICS = "\n".join(f"  - metric: {name}\n    aggregation: !function utils.span_mean\n"
+                          "    higher_is_better: true" for name in ("exact_match", "jaccard"))
+
+
 def export_lmms_eval(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
-    """hf plus lmms-eval task YAMLs (images and text twin) and their utils.py"""
+    """hf plus lmms-eval task YAMLs (images; text-only twins) and their utils.py"""
     count = export_hf(source, staging, out, name)
     task = "mmconvert_" + "".join(c if c.isalnum() else "_" for c in name).strip("_").lower()
     style = ((source.info.get("config") or {}).get("prompt_style")) or "cot"
     template = resources.files("mmconvert.exporters").joinpath("templates")
-    data_files = (out / "data" / f"{SPLIT}-*.parquet").resolve().as_posix()
-    for suffix, visual, text, what in (
-            ("", "doc_to_visual", "doc_to_text", "the images and the multimodal prompt"),
-            ("_text", "doc_to_visual_twin", "doc_to_text_twin",
-             "the text-only twin: the same items as text (occlusions: the text-only image)")):
+    folder = out.resolve()
+    data_files = (folder / "data" / f"{SPLIT}-*.parquet").as_posix()
+    spans = source.renderer.answer_spans
+    tasks = [("", "doc_to_visual", "doc_to_text", "the images and the multimodal prompt"),
+             ("_text", "doc_to_visual_none", "doc_to_text_twin",
+              "the text-only twin: the same items as text, no image")]
+    if source.renderer.twin_roles:
+        tasks.append(("_text_image", "doc_to_visual_twin", "doc_to_text",
+                      "the text-only image (the text without the picture) with the image "
+                      "prompt"))
+    for suffix, visual, text, what in tasks:
         yaml = template.joinpath("lmms_eval_task.yaml").read_text("utf-8").format(
             task=task + suffix, what=what, data_files=json.dumps(data_files), split=SPLIT,
             visual=visual, text=text, max_new_tokens=1024 if style == "cot" else 64,
-            version=__version__)
+            process="process_spans" if spans else "process_results",
+            metrics=SPAN_METRICS if spans else ACCURACY, version=__version__)
         (staging / f"{task}{suffix}.yaml").write_text(yaml, encoding="utf-8")
-    (staging / "utils.py").write_text(
-        template.joinpath("lmms_eval_utils.py").read_text("utf-8"), encoding="utf-8")
+    utils = template.joinpath("lmms_eval_utils.py").read_text("utf-8")
+    marker = "EXPORTED_TO = None  # the folder mmconvert exported to; set by the export"
+    utils = utils.replace(marker, f"EXPORTED_TO = {str(folder)!r}  # the folder mmconvert "
+                                  "exported to")
+    (staging / "utils.py").write_text(utils, encoding="utf-8")
+    official = resources.files("mmconvert.scoring").joinpath("vcr_official.py")
+    (staging / "vcr_official.py").write_text(official.read_text("utf-8"), encoding="utf-8")
     return count
 
 

@@ -7,7 +7,10 @@ text-only twin) and, for occlusions, ``text_only_image``.
 
 The option columns hold the option text because the kit scores multiple-choice answers with
 them; its default prompt would also show them as text. When the options are what the image
-shows (ReadBench's short MCQ), prompt with the ``prompt`` column instead.
+shows (ReadBench's short MCQ), prompt with the ``prompt`` column instead. A row without options
+(BABILong, LongBench, occlusions) has its full prompt, instruction included, as ``question``,
+which is all the kit sends; an occlusion's ``answer`` is its list of covered spans as a Python
+list literal, which the kit's VCR scorer evaluates.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **
     """one VLMEvalKit TSV (base64 images, option columns, text twin)"""
     letters = [option_letter(i) for i in range(source.max_options)]
     twins = bool(source.renderer.twin_roles)
+    spans = source.renderer.answer_spans
     header = (["index", "image", "question", *letters, "answer", "category", "id", "prompt",
                "text_prompt"] + (["text_only_image"] if twins else []))
     count = 0
@@ -46,8 +50,15 @@ def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **
             options = record.options + [""] * (len(letters) - len(record.options))
             answers = record.answers
             row = record.row
-            writer.writerow([count, _cell(shown), row.get("question") or row.get("prompt"),
-                             *options, answers[0] if answers else "", record.category,
+            # the kit prompts a multiple-choice row with its question and option columns, any
+            # other row with the question alone: there it is the full prompt, instruction
+            # included
+            question = row.get("question") if record.options else row.get("prompt")
+            if spans:  # the kit's VCR reader evaluates the answer as a Python list
+                answer = repr([str(a) for a in answers])
+            else:
+                answer = answers[0] if answers else ""
+            writer.writerow([count, _cell(shown), question, *options, answer, record.category,
                              record.id, row.get("prompt"), row.get("text_prompt")]
                             + ([_cell(twin) if twin else ""] if twins else []))
             count += 1

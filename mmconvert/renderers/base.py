@@ -56,6 +56,9 @@ class Renderer:
     ocr_edge_words: ClassVar[bool] = False
     # draws its stored layout again at another PPI (``redraw_at``)
     redraws: ClassVar[bool] = False
+    # its answer is the list of covered spans, scored span by span with VCR's exact match and
+    # Jaccard index, not an option letter or an accepted string
+    answer_spans: ClassVar[bool] = False
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Renderer:

@@ -176,6 +176,7 @@ class CaptionOccluder(Renderer):
     roles = ("stacked", "text_only")
     shown_roles = ("stacked",)
     twin_roles = ocr_roles = paper_roles = ("text_only",)
+    answer_spans = True
     flush_edges = ("left",)  # VCR's captions start flush at the image's left edge
 
     @classmethod

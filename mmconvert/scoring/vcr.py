@@ -1,19 +1,11 @@
-"""VCR scoring under two protocols.
+"""VCR scoring under two protocols, over a run folder or an answer key.
 
 ``official`` is VCR's public evaluation code (``src/evaluation/evaluation_metrics.py`` and
 ``gather_results.py``), so figures compare with the published tables and with the VCR tasks of
-VLMEvalKit and lmms-eval:
-
-- the answer is what follows its last ``"Assistant: "``;
-- an answer holding "I can't", "I cannot", "sorry" (any case), "无法" or "抱歉" scores 0 on every
-  span (VCR's refusal filter for a model it does not name);
-- tokens are spaCy's (``en_core_web_sm``'s tokenizer, ``zh_core_web_sm``'s words), white-space
-  tokens included;
-- for each span, the answer's n-gram (n = the span's token count, sharing at least one token with
-  it) whose joined text has the highest ``difflib`` similarity ratio with the span; exact match
-  is the same tokens in the same order, Jaccard the index of the two token sets;
-- items without a prediction are left out, and the mean is over spans, not items, with VCR's
-  bootstrap (1,000 resamples of the spans; seeded here).
+VLMEvalKit and lmms-eval: each answer is scored as ``vcr_official`` describes (best n-gram by
+``difflib`` ratio, white-space tokens, refusals score 0), items without a prediction are left
+out, and the mean is over spans, not items, with VCR's bootstrap (1,000 resamples of the spans;
+seeded here).
 
 ``strict`` is mmconvert's corrected scorer: the n-gram of least edit distance, tokens without
 white space (spaCy's English rules; one token per character for Chinese), no refusal filter, an
@@ -23,7 +15,6 @@ its items, missing items scoring 0.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -33,13 +24,12 @@ from typing import Any, Literal
 
 from ..errors import SourceError, UsageError
 from ..runfolder import open_run
+from . import vcr_official as official
 
 Protocol = Literal["official", "strict"]
 PROTOCOLS: tuple[Protocol, ...] = ("official", "strict")
 BOOTSTRAP_SAMPLES = 1000
 LANGUAGES = ("en", "zh")
-# VCR's utils.rough_filter, the branch of a model it does not name
-REFUSALS = ("I can't", "I cannot", "无法", "抱歉")
 INSTALL_HINT = "scoring VCR needs spaCy: pip install 'mmconvert[occlude]'"
 
 
@@ -48,37 +38,32 @@ def base_language(code: str | None) -> str:
     return (code or "en").split("-")[0].lower()
 
 
-@lru_cache(maxsize=4)
-def _tokenizer(language: str, protocol: Protocol):
+@lru_cache(maxsize=2)
+def _strict_tokenizer(language: str):
     try:
         import spacy
     except ImportError:
         raise UsageError(INSTALL_HINT) from None
-    if protocol == "official" and language == "zh":
-        # VCR tokenises Chinese into words with zh_core_web_sm's pkuseg model; characters
-        # would give other n-grams, so there is no stand-in
-        try:
-            return spacy.load("zh_core_web_sm", exclude=["tok2vec", "tagger", "parser", "ner",
-                                                         "attribute_ruler"]).tokenizer
-        except OSError:
-            raise UsageError(
-                "VCR's official protocol tokenises Chinese with spaCy's zh_core_web_sm: "
-                "python -m spacy download zh_core_web_sm, or score with --protocol strict"
-            ) from None
-    # English: en_core_web_sm's tokenizer is spaCy's English rules, which a blank pipeline has
     return spacy.blank(language).tokenizer
 
 
 def tokens(text: str, language: str, protocol: Protocol = "strict") -> list[str]:
-    found = _tokenizer(language, protocol)(text)
+    """The protocol's tokens: official keeps white-space tokens (and Chinese words), strict
+    leaves them out (and splits Chinese per character)."""
     if protocol == "official":
-        return [t.text for t in found]
-    return [t.text for t in found if not t.is_space]
+        return _official(official.tokens, text, language)
+    return [t.text for t in _strict_tokenizer(language)(text) if not t.is_space]
 
 
-def refused(answer: str) -> bool:
-    """VCR's refusal filter: such an answer scores 0 on every span."""
-    return any(r in answer for r in REFUSALS) or "sorry" in answer.lower()
+def _official(function, *args):
+    """``function`` of vcr_official, its missing packages as one-line usage errors."""
+    try:
+        return function(*args)
+    except official.ScorerUnavailable as err:
+        message = str(err)
+        if "zh_core_web_sm" in message:
+            raise UsageError(f"{message}, or score with --protocol strict") from None
+        raise UsageError(INSTALL_HINT) from None
 
 
 @dataclass
@@ -93,29 +78,9 @@ class SpanScore:
                 "jaccard": self.jaccard}
 
 
-def _scored(span: str, best: list[str] | None, wanted: list[str], joiner: str) -> SpanScore:
-    if best is None:
-        return SpanScore(span, "", 0.0, 0.0)
-    union = set(best) | set(wanted)
-    return SpanScore(span, joiner.join(best), float(best == wanted),
-                     len(set(best) & set(wanted)) / len(union))
-
-
 def official_span(span: str, answer: str, language: str) -> SpanScore:
     """VCR's ``find_best_match``: the n-gram of highest similarity ratio with the span."""
-    joiner = "" if language == "zh" else " "
-    wanted = tokens(span, language, "official")
-    said = tokens(answer, language, "official")
-    n, wanted_set = len(wanted), set(wanted)
-    best, best_ratio = None, 0.0
-    for i in range(len(said) - n + 1):
-        gram = said[i:i + n]
-        if wanted_set.isdisjoint(gram):
-            continue
-        ratio = difflib.SequenceMatcher(None, joiner.join(gram), span).ratio()
-        if ratio > best_ratio:  # the first of equal ratios wins, as there
-            best, best_ratio = gram, ratio
-    return _scored(span, best, wanted, joiner)
+    return SpanScore(span, *_official(official.best_match, span, answer, language))
 
 
 def strict_span(span: str, answer: str, language: str) -> SpanScore:
@@ -138,7 +103,11 @@ def strict_span(span: str, answer: str, language: str) -> SpanScore:
         distance = Levenshtein.distance(joiner.join(gram), target)
         if best is None or distance < best_distance:
             best, best_distance = gram, distance
-    return _scored(span, best, wanted, joiner)
+    if best is None:
+        return SpanScore(span, "", 0.0, 0.0)
+    union = set(best) | set(wanted)
+    return SpanScore(span, joiner.join(best), float(best == wanted),
+                     len(set(best) & set(wanted)) / len(union))
 
 
 def score_span(span: str, answer: str, language: str,
@@ -163,10 +132,10 @@ def score_item(spans: list[str], prediction: str | list[str], language: str, *,
                 raise ValueError("VCR's official protocol takes one answer string per item; a "
                                  "list of one answer per span needs --protocol strict")
             prediction = prediction[0]
-        answer = prediction.split("Assistant: ")[-1]
-        if refused(answer):
-            return ItemScore([SpanScore(span, "", 0.0, 0.0) for span in spans], refused=True)
-        return ItemScore([official_span(span, answer, language) for span in spans])
+        was_refused, scored = _official(official.score_answer, spans, prediction, language)
+        return ItemScore([SpanScore(span, *values) for span, values in zip(spans, scored,
+                                                                            strict=True)],
+                         refused=was_refused)
     per_span = (prediction if isinstance(prediction, list) and len(prediction) == len(spans)
                 else None)
     joined = "\n".join(prediction) if isinstance(prediction, list) else prediction

@@ -175,7 +175,9 @@ def test_lmms_eval_task_loads_its_data_and_scores(reviewed, tmp_path, datasets_q
     twin = yaml.load((out / "mmconvert_redux_demo_text.yaml").read_text(), Loader=TaskLoader)
     assert task["task"] == "mmconvert_redux_demo" and twin["task"] == "mmconvert_redux_demo_text"
     assert (task["doc_to_visual"], twin["doc_to_visual"]) == ("utils.doc_to_visual",
-                                                               "utils.doc_to_visual_twin")
+                                                               "utils.doc_to_visual_none")
+    assert not (out / "mmconvert_redux_demo_text_image.yaml").exists()  # pages have no twin
+    assert [m["metric"] for m in task["metric_list"]] == ["accuracy"]
     dataset = datasets_quiet.load_dataset(task["dataset_path"],
                                           **task["dataset_kwargs"])[task["test_split"]]
     assert dataset.num_rows == 5
@@ -184,7 +186,7 @@ def test_lmms_eval_task_loads_its_data_and_scores(reviewed, tmp_path, datasets_q
     spec.loader.exec_module(utils)
     doc = dataset[0]
     assert [im.mode for im in utils.doc_to_visual(doc)] == ["RGB"]
-    assert utils.doc_to_visual_twin(doc) == []
+    assert utils.doc_to_visual_none(doc) == [] and utils.doc_to_visual_twin(doc) == []
     assert utils.doc_to_text(doc) == doc["prompt"]
     assert utils.doc_to_text_twin(doc) == doc["text_prompt"]
     right, wrong = doc["answer"], "ABCD".replace(doc["answer"], "")[0]
@@ -269,3 +271,93 @@ def test_an_existing_folder_needs_overwrite(page_run, tmp_path):
     assert run("export", page_run, "--format", "jsonl", "--out", out,
                "--overwrite").exit_code == 0
     assert not (out / "mine.txt").exists() and (out / "manifest.jsonl").exists()
+
+
+def load_utils(folder: Path):
+    spec = importlib.util.spec_from_file_location("utils", folder / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    return utils
+
+
+@pytest.fixture(scope="module")
+def occlusions(tmp_path_factory):
+    occ = tmp_path_factory.mktemp("occ") / "occ"
+    assert run("occlude", "captions", "--source", FIXTURES / "coco", "--all-captions",
+               "--limit", 4, "--difficulty", "easy", "--ngram", "2", "--out", occ).exit_code == 0
+    return occ
+
+
+def test_lmms_eval_occlusions_score_span_by_span_with_two_distinct_twins(
+        occlusions, tmp_path, datasets_quiet):
+    out = tmp_path / "task"
+    assert run("export", occlusions, "--format", "lmms-eval", "--out", out,
+               "--name", "vcr").exit_code == 0
+    tasks = {path.stem: yaml.load(path.read_text(), Loader=TaskLoader)
+             for path in out.glob("*.yaml")}
+    assert sorted(tasks) == ["mmconvert_vcr", "mmconvert_vcr_text", "mmconvert_vcr_text_image"]
+    # the text-only image goes with the image prompt; the text prompt goes with no image
+    assert (tasks["mmconvert_vcr_text_image"]["doc_to_visual"],
+            tasks["mmconvert_vcr_text_image"]["doc_to_text"]) == ("utils.doc_to_visual_twin",
+                                                                  "utils.doc_to_text")
+    assert (tasks["mmconvert_vcr_text"]["doc_to_visual"],
+            tasks["mmconvert_vcr_text"]["doc_to_text"]) == ("utils.doc_to_visual_none",
+                                                            "utils.doc_to_text_twin")
+    task = tasks["mmconvert_vcr"]
+    assert task["process_results"] == "utils.process_spans"
+    assert [(m["metric"], m["aggregation"]) for m in task["metric_list"]] == [
+        ("exact_match", "utils.span_mean"), ("jaccard", "utils.span_mean")]
+    dataset = datasets_quiet.load_dataset(task["dataset_path"],
+                                          **task["dataset_kwargs"])[task["test_split"]]
+    utils = load_utils(out)
+    doc = next(d for d in dataset if len(d["answers"]) >= 2)
+    assert "[___]" in utils.doc_to_text_twin(doc) and utils.doc_to_visual_none(doc) == []
+    assert len(utils.doc_to_visual_twin(doc)) == 1
+    spans = doc["answers"]
+    # one span of several restored: its share, not 1.0
+    one = utils.process_spans(doc, [spans[0]])
+    assert one["exact_match"][0] == 1.0 and sum(one["exact_match"]) < len(spans)
+    everything = utils.process_spans(doc, [" ".join(spans)])
+    assert everything["exact_match"] == [1.0] * len(spans)
+    assert utils.process_spans(doc, ["Sorry, I cannot read it. " + " ".join(spans)]) == {
+        "exact_match": [0.0] * len(spans), "jaccard": [0.0] * len(spans)}
+    # the same figures as mmconvert score vcr (official), averaged over spans
+    from mmconvert.scoring.vcr import score_item
+
+    ours = score_item(spans, spans[0], "en", protocol="official").spans
+    assert one["jaccard"] == [s.jaccard for s in ours]
+    assert utils.span_mean([[1.0, 0.0], [1.0]]) == pytest.approx(2 / 3)
+
+
+def test_a_moved_lmms_eval_export_fails_loudly(page_run, tmp_path):
+    out = tmp_path / "task"
+    assert run("export", page_run, "--format", "lmms-eval", "--out", out).exit_code == 0
+    load_utils(out)  # where it was exported: loads
+    moved = tmp_path / "elsewhere"
+    out.rename(moved)
+    with pytest.raises(SystemExit, match=f"exported to {out} .* now in {moved}: export it "
+                                         f"again with --out {moved}"):
+        load_utils(moved)
+
+
+def test_vlmevalkit_rows_as_the_kit_reads_them(occlusions, tmp_path):
+    # occlusions: answer is every span, as a Python list literal (the kit's VCR scorer evaluates
+    # it); question is the prompt, which the kit sends alone for a row without options
+    assert run("export", occlusions, "--format", "vlmevalkit", "--out", tmp_path / "v",
+               "--name", "VCR_MINE").exit_code == 0
+    table = pd.read_csv(tmp_path / "v" / "VCR_MINE.tsv", sep="\t")
+    manifest = rows(occlusions)
+    for index, row in enumerate(manifest):
+        assert ast.literal_eval(table.loc[index, "answer"]) == row["answer"]
+        assert table.loc[index, "question"] == row["prompt"]
+    assert max(len(r["answer"]) for r in manifest) > 1
+    # BABILong: the question carries the instruction the model needs
+    out = tmp_path / "babi"
+    assert run("render", "babilong", "--source", FIXTURES / "babilong-raw", "--subset", "qa1",
+               "--limit", 2, "--out", out).exit_code == 0
+    assert run("export", out, "--format", "vlmevalkit", "--out", tmp_path / "vb",
+               "--name", "BABI").exit_code == 0
+    table = pd.read_csv(tmp_path / "vb" / "BABI.tsv", sep="\t")
+    babi = rows(out)
+    assert table.loc[0, "question"] == babi[0]["prompt"] != babi[0]["question"]
+    assert babi[0]["question"] in table.loc[0, "question"]

@@ -10,7 +10,7 @@ import pytest
 
 from bench.vcr_protocol import CASES, SPANS
 from mmconvert.errors import UsageError
-from mmconvert.scoring import vcr
+from mmconvert.scoring import vcr_official as official
 from mmconvert.scoring.vcr import score_item, score_run, tokens
 from tests.test_cli import run
 
@@ -180,7 +180,7 @@ def test_without_spacy_the_install_hint(tmp_path, monkeypatch, key):
             raise ImportError(name)
         return real_import(name, *args, **kwargs)
 
-    vcr._tokenizer.cache_clear()
+    official.tokenizer.cache_clear()
     monkeypatch.setattr(builtins, "__import__", no_spacy)
     predictions = write(tmp_path / "p.jsonl", [{"id": "a", "prediction": "x"}])
     try:
@@ -188,4 +188,4 @@ def test_without_spacy_the_install_hint(tmp_path, monkeypatch, key):
             score_run(key, predictions)
     finally:
         monkeypatch.undo()
-        vcr._tokenizer.cache_clear()
+        official.tokenizer.cache_clear()
