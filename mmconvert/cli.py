@@ -156,6 +156,14 @@ def run_and_report(config, out: Path, workers: int, overwrite: bool, progress, a
     summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
                       log=lambda m: click.echo(one_line(m), err=True), api=api)
     click.echo(summary.line(), err=True)
+    if not summary.selected:  # nothing to do is not a success
+        load = summary.load
+        dropped = ", ".join(f"{n} {why}" for why, n in load.get("dropped", {}).items())
+        raise OneLineError(MMConvertError(
+            f"nothing to do: no item of the {load.get('rows', 0)} row(s) read was selected"
+            + (f" (dropped: {dropped})" if dropped else "")
+            + (f"; {load['skipped']} skipped (see {out / 'skipped.jsonl'})"
+               if load.get("skipped") else "")))
     return summary
 
 
@@ -517,7 +525,8 @@ def sweep_command(out, ppis, scales, rotations, qualities, varied, resample, jpe
         base = source
     else:
         config = build(RenderConfig, page_values(values, ppi, render_part, color, pdf,
-                                                 prompt_style, prompt_dir, flags), origin)
+                                                 prompt_style, prompt_dir, flags), origin,
+                       flags={"ppi": "--base-ppi"})
         base = out / "base"
         run_and_report(config, base, workers, overwrite, progress)
     summary = sweep(base, out, options, workers=workers, overwrite=overwrite,

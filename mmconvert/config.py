@@ -146,14 +146,32 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def build(model: type[BaseModel], values: dict[str, Any], origin: str = "options",
-          whole: str = "options"):
+# ``build``'s origin when the values are the command's flags, and the fields whose flag is not
+# the field's name
+FLAGS = "options"
+FLAG_NAMES = {"render": "--render", "subsets": "--subset", "jpeg_quality": "--jpeg-quality"}
+
+
+def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
+          whole: str = "options", flags: dict[str, str] | None = None):
     """Validate ``values`` into ``model``; the first problem becomes one readable line
-    (``whole`` names the field of a problem with the model as a whole)."""
+    (``whole`` names the field of a problem with the model as a whole; values from flags are
+    named by their flag, ``flags`` naming those that are not ``--<field>``)."""
     try:
         return model.model_validate(values)
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or whole
         message = first["msg"].removeprefix("Value error, ")
+        value = first.get("input")
+        if first["loc"] and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            message += f" (got {value!r})"
+        if origin == FLAGS:
+            # the values came from flags: name the flag (page.render_part -> --render-part);
+            # a problem of a model as a whole names its fields itself
+            if not first["loc"] or isinstance(value, dict):
+                raise UsageError(message) from None
+            name = str([p for p in first["loc"] if isinstance(p, str)][-1])
+            flag = {**FLAG_NAMES, **(flags or {})}.get(name, "--" + name.replace("_", "-"))
+            raise UsageError(f"{flag}: {message}") from None
+        where = ".".join(str(p) for p in first["loc"]) or whole
         raise UsageError(f"{origin}: {where}: {message}") from None

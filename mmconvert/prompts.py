@@ -3,7 +3,8 @@
 Templates are plain text files named ``<kind>_<modality>_<style>.txt`` with ``{placeholder}``
 fields (``{{`` and ``}}`` for literal braces). Kinds: ``mcq`` (options in the image, question
 as text), ``context`` (context in the image, question as text), ``context_mcq`` (the same for a
-question with options, which then stay text), ``all`` (everything in the image).
+question with options, which then stay text), ``all`` (everything in the image), and for the
+text twin of a free-form question (no options, no context) ``question``.
 
 A corpus names folders to look in first, most specific first: BABILong ``babilong/qa3/`` then
 ``babilong/``, LongBench ``longbench/hotpotqa/`` then ``longbench/``, Chinese items
@@ -95,7 +96,7 @@ class Prompts:
         }
         instruction = self.template("instruction", keys, required=False)
         values["instruction"] = instruction[1].strip() if instruction else ""
-        text_kind = "context" if item.context else "mcq"
+        text_kind = "context" if item.context else "mcq" if item.options else "question"
         image_kind = {"options": "mcq", "context": "context", "all": "all"}[part]
         if item.context and item.options:  # reading comprehension with options (LogiQA)
             text_kind = "context_mcq"

@@ -66,12 +66,13 @@ def test_missing_source(tmp_path):
 def test_bad_row_fails_then_skips_with_a_record(tmp_path):
     bad = tmp_path / "items.jsonl"
     bad.write_text('{"id": "a", "question": "q", "options": ["x", "y"], "answer": "A"}\n'
-                   '{"id": "b", "question": "q", "options": [], "answer": "A"}\n'
+                   '{"id": "b", "question": "q", "options": "x, y", "answer": "A"}\n'
                    '{"id": "c", "question": "q", "options": ["x", "\\u0007"], "answer": "B"}\n',
                    encoding="utf-8")
     result = run("render", bad, "--out", tmp_path / "o1")
     assert result.exit_code == 1
-    assert result.output == (f"Error: {bad} line 2: field options: no options\n")
+    assert result.output == (f"Error: {bad} line 2: field options: not a list of options "
+                             "(expected a JSON or Python list)\n")
     result = run("render", bad, "--out", tmp_path / "o2", "--on-error", "skip")
     assert result.exit_code == 0, result.output
     skipped = [json.loads(x) for x in (tmp_path / "o2/skipped.jsonl").read_text().splitlines()]
@@ -105,7 +106,16 @@ def test_bad_option_values_are_one_line(tmp_path):
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "o",
                  "--ppi", "-3")
     assert result.exit_code == 2
-    assert result.output == "Error: options: page.ppi: Input should be greater than 10\n"
+    assert result.output == "Error: --ppi: Input should be greater than 10 (got -3.0)\n"
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "o",
+                 "--crop", "content", "--line-pitch", "0")
+    assert result.output == "Error: --line-pitch: Input should be greater than 0 (got 0.0)\n"
+    config = tmp_path / "c.yaml"
+    config.write_text("page:\n  ppi: abc\n")
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "o",
+                 "--config", config)
+    assert result.output == (f"Error: --config {config}: page.ppi: Input should be a valid "
+                             "number, unable to parse string as a number (got 'abc')\n")
 
 
 def test_yaml_config_and_flag_override(tmp_path):

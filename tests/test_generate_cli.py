@@ -343,11 +343,11 @@ def test_bad_options_are_one_line_errors(tmp_path):
     items = write_items(tmp_path / "items.jsonl", 1)
     result = run("generate", items, "--layout", "sideways")
     assert result.exit_code == 2
-    assert result.output == ("Error: options: generate.layout: expected auto, background, "
-                             "interleaved or tokens:N (N > 0)\n")
+    assert result.output == ("Error: --layout: expected auto, background, interleaved or "
+                             "tokens:N (N > 0) (got 'sideways')\n")
     result = run("generate", items, "--concurrency", 0)
-    assert result.output == ("Error: options: concurrency: Input should be greater than or "
-                             "equal to 1\n")
+    assert result.output == ("Error: --concurrency: Input should be greater than or equal to "
+                             "1 (got 0)\n")
 
 
 def test_a_killed_run_repeats_only_the_requests_in_flight(fake, tmp_path):

@@ -109,8 +109,8 @@ def test_option_errors_are_one_line(tmp_path):
     result = run("occlude", "captions", "--source", COCO, "--out", tmp_path / "b",
                  "--style", "hidden", "--width", 400)
     assert result.exit_code == 2
-    assert result.output == ("Error: options: occlude: width is drawn per item in the hidden "
-                             "style; leave it unset\n")
+    assert result.output == ("Error: width is drawn per item in the hidden style; leave it "
+                             "unset\n")
 
 
 def test_chinese_captions_from_coco_cn(tmp_path):

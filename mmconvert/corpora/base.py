@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -204,9 +205,12 @@ def answer_letter(value: Any, n_options: int, where: str, field: str = "answer")
         if len(text) == 1 and text.upper() in LETTERS[:n_options]:
             letter = text.upper()
     if letter is None:
-        raise ItemError(f"answer {value!r} is not one of the {n_options} options "
-                        f"(a letter A-{LETTERS[n_options - 1]} or an index 0-{n_options - 1})",
-                        where=where, field=field)
+        expected = (f"a letter A-{LETTERS[n_options - 1]} or an index 0-{n_options - 1} of the "
+                    f"{n_options} options")
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise ItemError(f"missing: expected {expected}", where=where, field=field)
+        raise ItemError(f"{value!r} is not one of the {n_options} options (expected "
+                        f"{expected})", where=where, field=field)
     return letter
 
 
@@ -233,11 +237,16 @@ class SubsetCorpus(Corpus):
     def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
         split = request.split or self.default_split
         self.check_subsets(request)
-        groups = self.groups(request, split)
+        groups = self.groups(request, split, report)
+        if request.source is not None and not groups:
+            raise SourceError(f"{request.source}: no {split} rows of {self.name} here "
+                              f"({self.found_files(request.source)}); pass --source with a "
+                              f"copy of {self.name}, or --split")
         wanted = request.subsets
-        if not wanted and request.source is not None and self.default_subsets:
+        chosen = self.defaults(request)
+        if not wanted and request.source is not None and chosen:
             # a whole local copy (LongBench's data.zip): the same default configs as the hub
-            defaults = [s for s in self.default_subsets if s in groups]
+            defaults = [s for s in chosen if s in groups]
             groups = {s: groups[s] for s in defaults} if defaults else groups
         if wanted:
             missing = [s for s in wanted if s not in groups]
@@ -268,6 +277,10 @@ class SubsetCorpus(Corpus):
              request: LoadRequest) -> Item:
         raise NotImplementedError
 
+    def defaults(self, request: LoadRequest) -> tuple[str, ...] | None:
+        """The subsets loaded when none is named (None: all of them)."""
+        return self.default_subsets
+
     def keep(self, item: Item, request: LoadRequest, report: LoadReport) -> bool:
         """A corpus filter after conversion (MMLU-Redux error_type, LongBench length…)."""
         return True
@@ -287,10 +300,11 @@ class SubsetCorpus(Corpus):
                 names.register(s, s)
             raise UsageError(f"{self.name}: " + names.unknown_message(unknown[0]))
 
-    def groups(self, request: LoadRequest, split: str) -> dict[str, list[Row]]:
+    def groups(self, request: LoadRequest, split: str,
+               report: LoadReport | None = None) -> dict[str, list[Row]]:
         if request.source is None:
-            return self.hub_groups(request.subsets or list(self.default_subsets or self.subsets),
-                                   split)
+            return self.hub_groups(request.subsets or list(self.defaults(request)
+                                                           or self.subsets), split)
         source = request.source
         if is_saved_dataset(source):
             return self.regroup({self.file_subset(source.name): read_saved(source, split)
@@ -302,11 +316,40 @@ class SubsetCorpus(Corpus):
                 for path in saved:
                     groups[self.file_subset(path.name)] = read_saved(path, split).get(split, [])
                 return self.regroup(groups)
-        for found in discover(source, self.locate):
-            if not self.same_split(found.split, split):
-                continue
-            groups.setdefault(found.subset, []).extend(self.read(found))
+        every = discover(source, self.locate)
+        found = [f for f in every if self.same_split(f.split, split)]
+        for one in self.one_format(source, found, every, report):
+            groups.setdefault(one.subset, []).extend(self.read(one))
         return self.regroup(groups)
+
+    def one_format(self, source: Path, found: list[SourceFile], every: list[SourceFile],
+                   report: LoadReport | None) -> list[SourceFile]:
+        """The files of one format: a folder holding the corpus both as hub parquet and as
+        release files would load every row twice under other ids. The hub parquet is loaded
+        (the ids a hub load gives), and a note says how to load the other."""
+        parquet = [f for f in found if f.path.suffix.lower() == ".parquet"]
+        release = [f for f in found if f.path.suffix.lower() != ".parquet"]
+        if not parquet or not release:
+            return found
+        folder = Path(os.path.commonpath([f.path.parent for f in every
+                                          if f.path.suffix.lower() != ".parquet"]))
+        other = (f"pass --source {folder}" if folder != source else
+                 "move them to a folder of their own and pass it as --source")
+        if report is not None:
+            report.notes.append(
+                f"{self.name}: {source} holds the corpus in two formats, hub parquet "
+                f"({len(parquet)} file(s)) and release files ({len(release)} file(s)); loaded "
+                f"the hub parquet; for the release files {other}")
+        return parquet
+
+    def found_files(self, source: Path) -> str:
+        """What a folder holds, for a message that it holds none of this corpus."""
+        try:
+            files = discover(source, self.locate)
+        except SourceError as err:
+            return str(err).split(": ", 1)[-1]
+        splits = sorted({f.split or "no split" for f in files})
+        return f"{len(files)} table file(s), of split(s) {', '.join(splits)}"
 
     def hub_groups(self, subsets: list[str], split: str) -> dict[str, list[Row]]:
         if self.hub_id is None:

@@ -15,6 +15,7 @@ import re
 import sys
 import unicodedata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -139,7 +140,7 @@ def embed(texts: list[str], options: DedupOptions, *, progress: bool = False) ->
     """Unit-length float32 embeddings, one row per text."""
     import numpy as np
 
-    model = load_model(options.model, options.device)
+    model = load_model(options.model, options.device, progress=progress)
     vectors = model.encode(texts, batch_size=options.batch_size, show_progress_bar=progress,
                            convert_to_numpy=True, normalize_embeddings=True)
     return np.ascontiguousarray(vectors, dtype=np.float32)
@@ -154,14 +155,28 @@ def default_device() -> str:
     return "mps" if mps is not None and mps.is_available() else "cpu"
 
 
-def load_model(name: str, device: str | None):
+def load_model(name: str, device: str | None, *, progress: bool = False):
+    """The sentence-transformers model ``name`` (a local folder, or a hub name: from the cache
+    at once when the hub does not answer). Without ``progress`` its loading bars are off."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise UsageError("deduplication needs sentence-transformers: pip install "
                          "'mmconvert[dedup]' (install torch first: pip install torch)") from None
+    from contextlib import nullcontext
+
+    from .sources import hub_reachable, offline
+
+    if not progress:
+        import transformers
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+        transformers.utils.logging.disable_progress_bar()
+    local = Path(name).expanduser().exists()
     try:
-        return SentenceTransformer(name, device=device or default_device())
+        with nullcontext() if local or hub_reachable() else offline():
+            return SentenceTransformer(name, device=device or default_device())
     except Exception as err:  # noqa: BLE001 - hub, file and model errors come in many classes
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise UsageError(f"cannot load embedding model {name!r} ({first[:160]}); pass "

@@ -38,7 +38,9 @@ class LocalFile(Corpus):
         self.label = safe_name(path.stem)
 
     def part_for(self, item: Item) -> RenderPart:
-        return "context" if item.context else "options"
+        """The context when there is one, else the options; an item with neither (a
+        free-form question) shows its question."""
+        return "context" if item.context else "options" if item.options else "all"
 
     def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
         if not self.path.is_file():
@@ -90,8 +92,11 @@ class LocalFile(Corpus):
         question = text_field(data, "question", where, required=False)
         context = text_field(data, "context", where, required=False)
         raw_options = data.get("options")
-        options = [] if raw_options in (None, "") else options_field(raw_options, where,
-                                                                     "options")
+        # absent, empty text or an empty list: an item without options
+        empty = raw_options is None or (isinstance(raw_options, str) and raw_options.strip()
+                                        in ("", "[]")) or (isinstance(raw_options, list)
+                                                           and not raw_options)
+        options = [] if empty else options_field(raw_options, where, "options")
         raw_answer = data.get("answer")
         if options:
             answer = answer_letter(raw_answer, len(options), where)

@@ -1,6 +1,8 @@
 """LongBench (Bai et al.): long-context QA. The context becomes image; instruction and
 question stay text. Rows are binned on their ``length`` field as ReadBench bins them, and by
-default only rows below 8k (through the 4k–8k bin, ReadBench's choice) are kept."""
+default only rows below 8k (through the 4k–8k bin, ReadBench's choice) are kept. Without
+``--subset``, ReadBench's English QA configs load; ``--language zh`` loads the Chinese QA configs
+(multifieldqa_zh, dureader) and ``all`` both."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ LONGBENCH_CONFIGS = (
 # ReadBench's QA picks among the four tasks the issue names: the LongBench-E configs where
 # they exist (spread evenly over length), NarrativeQA (no _e config) otherwise
 DEFAULT_CONFIGS = ("2wikimqa_e", "hotpotqa_e", "narrativeqa", "triviaqa_e")
+# --language zh: LongBench's Chinese QA tasks (single- and multi-document; no _e configs)
+CHINESE_CONFIGS = ("multifieldqa_zh", "dureader")
 
 
 def length_bin(length: int) -> str:
@@ -55,6 +59,12 @@ class LongBench(SubsetCorpus):
 
     def group(self, item: Item) -> str:
         return f"{item.subset}/{item.metadata['length_bin']}"
+
+    def defaults(self, request: LoadRequest) -> tuple[str, ...]:
+        """ReadBench's English QA configs; with --language zh the Chinese QA configs, with
+        --language all both."""
+        return {"zh": CHINESE_CONFIGS, "all": DEFAULT_CONFIGS + CHINESE_CONFIGS}.get(
+            request.language or "en", DEFAULT_CONFIGS)
 
     def prompt_keys(self, item: Item) -> tuple[str, ...]:
         task = item.subset.removesuffix("_e")

@@ -9,6 +9,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,7 +236,22 @@ def load_hub(hub_id: str, config: str | None, split: str) -> list[Row]:
         pass
     label = f"{hub_id}" + (f" config {config}" if config else "") + f" split {split}"
     try:
-        data = datasets.load_dataset(hub_id, config, split=split)
+        if hub_reachable():
+            data = datasets.load_dataset(hub_id, config, split=split)
+        else:  # no retries against a hub that cannot answer: the local cache, or one line
+            with offline():
+                try:
+                    data = datasets.load_dataset(hub_id, config, split=split)
+                except Exception:  # noqa: BLE001 - not cached, in whatever class it says so
+                    from huggingface_hub import constants
+
+                    raise HubUnavailableError(
+                        f"cannot load {label}: the Hugging Face hub ({constants.ENDPOINT}) "
+                        f"does not answer within {HUB_PROBE_SECONDS:g} s and the local datasets "
+                        "cache does not hold it; pass --source PATH with a local copy"
+                    ) from None
+    except HubUnavailableError:
+        raise
     except (ValueError, KeyError) as err:
         if "split" in str(err).lower():
             raise SourceError(f"{label}: no such split ({err})") from None
@@ -243,6 +259,46 @@ def load_hub(hub_id: str, config: str | None, split: str) -> list[Row]:
     except Exception as err:  # noqa: BLE001 - connection errors come in many classes
         raise HubUnavailableError(_offline(label, err)) from None
     return [Row(i, f"{hub_id}/{config or ''} [{split}] row {i}", r) for i, r in enumerate(data)]
+
+
+HUB_PROBE_SECONDS = 5.0
+
+
+def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
+    """Whether a TCP connection to the hub's endpoint opens within ``timeout`` (always True
+    behind a proxy, which the probe cannot see through). ``datasets`` retries an unreachable
+    hub with back-off for 25-90 s before it gives up."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE or any(os.environ.get(name) for name in (
+            "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    endpoint = urlparse(constants.ENDPOINT)
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    try:
+        socket.create_connection((endpoint.hostname, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def offline():
+    """``datasets`` and ``huggingface_hub`` in offline mode: cached datasets load, others
+    fail at once."""
+    import datasets.config
+    from huggingface_hub import constants
+
+    saved = (datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE)
+    datasets.config.HF_HUB_OFFLINE = constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE = saved
 
 
 def _offline(label: str, err: Exception) -> str:

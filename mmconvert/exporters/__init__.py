@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import MMConvertError, UsageError
 from ..manifest import JsonlLog, write_json
 from ..registry import Registry
 from ..runfolder import locked
@@ -41,11 +41,15 @@ class ExportSummary:
     skipped: int = 0
 
     def line(self) -> str:
-        text = f"{self.exported} item(s) exported as {self.format} to {self.out}"
+        return f"{self.exported} item(s) exported as {self.format} to {self.out}; {self.left()}"
+
+    def left(self, listed: bool = True) -> str:
+        """What QA and the checks left out (``listed``: the skips are in SKIPPED)."""
         left = ", ".join(f"{n} {status}" for status, n in sorted(self.left_out.items()))
-        text += f"; left out by QA: {left}" if left else "; QA left none out"
+        text = f"left out by QA: {left}" if left else "QA left none out"
         if self.skipped:
-            text += f"; {self.skipped} skipped (see {self.out / SKIPPED})"
+            text += f"; {self.skipped} skipped" + (f" (see {self.out / SKIPPED})" if listed
+                                                   else "")
         return text
 
 
@@ -71,6 +75,12 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
         try:
             count = writer(source, staging, out, name, paths=paths)
             summary = ExportSummary(fmt, out, count, source.left_out, len(source.skipped))
+            if not count:  # an empty dataset is not a success: nothing is written
+                first = (f" (the first: {source.skipped[0].get('reason')})"
+                         if source.skipped else "")
+                raise MMConvertError(f"nothing to export from {run}: "
+                                     f"{summary.left(listed=False)}{first}; no export written "
+                                     f"to {out}")
             if source.skipped:
                 JsonlLog(staging / SKIPPED).append(*source.skipped)
             write_json(staging / "export.json", _record(source, summary, name, paths))

@@ -190,8 +190,8 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
     renderer = renderer_class(config.get("renderer", "page"), f"{base / RUN_INFO}")
     base_ppi = renderer.base_ppi(config)
     if options.ppi and not renderer.redraws:
-        raise UsageError(f"--ppi re-draws the stored layout of page runs; {base} is a "
-                         f"{renderer.name} run: use --scale to change its resolution")
+        raise UsageError(f"--ppi re-draws the stored layout of page runs; {base} was made by "
+                         f"the {renderer.name} renderer: use --scale to change its resolution")
     if info.get("variant") and options.ppi:
         raise UsageError(f"{base} is itself a sweep variant; sweep PPI from its base run")
     summary = SweepSummary(out=out, items=len(rows))

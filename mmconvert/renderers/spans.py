@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..errors import ItemError, UsageError
+from ..errors import ItemError, ItemFiltered, UsageError
 
 # the entity types a span must not touch (the VCR paper's list)
 ENTITY_TYPES = frozenset({"PERSON", "NORP", "FAC", "ORG", "LOC", "GPE", "DATE", "TIME",
@@ -108,11 +108,13 @@ class SpanChooser:
                 continue  # overlapping or touching another span
             chosen.append(i)
             used.update(range(i, i + n))
-        if not chosen:
-            reason = (f"no {n}-gram of plain words to cover" if not starts else
-                      f"a {n}-gram would cover more than {self.mask_ratio:.0%} of its "
-                      f"{len(words)} tokens")
-            raise ItemError(reason, where=where, field="caption")
+        if not chosen and not starts:
+            raise ItemError(f"no {n}-gram of plain words to cover", where=where,
+                            field="caption")
+        if not chosen:  # a rule's drop, like an over-tall pair: recorded, the run goes on
+            raise ItemFiltered(f"too short: a {n}-gram would cover more than "
+                               f"{self.mask_ratio:.0%} of its {len(words)} tokens "
+                               "(--mask-ratio, --ngram)", where=where, field="caption")
         spans = []
         for i in sorted(chosen):
             start, end = words[i].start, words[i + n - 1].end

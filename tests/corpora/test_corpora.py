@@ -77,8 +77,8 @@ def test_mmlu_pro_answer_outside_options_names_the_row(tmp_path):
     path.write_text(json.dumps(row) + "\n")
     with pytest.raises(ItemError) as err:
         load("mmlu-pro", source=path)
-    assert str(err.value) == (f"{path} line 1: field answer: answer 'E' is not one of the 2 "
-                              "options (a letter A-B or an index 0-1)")
+    assert str(err.value) == (f"{path} line 1: field answer: 'E' is not one of the 2 options "
+                              "(expected a letter A-B or an index 0-1 of the 2 options)")
     items, report = load("mmlu-pro", source=path, on_error="skip")
     assert items == [] and report.skipped[0]["id"] == "math-000"
 
@@ -180,6 +180,11 @@ def test_longbench_max_length_and_language():
     zh, _ = load("longbench", source=FIXTURES / "longbench", subsets=["multifieldqa_zh"],
                  language="zh")
     assert zh[0].language == "zh"
+    # without --subset, --language zh loads the Chinese QA configs, all both
+    zh, _ = load("longbench", source=FIXTURES / "longbench", language="zh")
+    assert [i.subset for i in zh] == ["multifieldqa_zh"]
+    both, _ = load("longbench", source=FIXTURES / "longbench", language="all")
+    assert {i.subset for i in both} == {"hotpotqa_e", "narrativeqa", "multifieldqa_zh"}
 
 
 # --- LogiQA, LogiQA 2.0 ----------------------------------------------------------------------
@@ -250,7 +255,7 @@ def test_exam_answer_outside_options_is_named(tmp_path):
     path = tmp_path / "data" / "music_test.csv"
     path.parent.mkdir()
     path.write_text("question,A,B,C,D,answer\n問?,一,二,三,四,E\n", encoding="utf-8")
-    with pytest.raises(ItemError, match=r"music_test.csv line 2: field answer: answer 'E' is "):
+    with pytest.raises(ItemError, match=r"music_test.csv line 2: field answer: 'E' is "):
         load("tmmluplus", source=tmp_path)
 
 

@@ -149,3 +149,20 @@ def test_render_with_dedup_records_the_report_and_reuses_it_on_resume(tmp_path):
     again = run(*args)
     assert again.exit_code == 0 and "dedup: reusing" in again.output
     assert re.search(r"0 item\(s\) rendered .*; \d+ already done", again.output)
+
+
+def test_no_progress_silences_the_embedding_model_s_bars(tmp_path):
+    """A real process: transformers draws a 'Loading weights' bar on stderr when it loads the
+    model, whatever the terminal; --no-progress (and the default, off a terminal) turns it
+    off, so stderr holds only mmconvert's lines."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "mmconvert", "render", "logiqa2", "--source",
+         str(FIXTURES / "logiqa2"), "--dedup", "--embedding-model", MODEL, "--no-progress",
+         "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "\r" not in result.stderr and "Loading" not in result.stderr
+    assert all(line.startswith(("logiqa2", "dedup", "1 item", "2 item", "3 item"))
+               for line in result.stderr.splitlines()), result.stderr

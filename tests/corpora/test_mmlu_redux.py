@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from mmconvert.corpora import LoadReport, LoadRequest, resolve
@@ -112,8 +114,8 @@ def test_answer_outside_the_options(tmp_path):
     bad = anatomy_csv(tmp_path, "question,choices,answer,error_type\nq,\"['a', 'b']\",3,ok\n")
     with pytest.raises(ItemError) as err:
         load(source=bad)
-    assert str(err.value) == (f"{bad} line 2: field answer: answer 3 is not one of the 2 "
-                              "options (a letter A-B or an index 0-1)")
+    assert str(err.value) == (f"{bad} line 2: field answer: 3 is not one of the 2 options "
+                              "(expected a letter A-B or an index 0-1 of the 2 options)")
 
 
 def test_undecodable_bytes_name_the_row(tmp_path):
@@ -144,3 +146,29 @@ def test_hub_offline_says_to_pass_source(monkeypatch):
                               "split test from the Hugging Face hub")
     assert message.endswith("; pass --source PATH with a local copy")
     assert "\n" not in message
+
+
+def test_an_unreachable_hub_fails_in_seconds_with_one_line(tmp_path):
+    """A real process, no offline switch, the hub endpoint a closed port on 127.0.0.1:
+    ``datasets`` alone retries for 25-90 s; the probe makes it one line at once."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") and "proxy" not in k.lower()}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HOME=str(tmp_path / "hf"))
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "mmconvert", "render", "mmlu-redux",
+                             "--subset", "anatomy", "--out", str(tmp_path / "run")],
+                            capture_output=True, text=True, env=env, timeout=120)
+    took = time.monotonic() - started
+    assert result.returncode == 1 and took < 15, (took, result.stderr)
+    assert result.stderr == (
+        f"Error: cannot load edinburgh-dawg/mmlu-redux-2.0 config anatomy split test: the "
+        f"Hugging Face hub (http://127.0.0.1:{port}) does not answer within 5 s and the local "
+        "datasets cache does not hold it; pass --source PATH with a local copy\n")

@@ -236,7 +236,7 @@ def test_rotate_box_at_right_angles_is_exact():
 def test_ppi_needs_a_page_run(occlusions, tmp_path):
     result = run("sweep", occlusions, "--ppi", 150, "--out", tmp_path / "s")
     assert result.exit_code == 2
-    assert "occlude run: use --scale" in result.output
+    assert "was made by the occlude renderer: use --scale" in result.output
 
 
 def test_a_resumed_sweep_makes_only_what_is_missing(tmp_path):
@@ -302,7 +302,7 @@ def test_options_from_a_yaml_file_and_bad_options(tmp_path):
     assert rows(tmp_path / "s" / "scale-0.25")[0]["postprocess"][0]["resample"] == "nearest"
     assert (tmp_path / "s" / "ppi-72" / "manifest.jsonl").exists()
     for args, message in (
-            (("--scale", "0"), "Error: options: scale: 0 is not a scale factor in (0, 16]"),
+            (("--scale", "0"), "Error: --scale: 0 is not a scale factor in (0, 16]\n"),
             (("--ppi", "a,b"), "Invalid value for --ppi: expected comma-separated numbers"),
             ((), "give at least one of --ppi"),
             (("--ppi", 72, "--limit", 3), "is a run folder: corpus and render options (limit)"),
