@@ -151,7 +151,7 @@ def time_converter(items_file: Path, workers: int, ppi: float) -> tuple[float, i
         started = time.perf_counter()
         summary = mmconvert.convert({"corpus": str(items_file), "page": {"ppi": ppi}},
                                     out=Path(tmp) / "run", workers=workers, progress=False)
-        return time.perf_counter() - started, summary.pages, summary.rendered
+        return time.perf_counter() - started, summary.images, summary.rendered
 
 
 def peak_rss_of_100_pages(ppi: float) -> tuple[int, float]:

@@ -167,8 +167,11 @@ class Captions(Corpus):
         if not caption:
             raise ItemError("empty caption", where=row.where, field="caption", item_id=item_id)
         if not image.is_file():
-            raise ItemError(f"image file {image} not found", where=row.where, field="image",
-                            item_id=item_id)
+            hint = (" (a COCO-CN line names a COCO image: keep the file in the COCO folder, "
+                    "beside its train2017/ and val2017/ or train2014/ and val2014/)"
+                    if coco_cn else "")
+            raise ItemError(f"image file {image} not found{hint}", where=row.where,
+                            field="image", item_id=item_id)
         return Item(id=item_id, corpus=self.name, subset=subset, split="test",
                     language=language or "en", context=caption, metadata=metadata,
                     origin=row.where, image=str(image))
