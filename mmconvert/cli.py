@@ -780,6 +780,108 @@ def export_command(run_dir, fmt, out, name, accepted_only, reject_votes, paths, 
     click.echo(summary.line(), err=True)
 
 
+@main.command("eval")
+@click.argument("targets", nargs=-1, required=True)
+@click.option("--model", help="Model name the endpoint serves (required, except for compare).")
+@click.option("--base-url", help="OpenAI-compatible endpoint (default https://api.openai.com/v1; "
+                                 "vLLM, SGLang and others: http://host:port/v1).")
+@click.option("--api-key-env", help="Environment variable holding the key (default "
+                                    "OPENAI_API_KEY); the key is never written anywhere.")
+@click.option("--out", "-o", type=click.Path(path_type=Path),
+              help="Folder for results.json, responses.jsonl, logs/ and cache/ (default: "
+                   "<run>-eval-<model>).")
+@click.option("--modality", help="Conditions, comma-separated: image, text, text-image "
+                                 "(default image,text; text-image: occlusions' text-only "
+                                 "image).")
+@click.option("--protocol", type=click.Choice(["official", "strict"]),
+              help="VCR scoring protocol (default official; see score vcr).")
+@click.option("--limit", type=int, help="Evaluate the first N items of the run.")
+@click.option("--subset", "subsets", multiple=True, help="Only this subset; repeatable.")
+@click.option("--concurrency", type=int, help="Requests in flight (default 16).")
+@click.option("--max-tokens", type=int, help="Reply length (default 1024 for cot prompts, 64 "
+                                             "for direct).")
+@click.option("--timeout", type=int, help="Seconds per request (default 120).")
+@click.option("--max-retries", type=int, help="Retries of a failed request: 429, 5xx, time-outs, "
+                                              "malformed answers (default 6).")
+@click.option("--budget", type=float, help="USD the evaluation may spend at most (models in "
+                                           "the price table).")
+@click.option("--seed", type=int, help="Seed of the paired bootstrap and the requests "
+                                       "(default 0).")
+@click.option("--judge-model", help="Score free-form answers (no options, spans or paper's "
+                                    "scorer) with this model on the same endpoint and a 0-10 "
+                                    "rubric; named in results.json.")
+@click.option("--dry-run", is_flag=True, help="Print requests, vision tokens and the estimated "
+                                              "cost; send nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print results.json instead of a table.")
+@click.option("--progress/--no-progress", default=None,
+              help="inspect's progress display (default: when stderr is a terminal).")
+@reports_errors
+def eval_command(targets, out, dry_run, as_json, progress, **flags):
+    """Evaluate RUN_DIR's items through an OpenAI-compatible endpoint, each as its image prompt
+    and as its text-only twin, on inspect_ai; score them by family and compare them item by item
+    (paired bootstrap interval of the difference, exact McNemar p for right/wrong scores).
+
+    \b
+    mmconvert eval RUN_DIR --model MODEL [--base-url URL] [--out DIR]
+    mmconvert eval SWEEP_DIR --model MODEL     every variant, and a plot against the axis
+    mmconvert eval compare DIR DIR...          models side by side, with the mismatch analysis
+
+    \b
+    Examples:
+      mmconvert eval runs/demo --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
+      mmconvert eval runs/demo --model gpt-4o-mini --limit 50 --dry-run
+      mmconvert eval compare runs/demo-eval-a runs/demo-eval-b
+    """
+    import json
+
+    from .config import build, show_progress
+
+    if targets[0] == "compare":
+        from .evaluation.compare import compare, compare_table
+
+        result = compare([Path(t) for t in targets[1:]])
+        click.echo(json.dumps(result, indent=1) if as_json else compare_table(result))
+        return
+    if len(targets) != 1:
+        raise UsageError("mmconvert eval takes one RUN_DIR or SWEEP_DIR (or: compare DIR...)")
+    from .evaluation.run import EvalOptions, evaluate, plan, table
+
+    source = Path(targets[0])
+    values = {k: v for k, v in flags.items() if v not in (None, ())}
+    if "modality" in values:
+        values["modality"] = [m.strip() for m in values["modality"].split(",") if m.strip()]
+    if "subsets" in values:
+        values["subsets"] = list(values["subsets"])
+    if "model" not in values:
+        raise UsageError("--model: required (the model name the endpoint serves)")
+    options = build(EvalOptions, values, flags={"subsets": "--subset"})
+    label = "".join(c if c.isalnum() or c in ".-" else "_" for c in options.model)
+    out = out or source.with_name(f"{source.name}-eval-{label}")
+    display = "full" if show_progress(progress) else "none"
+    from .postprocess.sweep import SWEEP
+
+    if (source / SWEEP).is_file():
+        from .evaluation.sweeps import evaluate_sweep, sweep_table
+
+        result = evaluate_sweep(source, out, options, dry_run=dry_run, display=display)
+        click.echo(json.dumps(result, indent=1) if as_json else sweep_table(result))
+        return
+    if dry_run:
+        todo = plan(source, options)
+        cost = (f"${todo.estimate_usd:.4f} at most (every reply at its max tokens; vision "
+                "tokens by the gpt-4o rule)" if todo.estimate_usd is not None
+                else f"unknown: {options.model} is not in the price table")
+        tokens = ", ".join(f"{name} {count:,}" for name, count in todo.vision_tokens.items())
+        click.echo(f"{len(todo.rows)} item(s) x {len(todo.conditions)} condition(s) "
+                   f"({', '.join(todo.conditions)}) = {todo.requests} request(s); vision "
+                   f"tokens: {tokens}; cost: {cost}; nothing sent")
+        return
+    results = evaluate(source, out, options, display=display)
+    click.echo(json.dumps(results, indent=1) if as_json else table(results))
+    click.echo(f"results in {out / 'results.json'}, responses in {out / 'responses.jsonl'}; "
+               f"inspect view --log-dir {out / 'logs'}", err=True)
+
+
 @main.command("stats")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--out", "-o", type=click.Path(path_type=Path),

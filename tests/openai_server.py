@@ -59,6 +59,11 @@ class FakeOpenAI:
     usage: bool = True
     layout_answer: str | None = None  # None: background or interleaved by the prompt's hash
     key: str | None = None  # when set, requests must carry it as a bearer token
+    # chat replies: answer(request body) -> text, in place of the fixed depiction
+    answer: Any = None
+    # GET /v1/models lists these (None: the server has no /models); a chat request for another
+    # model is answered 404 model_not_found
+    models: tuple[str, ...] | None = None
     log: list[Logged] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
 
@@ -104,6 +109,9 @@ class FakeOpenAI:
             def do_POST(self):
                 fake._handle(self)
 
+            def do_GET(self):
+                fake._list_models(self)
+
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -116,6 +124,22 @@ class FakeOpenAI:
             self._server.server_close()
 
     # --- answers -------------------------------------------------------------------------
+
+    def _list_models(self, handler: BaseHTTPRequestHandler) -> None:
+        if not handler.path.endswith("/models") or self.models is None:
+            status, payload = 404, _error("Not found", "invalid_request_error", None)
+        elif self.key and handler.headers.get("Authorization") != f"Bearer {self.key}":
+            status, payload = 401, _error("Incorrect API key provided.",
+                                          "invalid_request_error", "invalid_api_key")
+        else:
+            status, payload = 200, json.dumps({"object": "list", "data": [
+                {"id": name, "object": "model", "owned_by": "test"}
+                for name in self.models]}).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         started = time.monotonic()
@@ -170,6 +194,10 @@ class FakeOpenAI:
                                         "invalid_request_error", "invalid_api_key")
         elif kind == "malformed":
             return 200, headers, b'{"created": 1700000000, "data": [{"b64_json": "iVBO'
+        if self.models is not None and path.endswith("/chat/completions") and \
+                body.get("model") not in self.models:
+            return 404, headers, _error(f"The model `{body.get('model')}` does not exist.",
+                                        "invalid_request_error", "model_not_found")
         if path.endswith("/images/generations"):
             if kind == "refuse":
                 return 400, headers, _error(
@@ -204,6 +232,8 @@ class FakeOpenAI:
         if "background or interleaved" in prompt:
             reply = self.layout_answer or ("background" if int(digest[:2], 16) % 2
                                            else "interleaved")
+        elif self.answer is not None:
+            reply = self.answer(body)
         else:
             reply = DEPICTION
         message = {"role": "assistant", "content": None if refuse else reply,

@@ -11,6 +11,7 @@ import pytest
 from mmconvert.cli import DEDUP_FLAGS, main
 from mmconvert.config import ApiOptions, GenerateConfig, OccludeConfig, RenderConfig
 from mmconvert.corpora.dedup import DedupOptions
+from mmconvert.evaluation.run import EvalOptions
 from mmconvert.postprocess.sweep import SweepOptions
 from mmconvert.renderers.generate import GenerateOptions
 from mmconvert.renderers.occlude import OccludeOptions
@@ -25,16 +26,19 @@ MODELS = {
     "generate": (GenerateConfig, GenerateOptions, ApiOptions),
     "sweep": (RenderConfig, PageOptions, SweepOptions),
     "dedup": (RenderConfig,),
+    "eval": (EvalOptions,),
 }
 # flags that fill no model field: where the run goes and how, the CLI's own switches, and the
 # sweep's comma-separated axes (parsed into SweepOptions lists)
 NOT_FIELDS = {"out", "workers", "overwrite", "progress", "config_file", "subsets", "dedup",
-              "no_ner", "dry_run", "ppis", "scales", "rotations", "qualities", "varied"}
+              "no_ner", "dry_run", "ppis", "scales", "rotations", "qualities", "varied",
+              "targets", "as_json"}
 # defaults the help states that the model leaves as None and the code resolves (the renderer's
 # documented behaviour), and stated defaults that are not a field's
 RESOLVED = {("occlude", "difficulty"), ("occlude", "width"), ("occlude", "font"),
             ("generate", "chat_api_key_env"), ("generate", "image_base_url"),
-            ("generate", "cache_dir")}
+            ("generate", "cache_dir"), ("eval", "max_tokens"),
+            ("eval", "modality")}  # a list, stated comma-separated
 RESOLVED_EVERYWHERE = {"split", "max_length", "device", "render_part"}  # the corpus decides
 
 
@@ -84,7 +88,7 @@ def test_stated_defaults_are_the_models(command):
         shown = f"{default:g}" if isinstance(default, float) else str(default)
         assert stated.split()[0] == shown, (command, option.name, stated, default)
         checked += 1
-    assert checked >= {"dedup": 5, "sweep": 5}.get(command, 6)
+    assert checked >= {"dedup": 5, "sweep": 5, "eval": 5}.get(command, 6)
 
 
 def test_the_drift_test_catches_a_drift(monkeypatch):

@@ -107,6 +107,12 @@ class Corpus:
     def part_for(self, item: Item) -> RenderPart:
         return self.render_part
 
+    def score_response(self, row: dict[str, Any], response: str):
+        """``response`` to the item of manifest ``row`` scored as the corpus' paper scores it
+        (an ``evaluation.scoring.Scored``), or None for the generic rules (option letter,
+        contained answer)."""
+        return None
+
     def group(self, item: Item) -> str:
         """The group ``--sample N`` draws N items from (the subset, unless a corpus bins)."""
         return item.subset

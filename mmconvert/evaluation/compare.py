@@ -1,0 +1,81 @@
+"""``mmconvert eval compare DIR...``: evaluations side by side, and ReadBench's mismatch analysis:
+for each model the items it gets wrong as images but right as text, and the Jaccard index of
+those sets between every two models (how much the models lose on the same items)."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from ..errors import SourceError, UsageError
+from ..manifest import JsonlLog
+
+
+def load(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    results, responses = folder / "results.json", folder / "responses.jsonl"
+    if not results.is_file() or not responses.is_file():
+        raise SourceError(f"{folder}: no results.json and responses.jsonl: not an mmconvert "
+                          "eval folder (mmconvert eval RUN_DIR --out DIR writes one)")
+    try:
+        return json.loads(results.read_text(encoding="utf-8")), JsonlLog(responses).read()
+    except json.JSONDecodeError as err:
+        raise SourceError(f"{results}: not valid JSON ({err.msg})") from None
+
+
+def lost_in_images(responses: list[dict[str, Any]]) -> set[str]:
+    """Ids scored right as text and wrong as images (scores below 1 count as wrong)."""
+    score: dict[tuple[str, str], float | None] = {(r["id"], r["condition"]): r.get("score")
+                                                  for r in responses}
+    return {item for (item, condition), value in score.items()
+            if condition == "text" and value == 1.0
+            and score.get((item, "image")) is not None and score[(item, "image")] < 1.0}
+
+
+def compare(folders: list[Path]) -> dict[str, Any]:
+    if len(folders) < 2:
+        raise UsageError("mmconvert eval compare needs two or more eval folders")
+    loaded = [(folder, *load(folder)) for folder in folders]
+    runs = {results["run"] for _, results, _ in loaded}
+    items = [{r["id"] for r in responses} for _, _, responses in loaded]
+    common = set.intersection(*items)
+    models = []
+    for folder, results, responses in loaded:
+        overall = results["overall"]
+        lost = lost_in_images([r for r in responses if r["id"] in common])
+        models.append({"folder": str(folder), "model": results["model"],
+                       "run": results["run"],
+                       **{c: overall[c]["score"] for c in results["conditions"]},
+                       "delta": overall.get("delta"), "delta_ci95": overall.get("delta_ci95"),
+                       "lost_in_images": sorted(lost)})
+    pairs = []
+    for a, b in combinations(range(len(models)), 2):
+        lost_a, lost_b = set(models[a]["lost_in_images"]), set(models[b]["lost_in_images"])
+        union = lost_a | lost_b
+        pairs.append({"a": models[a]["model"], "b": models[b]["model"],
+                      "both": len(lost_a & lost_b), "either": len(union),
+                      "jaccard": round(len(lost_a & lost_b) / len(union), 4) if union else None})
+    return {"runs": sorted(runs), "common_items": len(common), "models": models,
+            "mismatch": pairs}
+
+
+def compare_table(result: dict[str, Any]) -> str:
+    def cell(value) -> str:
+        return f"{value:8.1f}" if isinstance(value, (int, float)) else f"{'-':>8}"
+
+    lines = [f"{result['common_items']} item(s) in common"
+             + ("" if len(result["runs"]) == 1 else f" (runs: {', '.join(result['runs'])})"),
+             f"{'model':<32}{'image':>8}{'text':>8}{'delta':>8}  {'95% CI':>16}"
+             f"{'lost in images':>16}"]
+    for m in result["models"]:
+        ci = m.get("delta_ci95")
+        lines.append(f"{m['model'][:32]:<32}{cell(m.get('image'))}{cell(m.get('text'))}"
+                     f"{cell(m.get('delta'))}  "
+                     + (f"[{ci[0]:6.1f}, {ci[1]:6.1f}]" if ci else f"{'-':>16}")
+                     + f"{len(m['lost_in_images']):>16}")
+    lines.append("items right as text but wrong as images, shared between models (Jaccard):")
+    for p in result["mismatch"]:
+        jaccard = "-" if p["jaccard"] is None else f"{p['jaccard']:.3f}"
+        lines.append(f"  {p['a']} / {p['b']}: {p['both']} of {p['either']} ({jaccard})")
+    return "\n".join(lines)

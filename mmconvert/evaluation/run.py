@@ -1,0 +1,469 @@
+"""``mmconvert eval``: every item of a run through an OpenAI-compatible endpoint as its image
+prompt and as its text-only twin, on inspect_ai, scored by family and compared item by item.
+
+inspect_ai carries the requests: its ``openai-api`` provider (any OpenAI-compatible server), its
+concurrency (``max_connections``), retries with back-off (429, 5xx, time-outs), its response
+cache (``DIR/cache``: an answered request is never sent again, so a killed evaluation re-runs
+for free) and its logs (``DIR/logs``, which ``inspect view`` opens). Each condition is one
+inspect task; the scorer is ``scoring.score_row``. mmconvert reads the logs back into
+``responses.jsonl`` and ``results.json``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import urllib.error
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import MMConvertError, SourceError, UsageError
+from ..executors import local_executor
+from ..manifest import JsonlLog, write_json
+from ..renderers import renderer_class
+from ..runfolder import open_run, read_recorded
+from .scoring import Scored, is_free_form, judge_prompt, read_judgement, score_row
+from .stats import mcnemar_exact, paired_bootstrap
+
+Condition = Literal["image", "text", "text-image"]
+CONDITIONS: tuple[Condition, ...] = ("image", "text", "text-image")
+SERVICE = "MMCONVERT"  # inspect's openai-api/<service>/<model> reads <SERVICE>_BASE_URL, _API_KEY
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+class EvalOptions(BaseModel):
+    """What ``mmconvert eval`` asks and how; ``api_key_env`` names the variable the key is
+    read from, the key itself is never stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="the model name the endpoint serves")
+    base_url: str = Field("https://api.openai.com/v1", description="OpenAI-compatible endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable of the key")
+    modality: list[Condition] = Field(default_factory=lambda: ["image", "text"])
+    protocol: Literal["official", "strict"] = "official"
+    limit: int | None = Field(None, ge=1, description="the first N items of the run")
+    subsets: list[str] | None = None
+    concurrency: int = Field(16, ge=1, le=1024)
+    max_tokens: int | None = Field(None, ge=1, description="default: 1024 (cot), 64 (direct)")
+    timeout: int = Field(120, ge=1, description="seconds per request")
+    max_retries: int = Field(6, ge=0)
+    budget: float | None = Field(None, gt=0, description="USD this evaluation may spend")
+    seed: int = 0
+    judge_model: str | None = None
+
+
+@dataclass
+class Plan:
+    """The items and requests of an evaluation, before any is sent."""
+
+    rows: list[dict[str, Any]]
+    conditions: list[Condition]
+    requests: int
+    vision_tokens: dict[str, int]
+    estimate_usd: float | None
+
+
+def select_rows(run: Path, options: EvalOptions) -> list[dict[str, Any]]:
+    rows = open_run(run).rows()
+    if options.subsets:
+        unknown = [s for s in options.subsets if s not in {r.get("subset") for r in rows}]
+        if unknown:
+            raise UsageError(f"--subset {unknown[0]}: no item of {run} is in it")
+        rows = [r for r in rows if r.get("subset") in options.subsets]
+    if options.limit:
+        rows = rows[:options.limit]
+    if not rows:
+        raise SourceError(f"{run}: no items to evaluate")
+    if any(not r.get("text_prompt") for r in rows):
+        raise SourceError(f"{run}: its rows have no text_prompt, the text-only twin the "
+                          "comparison needs; render the corpus again with this mmconvert "
+                          "(every renderer writes one)")
+    return rows
+
+
+def conditions_for(rows: list[dict[str, Any]], wanted: list[Condition], run: Path
+                   ) -> list[Condition]:
+    twins = all(renderer_class(r["renderer"]["name"]).twin_roles for r in rows)
+    if "text-image" in wanted and not twins:
+        raise UsageError(f"--modality text-image: the rows of {run} have no text-only image "
+                         "(only occlusions do)")
+    return [c for c in CONDITIONS if c in wanted]
+
+
+def images_of(run: Path, row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
+    renderer = renderer_class(row["renderer"]["name"])
+    roles = {"image": renderer.shown_roles, "text-image": renderer.twin_roles}.get(condition, ())
+    return [image for image in row["images"] if image.get("role") in roles]
+
+
+def prompt_of(row: dict[str, Any], condition: Condition) -> str:
+    return row["text_prompt"] if condition == "text" else row["prompt"]
+
+
+def plan(run: Path, options: EvalOptions) -> Plan:
+    """Requests, vision tokens under each stats rule, and the estimated cost (the shipped
+    price table; None for a model it does not list)."""
+    from ..api.prices import PriceTable, estimate_tokens
+    from ..stats import TOKEN_RULES
+
+    rows = select_rows(run, options)
+    conditions = conditions_for(rows, options.modality, run)
+    tokens = dict.fromkeys(TOKEN_RULES, 0)
+    prompt_tokens = 0
+    for row in rows:
+        for condition in conditions:
+            prompt_tokens += estimate_tokens(prompt_of(row, condition))
+            for image in images_of(run, row, condition):
+                for name, rule in TOKEN_RULES.items():
+                    tokens[name] += rule(image["width"], image["height"])
+    table = PriceTable.load()
+    estimate = None
+    if table.has(options.model):
+        prices = table.models[options.model]["per_million_tokens"]
+        outputs = sum(max_tokens(row, options) for row in rows) * len(conditions)
+        estimate = ((prompt_tokens + tokens["gpt-4o"]) * prices.get("input", 0.0)
+                    + outputs * prices.get("output", 0.0)) / 1_000_000
+    return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate)
+
+
+def max_tokens(row: dict[str, Any], options: EvalOptions) -> int:
+    if options.max_tokens:
+        return options.max_tokens
+    return 64 if row.get("prompt_style") == "direct" else 1024
+
+
+# --- the endpoint -----------------------------------------------------------------------------
+
+
+def api_key(options: EvalOptions) -> str:
+    """The key, from the environment only; a local endpoint needs none."""
+    key = os.environ.get(options.api_key_env)
+    if key:
+        return key
+    if any(f"//{host}" in options.base_url for host in LOCAL_HOSTS):
+        return "none"
+    raise UsageError(f"no API key: set {options.api_key_env} (the key is read from the "
+                     "environment only), or pass --api-key-env with the variable that holds it")
+
+
+def check_endpoint(options: EvalOptions, key: str) -> None:
+    """One free request (``GET /models``) before any paid one: an unreachable endpoint, a
+    rejected key and an unknown model are one line each."""
+    url = options.base_url.rstrip("/") + "/models"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=min(options.timeout, 15)) as answer:
+            listed = json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as err:
+        if err.code in (401, 403):
+            raise UsageError(f"{options.base_url} rejected the API key in "
+                             f"{options.api_key_env} (HTTP {err.code})") from None
+        return  # a server without /models: the model is checked by the first request
+    except (urllib.error.URLError, TimeoutError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        raise MMConvertError(f"cannot reach {options.base_url} ({reason})") from None
+    except json.JSONDecodeError:
+        return
+    names = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)]
+    if names and options.model not in names:
+        import difflib
+
+        close = difflib.get_close_matches(options.model, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(f"{options.base_url} serves no model {options.model!r} (it serves "
+                         f"{', '.join(names[:8])}{'…' if len(names) > 8 else ''}){hint}")
+
+
+# --- the inspect tasks ------------------------------------------------------------------------
+
+
+def data_uri(data: bytes, path: str) -> str:
+    kind = "jpeg" if path.lower().endswith((".jpg", ".jpeg")) else "png"
+    return f"data:image/{kind};base64," + base64.b64encode(data).decode("ascii")
+
+
+def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Condition],
+                options: EvalOptions):
+    from inspect_ai import Task
+    from inspect_ai.dataset import MemoryDataset, Sample
+    from inspect_ai.model import CachePolicy, ChatMessageUser, ContentImage, ContentText
+    from inspect_ai.scorer import Score, mean, scorer
+    from inspect_ai.solver import generate
+
+    by_id = {row["id"]: row for row in rows}
+
+    judge = inspect_model(options.judge_model, options.base_url) if options.judge_model \
+        else None
+
+    @scorer(metrics=[mean()], name="mmconvert")
+    def mmconvert_scorer():
+        async def score(state, target):
+            row = by_id[state.sample_id]
+            response = state.output.completion or ""
+            if judge is not None and is_free_form(row):
+                reply = await judge.generate(judge_prompt(row, response),
+                                             cache=CachePolicy(expiry=None))
+                scored = read_judgement(reply.completion or "")
+            else:
+                scored = score_row(row, response, protocol=options.protocol)
+            return Score(value=scored.value, answer=scored.answer,
+                         metadata={"parsed": scored.parsed, **scored.extra})
+        return score
+
+    tasks = []
+    for condition in conditions:
+        samples = []
+        for row in rows:
+            content: list = [ContentImage(image=data_uri(read_recorded(
+                run, image, where=f"{run / 'manifest.jsonl'} item {row['id']}",
+                field="images"), image["path"])) for image in images_of(run, row, condition)]
+            content.append(ContentText(text=prompt_of(row, condition)))
+            samples.append(Sample(id=row["id"], input=[ChatMessageUser(content=content)],
+                                  metadata={"condition": condition,
+                                            "subset": row.get("subset") or "",
+                                            "max_tokens": max_tokens(row, options)}))
+        scorers = [mmconvert_scorer()]
+        tasks.append(Task(name=f"{run.name}-{condition}".replace(" ", "_"),
+                          dataset=MemoryDataset(samples),
+                          solver=generate(cache=CachePolicy(expiry=None)),
+                          scorer=scorers,
+                          config=_generate_config(rows, options)))
+    return tasks
+
+
+def inspect_model(name: str, base_url: str):
+    """inspect's OpenAI-compatible provider for ``name`` at ``base_url``; the key comes from the
+    environment (``MMCONVERT_API_KEY``, set for this process only)."""
+    from inspect_ai.model import get_model
+
+    return get_model(f"openai-api/{SERVICE.lower()}/{name}", base_url=base_url, memoize=False)
+
+
+def _generate_config(rows: list[dict[str, Any]], options: EvalOptions):
+    from inspect_ai.model import GenerateConfig
+
+    return GenerateConfig(temperature=0.0, max_tokens=max(max_tokens(r, options) for r in rows),
+                          seed=options.seed)
+
+
+# --- running and reading back -----------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    id: str
+    condition: Condition
+    subset: str
+    pages: int
+    response: str | None
+    scored: Scored | None
+    error: str | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        scored = self.scored
+        return {"id": self.id, "condition": self.condition, "subset": self.subset,
+                "pages": self.pages, "response": self.response,
+                "answer": scored.answer if scored else None,
+                "parsed": scored.parsed if scored else False,
+                "score": scored.value if scored else None,
+                **({"extra": scored.extra} if scored and scored.extra else {}),
+                **({"error": self.error} if self.error else {})}
+
+
+def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none",
+             cache: Path | None = None) -> dict[str, Any]:
+    """Run the evaluation into ``out`` (responses cached in ``cache``, default ``out/cache``);
+    return results.json's content."""
+    try:
+        import inspect_ai  # noqa: F401
+    except ImportError:
+        raise UsageError("mmconvert eval needs inspect_ai: pip install 'mmconvert[eval]'") \
+            from None
+    from ..api.prices import BudgetReached
+
+    todo = plan(run, options)
+    if options.budget is not None:
+        if todo.estimate_usd is None:
+            raise UsageError(f"--budget: the price table has no price for {options.model}, so "
+                             "the spend cannot be bounded; leave --budget out for a local "
+                             "model")
+        if todo.estimate_usd > options.budget:
+            raise BudgetReached(
+                f"the evaluation may cost up to ${todo.estimate_usd:.2f} (every reply at its "
+                f"max tokens), over --budget ${options.budget:.2f}; nothing was sent: lower "
+                "--limit or raise --budget")
+    key = api_key(options)
+    check_endpoint(options, key)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ[f"{SERVICE}_BASE_URL"] = options.base_url
+    os.environ[f"{SERVICE}_API_KEY"] = key  # this process only; never written anywhere
+    os.environ["INSPECT_CACHE_DIR"] = str((cache or out / "cache").resolve())
+    # one process per condition (the process executor): inspect's own bookkeeping is about
+    # 10 ms of CPU a request in one event loop, so the conditions use a core each
+    # (bench/eval_speed.py); the concurrency is shared between them
+    share = max(1, options.concurrency // len(todo.conditions))
+    values = options.model_dump()
+    count = len(todo.conditions)
+    tasks = [(run, out, values, condition, display if count == 1 else "none", share)
+             for condition in todo.conditions]
+    parts = list(local_executor(count, count).map(condition_worker, tasks))
+    found = {(o.id, o.condition): o for part in parts for o in part}
+    outcomes = [found[(row["id"], c)] for row in todo.rows for c in todo.conditions
+                if (row["id"], c) in found]
+    JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
+    results = summarise(outcomes, todo.conditions, options, run)
+    write_json(out / "results.json", results, indent=1)
+    return results
+
+
+def condition_worker():
+    """The executor's worker: one task is ``run_condition``'s arguments."""
+    return lambda task: run_condition(*task)
+
+
+def run_condition(run: Path, out: Path, values: dict[str, Any], condition: Condition,
+                  display: str, concurrency: int) -> list[Outcome]:
+    """One condition as one inspect task (in this process); its outcomes."""
+    from inspect_ai import eval as inspect_eval
+
+    options = EvalOptions.model_validate(values)
+    rows = select_rows(run, options)
+    (task,) = build_tasks(run, rows, [condition], options)
+    # a model of its own for this endpoint (inspect memoizes models by name, and a second
+    # evaluation in one process may talk to another server)
+    model = inspect_model(options.model, options.base_url)
+    logs = inspect_eval([task], model=model, log_dir=str(out / "logs"), display=display,
+                        max_connections=concurrency, max_samples=concurrency,
+                        max_retries=options.max_retries, timeout=options.timeout,
+                        fail_on_error=False, log_images=False, score_display=False,
+                        # the per-sample bookkeeping a live viewer needs costs about 40 % of
+                        # inspect's own time per request (bench/eval_speed.py); the logs are
+                        # written in full at the end of the task all the same
+                        log_realtime=False, log_buffer=1000, log_model_api=False)
+    return read_logs(logs, rows, run)
+
+
+def read_logs(logs, rows: list[dict[str, Any]], run: Path) -> list[Outcome]:
+    """One outcome per item and condition, in manifest order."""
+    pages = {row["id"]: len(images_of(run, row, "image")) for row in rows}
+    subsets = {row["id"]: row.get("subset") or "" for row in rows}
+    found: dict[tuple[str, str], Outcome] = {}
+    for log in logs:
+        if log.status == "error" and not log.samples:
+            message = (log.error.message if log.error else "the evaluation failed")
+            raise MMConvertError(one_line(message))
+        for sample in log.samples or []:
+            condition = sample.metadata.get("condition")
+            error = one_line(sample.error.message) if sample.error else None
+            score = (sample.scores or {}).get("mmconvert")
+            scored = None
+            if score is not None and error is None:
+                scored = Scored(float(score.value), score.answer,
+                                bool((score.metadata or {}).get("parsed", True)),
+                                {k: v for k, v in (score.metadata or {}).items()
+                                 if k != "parsed"})
+            found[(str(sample.id), condition)] = Outcome(
+                str(sample.id), condition, subsets[str(sample.id)], pages[str(sample.id)],
+                sample.output.completion if sample.output else None, scored, error)
+    return [found[(row["id"], c)] for row in rows for c in CONDITIONS if (row["id"], c) in found]
+
+
+def one_line(message: str) -> str:
+    text = " ".join(str(message).split())
+    return text[:300]
+
+
+def summarise(outcomes: list[Outcome], conditions: list[Condition], options: EvalOptions,
+              run: Path) -> dict[str, Any]:
+    """results.json: per condition the score (percent), n, unparsed share and errors; the
+    paired image - text delta with its bootstrap interval and, for right/wrong scores, the
+    exact McNemar p; the same per subset and per page count."""
+    def group(members: list[Outcome]) -> dict[str, Any]:
+        by_condition: dict[str, dict[str, Outcome]] = defaultdict(dict)
+        for o in members:
+            by_condition[o.condition][o.id] = o
+        out: dict[str, Any] = {}
+        for condition in conditions:
+            done = [o for o in by_condition[condition].values() if o.scored is not None]
+            values = [o.scored.value for o in done]
+            unparsed = sum(1 for o in done if not o.scored.parsed)
+            out[condition] = {
+                "score": round(100 * sum(values) / len(values), 4) if values else None,
+                "n": len(values), "unparsed": unparsed,
+                "unparsed_share": round(100 * unparsed / len(values), 4) if values else None,
+                "errors": sum(1 for o in by_condition[condition].values() if o.scored is None)}
+        if "image" in conditions and "text" in conditions:
+            paired = [i for i, o in by_condition["image"].items()
+                      if o.scored is not None and i in by_condition["text"]
+                      and by_condition["text"][i].scored is not None]
+            image = [by_condition["image"][i].scored.value for i in paired]
+            text = [by_condition["text"][i].scored.value for i in paired]
+            out["paired_n"] = len(paired)
+            if paired:
+                out["delta"] = round(100 * (sum(image) - sum(text)) / len(paired), 4)
+                low, high = paired_bootstrap(image, text, seed=options.seed)
+                out["delta_ci95"] = [round(100 * low, 4), round(100 * high, 4)]
+                if all(v in (0.0, 1.0) for v in image + text):
+                    out["mcnemar_p"] = mcnemar_exact([v == 1.0 for v in image],
+                                                     [v == 1.0 for v in text])
+            else:
+                out["delta"], out["delta_ci95"] = None, None
+        return out
+
+    by_subset: dict[str, list[Outcome]] = defaultdict(list)
+    by_pages: dict[int, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        by_subset[o.subset].append(o)
+        by_pages[o.pages].append(o)
+    judge = ({"model": options.judge_model, "rubric": "0-10, SCORE: N (scoring.RUBRIC)",
+              "applies_to": "items without options, spans or a paper's scorer"}
+             if options.judge_model else None)
+    return {"run": str(run.resolve()), "model": options.model, "base_url": options.base_url,
+            "conditions": list(conditions), "protocol": options.protocol, "seed": options.seed,
+            "judge": judge,
+            "overall": group(outcomes),
+            "subsets": {name: group(members) for name, members in sorted(by_subset.items())},
+            "pages": {str(n): group(members) for n, members in sorted(by_pages.items())}}
+
+
+def table(results: dict[str, Any]) -> str:
+    """The figures as an aligned text table."""
+    conditions = results["conditions"]
+
+    def cell(value, width=8):
+        if isinstance(value, (int, float)):
+            return f"{value:{width}.1f}"
+        return f"{'-':>{width}}"
+
+    head = f"{'group':<24}" + "".join(f"{c:>12}" for c in conditions) + f"{'n':>6}"
+    paired = "image" in conditions and "text" in conditions
+    if paired:
+        head += f"{'delta':>8}  {'95% CI':>16}{'McNemar p':>11}"
+    lines = [f"{results['model']} on {results['run']}", head]
+
+    def line(name: str, group: dict[str, Any]) -> str:
+        text = f"{name[:24]:<24}" + "".join(cell(group[c]["score"], 12) for c in conditions)
+        text += f"{group[conditions[0]]['n']:>6}"
+        if paired:
+            ci = group.get("delta_ci95")
+            text += cell(group.get("delta"), 8) + (
+                f"  [{ci[0]:6.1f}, {ci[1]:6.1f}]" if ci else f"{'-':>18}")
+            p = group.get("mcnemar_p")
+            text += f"{p:>11.4f}" if p is not None else f"{'-':>11}"
+        return text
+
+    lines.append(line("all", results["overall"]))
+    lines += [line(f"subset {k}", v) for k, v in results["subsets"].items()]
+    lines += [line(f"{k} page(s)", v) for k, v in results["pages"].items()]
+    unparsed = ", ".join(f"{c} {results['overall'][c]['unparsed_share'] or 0:.1f} %"
+                         for c in conditions)
+    errors = sum(results["overall"][c]["errors"] for c in conditions)
+    lines.append(f"unparsed answers (scored 0): {unparsed}; {errors} request(s) failed")
+    return "\n".join(lines)

@@ -1,0 +1,133 @@
+"""``mmconvert eval SWEEP_DIR``: every variant of a sweep (and its base) evaluated, and the score
+plotted against each axis (PPI, scale, rotation, JPEG quality, any --vary transform) with 95 %
+intervals. The text twin is the same in every variant, so its requests after the first are
+answered from the response cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import SourceError
+from ..manifest import JsonlLog, write_json
+from ..postprocess.sweep import SWEEP
+from .run import EvalOptions, evaluate, plan
+
+NEUTRAL = {"scale": 1.0, "rotate": 0.0}  # the base run's value on these axes
+
+
+def variants(sweep: Path) -> tuple[Path, list[dict[str, Any]]]:
+    try:
+        record = json.loads((sweep / SWEEP).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise SourceError(f"{sweep / SWEEP}: cannot read ({err})") from None
+    base = (sweep / record.get("base", "base")).resolve()
+    found = []
+    for variant in record.get("variants") or []:
+        axis = next((k for k in variant if k not in ("name", "path")), None)
+        found.append({"name": variant["name"], "path": (sweep / variant["path"]).resolve(),
+                      "axis": axis, "value": variant.get(axis)})
+    if not found:
+        raise SourceError(f"{sweep / SWEEP}: lists no variant")
+    return base, found
+
+
+def image_interval(responses: Path, seed: int) -> list[float] | None:
+    """95 % bootstrap interval (percent) of the image condition's mean score."""
+    import numpy as np
+
+    values = [r["score"] for r in JsonlLog(responses).read()
+              if r["condition"] == "image" and r.get("score") is not None]
+    if not values:
+        return None
+    data = np.asarray(values, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(data), (10_000, len(data)))
+    low, high = np.percentile(data[picks].mean(axis=1) * 100, [2.5, 97.5])
+    return [round(float(low), 4), round(float(high), 4)]
+
+
+def evaluate_sweep(sweep: Path, out: Path, options: EvalOptions, *, dry_run: bool = False,
+                   display: str = "none") -> dict[str, Any]:
+    base, found = variants(sweep)
+    points = [{"name": "base", "path": base, "axis": None, "value": None}, *found]
+    if dry_run:
+        plans = [plan(p["path"], options) for p in points]
+        return {"sweep": str(sweep), "variants": len(points),
+                "requests": sum(p.requests for p in plans),
+                "estimate_usd": (None if any(p.estimate_usd is None for p in plans)
+                                 else round(sum(p.estimate_usd for p in plans), 4))}
+    rows = []
+    for point in points:
+        folder = out / point["name"]
+        results = evaluate(point["path"], folder, options, display=display,
+                           cache=out / "cache")
+        overall = results["overall"]
+        rows.append({"name": point["name"], "axis": point["axis"], "value": point["value"],
+                     **{c: overall[c]["score"] for c in results["conditions"]},
+                     "image_ci95": image_interval(folder / "responses.jsonl", options.seed),
+                     "delta": overall.get("delta"), "delta_ci95": overall.get("delta_ci95"),
+                     "n": overall[results["conditions"][0]]["n"]})
+    result = {"sweep": str(sweep.resolve()), "model": options.model, "points": rows,
+              "plots": [str(p) for p in plot(rows, out)]}
+    write_json(out / "sweep_results.json", result, indent=1)
+    return result
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """One PNG per axis: the image score with its interval against the axis value, the text
+    score as a line."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    base = next(r for r in rows if r["name"] == "base")
+    made = []
+    for axis in sorted({r["axis"] for r in rows if r["axis"]}):
+        points = [r for r in rows if r["axis"] == axis and isinstance(r["value"], (int, float))]
+        if axis in NEUTRAL:
+            points.append({**base, "value": NEUTRAL[axis]})
+        points.sort(key=lambda r: r["value"])
+        if not points or any(r.get("image") is None for r in points):
+            continue
+        figure, ax = plt.subplots(figsize=(6, 4))
+        xs = [r["value"] for r in points]
+        ys = [r["image"] for r in points]
+        lows = [r["image"] - (r["image_ci95"] or [r["image"]] * 2)[0] for r in points]
+        highs = [(r["image_ci95"] or [r["image"]] * 2)[1] - r["image"] for r in points]
+        ax.errorbar(xs, ys, yerr=[lows, highs], marker="o", capsize=4, label="image (95 % CI)")
+        if base.get("text") is not None:
+            ax.axhline(base["text"], color="grey", linestyle="--", label="text twin")
+        ax.set_xlabel(axis)
+        ax.set_ylabel("score (%)")
+        ax.set_ylim(0, 105)
+        ax.legend()
+        ax.set_title(f"score against {axis}")
+        path = out / f"sweep-{axis}.png"
+        figure.tight_layout()
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
+        made.append(path)
+    return made
+
+
+def sweep_table(result: dict[str, Any]) -> str:
+    if "points" not in result:
+        cost = ("unknown" if result["estimate_usd"] is None
+                else f"${result['estimate_usd']:.4f} at most")
+        return (f"{result['variants']} run(s) in {result['sweep']}: {result['requests']} "
+                f"request(s); cost: {cost}; nothing sent")
+    lines = [f"{'variant':<20}{'image':>8}{'95% CI':>18}{'text':>8}{'delta':>8}{'n':>6}"]
+    for r in result["points"]:
+        ci = r.get("image_ci95")
+        lines.append(f"{r['name'][:20]:<20}"
+                     + (f"{r['image']:8.1f}" if r.get("image") is not None else f"{'-':>8}")
+                     + (f"  [{ci[0]:5.1f}, {ci[1]:5.1f}]" if ci else f"{'-':>18}")
+                     + (f"{r['text']:8.1f}" if r.get("text") is not None else f"{'-':>8}")
+                     + (f"{r['delta']:8.1f}" if r.get("delta") is not None else f"{'-':>8}")
+                     + f"{r['n']:>6}")
+    lines += [f"plot: {p}" for p in result["plots"]]
+    return "\n".join(lines)

@@ -1,0 +1,294 @@
+"""``mmconvert eval`` against a real OpenAI-compatible HTTP server on 127.0.0.1 that answers
+deterministically: the right letter to a text request, "Answer: A" to an image request, so
+every figure is known exactly. Never a paid API."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from mmconvert.manifest import JsonlLog
+from tests.conftest import FIXTURES, SAMPLE
+from tests.openai_server import FakeOpenAI
+from tests.test_cli import run
+
+pytest.importorskip("inspect_ai")
+SECRET = "sk-test-never-written-0123456789"
+
+
+def rows(folder: Path) -> list[dict]:
+    return JsonlLog(folder / "manifest.jsonl").read()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("eval") / "demo"
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
+    return out
+
+
+def text_of(body: dict) -> tuple[str, bool]:
+    content = body["messages"][-1]["content"]
+    if isinstance(content, str):
+        return content, False
+    images = any(part.get("type") == "image_url" for part in content)
+    return " ".join(part.get("text", "") for part in content), images
+
+
+@pytest.fixture
+def server(demo):
+    key = {row["text_prompt"]: row["answer"] for row in rows(demo)}
+
+    def answer(body):
+        text, images = text_of(body)
+        return "Let me look. Answer: A" if images else f"Step by step... Answer: {key[text]}"
+
+    fake = FakeOpenAI(answer=answer, models=("reader-1", "reader-2"))
+    url = fake.start()
+    yield fake, url
+    fake.stop()
+
+
+def expected_image_score(demo: Path) -> float:
+    answers = [row["answer"] for row in rows(demo)]
+    return 100 * answers.count("A") / len(answers)
+
+
+def test_eval_compares_images_with_text_item_by_item(demo, server, tmp_path, monkeypatch):
+    fake, url = server
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    out = tmp_path / "ev"
+    result = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out", out)
+    assert result.exit_code == 0, result.output
+    items = rows(demo)
+    n = len(items)
+    results = json.loads((out / "results.json").read_text())
+    overall = results["overall"]
+    image = expected_image_score(demo)
+    assert overall["image"] == {"score": pytest.approx(image, abs=1e-3), "n": n, "unparsed": 0,
+                                "unparsed_share": 0.0, "errors": 0}
+    assert overall["text"]["score"] == 100.0 and overall["paired_n"] == n
+    assert overall["delta"] == pytest.approx(image - 100, abs=1e-3)
+    low, high = overall["delta_ci95"]
+    assert low <= overall["delta"] <= high < 0
+    wrong = sum(1 for row in items if row["answer"] != "A")  # discordant pairs, all one way
+    assert overall["mcnemar_p"] == pytest.approx(2 * 0.5 ** wrong)
+    assert set(results["subsets"]) == {row["subset"] for row in items}
+    assert set(results["pages"]) == {"1"}
+    responses = JsonlLog(out / "responses.jsonl").read()
+    assert len(responses) == 2 * n and {r["condition"] for r in responses} == {"image", "text"}
+    first = responses[0]
+    assert first["response"] == "Let me look. Answer: A" and first["answer"] == "A"
+    assert len(fake.requests("chat")) == 2 * n
+    # image requests carry the page images and the image prompt; text requests the twin alone
+    bodies = [r.body for r in fake.requests("chat")]
+    assert sum(text_of(b)[1] for b in bodies) == n
+    assert list((out / "logs").glob("*.eval"))  # inspect view opens them
+    assert "image" in result.output and "McNemar" in result.output
+    # the key is read from the environment and written nowhere
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    # a re-run (as after a kill) is answered from the cache: no request sent
+    again = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out", out)
+    assert again.exit_code == 0 and len(fake.requests("chat")) == 2 * n
+    assert json.loads((out / "results.json").read_text())["overall"] == overall
+
+
+def test_retries_429_500_and_slow_answers_and_records_unparsed_ones(demo, server, tmp_path):
+    fake, url = server
+    items = rows(demo)
+    fake.script(items[0]["text_prompt"][:60], "429:0", "500")
+    fake.script(items[1]["text_prompt"][:60], "slow:1.5")
+    broken = items[2]["text_prompt"][:60]
+    original = fake.answer
+
+    def answer(body):
+        text, images = text_of(body)
+        if broken in text and not images:
+            return "I am not sure which one it is."
+        return original(body)
+
+    fake.answer = answer
+    out = tmp_path / "ev"
+    result = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out", out,
+                 "--modality", "text")
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    text = results["overall"]["text"]
+    assert text["n"] == len(items) and text["errors"] == 0 and text["unparsed"] == 1
+    assert text["score"] == pytest.approx(100 * (len(items) - 1) / len(items), abs=1e-3)
+    assert "delta" not in results["overall"]
+    statuses = [r.status for r in fake.requests("chat")]
+    assert statuses.count(429) == 1 and statuses.count(500) == 1
+    unparsed = next(r for r in JsonlLog(out / "responses.jsonl").read() if not r["parsed"])
+    assert unparsed["answer"] is None and unparsed["score"] == 0.0
+
+
+def test_a_malformed_answer_is_recorded_and_the_evaluation_goes_on(demo, server, tmp_path):
+    fake, url = server
+    items = rows(demo)
+    fake.script(items[0]["text_prompt"][:60], *["malformed"] * 20)
+    out = tmp_path / "ev"
+    result = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out", out,
+                 "--modality", "text", "--max-retries", "1", "--timeout", "5")
+    assert result.exit_code == 0, result.output
+    text = json.loads((out / "results.json").read_text())["overall"]["text"]
+    assert text["errors"] == 1 and text["n"] == len(items) - 1
+    failed = next(r for r in JsonlLog(out / "responses.jsonl").read() if r.get("error"))
+    assert failed["id"] == items[0]["id"] and failed["score"] is None
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_endpoint_key_and_model_problems_are_one_line_each(demo, tmp_path, monkeypatch):
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    result = run("eval", demo, "--model", "m", "--base-url", url, "--out", tmp_path / "a")
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: cannot reach {url} (") and \
+        result.output.count("\n") == 1
+    fake = FakeOpenAI(models=("reader-1",), key="right-key")
+    url = fake.start()
+    try:
+        monkeypatch.setenv("OPENAI_API_KEY", "wrong-key")
+        result = run("eval", demo, "--model", "reader-1", "--base-url", url)
+        assert result.exit_code == 2 and result.output == (
+            f"Error: {url} rejected the API key in OPENAI_API_KEY (HTTP 401)\n")
+        monkeypatch.setenv("OPENAI_API_KEY", "right-key")
+        result = run("eval", demo, "--model", "reader-2", "--base-url", url)
+        assert result.exit_code == 2 and result.output == (
+            f"Error: {url} serves no model 'reader-2' (it serves reader-1); did you mean "
+            "'reader-1'?\n")
+        assert fake.requests("chat") == []
+    finally:
+        fake.stop()
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = run("eval", demo, "--model", "gpt-4o-mini", "--base-url",
+                 "https://api.example.com/v1")
+    assert result.exit_code == 2 and result.output.startswith(
+        "Error: no API key: set OPENAI_API_KEY (the key is read from the environment only)")
+
+
+def test_dry_run_and_budget_send_nothing(demo, tmp_path):
+    n = len(rows(demo))
+    result = run("eval", demo, "--model", "gpt-4o-mini", "--dry-run")
+    assert result.exit_code == 0
+    assert result.output.startswith(f"{n} item(s) x 2 condition(s) (image, text) = {2 * n} "
+                                    "request(s); vision tokens: qwen2-vl ")
+    assert "cost: $" in result.output and "nothing sent" in result.output
+    result = run("eval", demo, "--model", "gpt-4o-mini", "--budget", "0.0001",
+                 "--base-url", "http://127.0.0.1:9/v1")
+    assert result.exit_code == 3 and "over --budget $0.00; nothing was sent" in result.output
+    result = run("eval", demo, "--model", "local-model", "--budget", "1",
+                 "--base-url", "http://127.0.0.1:9/v1")
+    assert result.exit_code == 2 and "has no price for local-model" in result.output
+
+
+def test_a_run_without_text_twins_says_how_to_make_one(demo, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(demo, copy)
+    manifest = JsonlLog(copy / "manifest.jsonl")
+    manifest.rewrite([{**row, "text_prompt": ""} for row in manifest.read()])
+    result = run("eval", copy, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    assert result.exit_code == 1 and result.output == (
+        f"Error: {copy}: its rows have no text_prompt, the text-only twin the comparison "
+        "needs; render the corpus again with this mmconvert (every renderer writes one)\n")
+    result = run("eval", demo, "--model", "m", "--modality", "text-image",
+                 "--base-url", "http://127.0.0.1:9/v1")
+    assert result.exit_code == 2 and "have no text-only image (only occlusions do)" in \
+        result.output
+
+
+def test_sweeps_plot_and_compare_finds_the_shared_losses(demo, server, tmp_path):
+    fake, url = server
+    sweep = tmp_path / "sweep"
+    assert run("sweep", demo, "--scale", "0.5", "--out", sweep).exit_code == 0
+    out = tmp_path / "ev-sweep"
+    result = run("eval", sweep, "--model", "reader-1", "--base-url", url, "--out", out)
+    assert result.exit_code == 0, result.output
+    n = len(rows(demo))
+    # the text twin is the same in both runs: its second pass comes from the cache
+    assert len(fake.requests("chat")) == 3 * n
+    record = json.loads((out / "sweep_results.json").read_text())
+    assert [p["name"] for p in record["points"]] == ["base", "scale-0.5"]
+    assert (out / "sweep-scale.png").stat().st_size > 5000
+    assert record["points"][1]["image_ci95"][0] <= record["points"][1]["image"]
+    second = tmp_path / "ev-2"
+    assert run("eval", demo, "--model", "reader-2", "--base-url", url,
+               "--out", second).exit_code == 0
+    result = run("eval", "compare", out / "base", second, "--json")
+    assert result.exit_code == 0, result.output
+    compared = json.loads(result.output)
+    lost = sorted(row["id"] for row in rows(demo) if row["answer"] != "A")
+    assert [m["lost_in_images"] for m in compared["models"]] == [lost, lost]
+    assert compared["mismatch"] == [{"a": "reader-1", "b": "reader-2", "both": len(lost),
+                                     "either": len(lost), "jaccard": 1.0}]
+    result = run("eval", "compare", second)
+    assert result.exit_code == 2 and "two or more eval folders" in result.output
+
+
+def test_occlusions_score_spans_with_three_conditions(tmp_path):
+    occ = tmp_path / "occ"
+    assert run("occlude", "captions", "--source", FIXTURES / "coco", "--limit", 2,
+               "--out", occ).exit_code == 0
+    # the prompts are the same for every item: an image request is answered with the spans of
+    # all of them (each span finds its exact n-gram), a text request with a refusal
+    spans = [span for row in rows(occ) for span in row["answer"]]
+
+    def answer(body):
+        return " ; ".join(spans) if text_of(body)[1] else "Sorry, I cannot tell."
+
+    fake = FakeOpenAI(answer=answer, models=("reader",))
+    url = fake.start()
+    try:
+        result = run("eval", occ, "--model", "reader", "--base-url", url, "--out",
+                     tmp_path / "ev", "--modality", "image,text,text-image")
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output
+    overall = json.loads((tmp_path / "ev" / "results.json").read_text())["overall"]
+    assert overall["image"]["score"] == 100.0 and overall["text-image"]["score"] == 100.0
+    assert overall["text"]["score"] == 0.0 and overall["delta"] == 100.0
+    assert "mcnemar_p" in overall  # per-item exact match is 0 or 1 here
+
+
+def test_free_form_answers_through_a_judge_model(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"id": "a-1", "question": "Who wrote Hamlet?", "options": [], '
+                     '"answer": "Shakespeare"}\n'
+                     '{"id": "a-2", "question": "What is the capital of France?", '
+                     '"answer": "Paris"}\n')
+    assert run("render", items, "--out", tmp_path / "run").exit_code == 0
+
+    def answer(body):
+        text, images = text_of(body)
+        if text.startswith("You are grading"):
+            reference = text.split("Reference answer:\n")[1].split("\n")[0]
+            said = text.split("Model's answer:\n")[1]
+            return "It matches. SCORE: 10" if reference in said else "SCORE: 2"
+        return "I think it was Shakespeare." if "Hamlet" in text or images else "Lyon"
+
+    fake = FakeOpenAI(answer=answer, models=("reader", "judge"))
+    url = fake.start()
+    try:
+        result = run("eval", tmp_path / "run", "--model", "reader", "--judge-model", "judge",
+                     "--base-url", url, "--out", tmp_path / "ev", "--json")
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.output.split("\nresults in")[0])
+    assert results["judge"]["model"] == "judge"
+    # image: both answered "Shakespeare" (10 and 2); text: Hamlet right, France "Lyon" (2)
+    assert results["overall"]["image"]["score"] == pytest.approx(60.0)
+    assert results["overall"]["text"]["score"] == pytest.approx(60.0)
+    judged = JsonlLog(tmp_path / "ev" / "responses.jsonl").read()
+    assert all("judge" in r["extra"] for r in judged)
