@@ -153,7 +153,7 @@ class FakeOpenAI:
         if path.endswith("/images/generations"):
             prompt = body.get("prompt", "")
         else:
-            prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+            prompt = "\n".join(_text(m.get("content", "")) for m in body.get("messages", []))
         action = self._action(path, prompt)
         entry = Logged(path, body, prompt, started, action)
         with self._lock:
@@ -263,6 +263,14 @@ class FakeOpenAI:
         if self._photo is None:
             self._photo = base64.b64encode(photo_png())
         return self._photo
+
+
+def _text(content: Any) -> str:
+    """A chat message's text: the string, or its text parts (images left out)."""
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content
+                         if isinstance(part, dict) and part.get("type") == "text")
+    return str(content)
 
 
 def _error(message: str, kind: str, code: str | None) -> bytes:

@@ -292,3 +292,46 @@ def test_free_form_answers_through_a_judge_model(tmp_path):
     assert results["overall"]["text"]["score"] == pytest.approx(60.0)
     judged = JsonlLog(tmp_path / "ev" / "responses.jsonl").read()
     assert all("judge" in r["extra"] for r in judged)
+
+
+def test_a_killed_evaluation_re_runs_without_repeating_an_answered_request(demo, server,
+                                                                           tmp_path):
+    """A real process killed (SIGKILL, its whole group) while three requests hang; the re-run
+    sends exactly the requests that were not answered before the kill."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fake, url = server
+    items = rows(demo)
+    # the option lines are in the text twins only: three text requests hang
+    hanging = [f"A. {row['options'][0]}"[:40] for row in items[:3]]
+    for match in hanging:
+        fake.script(match, "hang")
+    out = tmp_path / "ev"
+    command = [sys.executable, "-m", "mmconvert", "eval", str(demo), "--model", "reader-1",
+               "--base-url", url, "--out", str(out), "--concurrency", "16"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 60
+    total = 2 * len(items)
+    while time.monotonic() < deadline:
+        done = [r for r in fake.requests("chat") if r.status == 200]
+        if len(done) >= total - len(hanging):
+            break
+        time.sleep(0.1)
+    time.sleep(1.0)  # the client stores each answer in the cache as it arrives
+    answered = {json.dumps(r.body, sort_keys=True) for r in fake.requests("chat")
+                if r.status == 200}
+    assert len(answered) == total - len(hanging)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    fake.release.set()  # let the hanging server threads go
+    before = len(fake.requests("chat"))
+    result = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out", out)
+    assert result.exit_code == 0, result.output
+    again = [json.dumps(r.body, sort_keys=True) for r in fake.requests("chat")[before:]]
+    assert len(again) == len(hanging) and not set(again) & answered
+    assert json.loads((out / "results.json").read_text())["overall"]["text"]["n"] == len(items)
