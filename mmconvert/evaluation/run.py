@@ -27,7 +27,7 @@ from ..errors import MMConvertError, SourceError, UsageError
 from ..executors import local_executor
 from ..manifest import JsonlLog, write_json
 from ..renderers import renderer_class
-from ..runfolder import open_run, read_recorded
+from ..runfolder import LOCK, locked, open_run, read_recorded
 from .scoring import Scored, is_free_form, judge_prompt, read_judgement, score_row
 from .stats import mcnemar_exact, paired_bootstrap
 
@@ -301,7 +301,12 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
                 "--limit or raise --budget")
     key = api_key(options)
     check_endpoint(options, key)
-    out.mkdir(parents=True, exist_ok=True)
+    with locked(out / LOCK, out):  # one evaluation at a time into ``out``
+        return _evaluate(run, out, options, todo, key, display, cache)
+
+
+def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, display: str,
+              cache: Path | None) -> dict[str, Any]:
     os.environ[f"{SERVICE}_BASE_URL"] = options.base_url
     os.environ[f"{SERVICE}_API_KEY"] = key  # this process only; never written anywhere
     os.environ["INSPECT_CACHE_DIR"] = str((cache or out / "cache").resolve())
@@ -317,6 +322,9 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
     found = {(o.id, o.condition): o for part in parts for o in part}
     outcomes = [found[(row["id"], c)] for row in todo.rows for c in todo.conditions
                 if (row["id"], c) in found]
+    if outcomes and all(o.scored is None for o in outcomes):
+        raise MMConvertError(f"every request to {options.base_url} failed (the first: "
+                             f"{outcomes[0].error}); see inspect view --log-dir {out / 'logs'}")
     JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
     results = summarise(outcomes, todo.conditions, options, run)
     write_json(out / "results.json", results, indent=1)
@@ -399,6 +407,11 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
                 "n": len(values), "unparsed": unparsed,
                 "unparsed_share": round(100 * unparsed / len(values), 4) if values else None,
                 "errors": sum(1 for o in by_condition[condition].values() if o.scored is None)}
+            spans = [o.scored.extra for o in done if "jaccard" in o.scored.extra]
+            if spans:  # occlusions: VCR's figures, over spans as its tables are
+                for name in ("exact_match", "jaccard"):
+                    flat = [v for extra in spans for v in extra[name]]
+                    out[condition][f"{name}_spans"] = round(100 * sum(flat) / len(flat), 4)
         if "image" in conditions and "text" in conditions:
             paired = [i for i, o in by_condition["image"].items()
                       if o.scored is not None and i in by_condition["text"]

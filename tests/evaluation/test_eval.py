@@ -258,6 +258,8 @@ def test_occlusions_score_spans_with_three_conditions(tmp_path):
     overall = json.loads((tmp_path / "ev" / "results.json").read_text())["overall"]
     assert overall["image"]["score"] == 100.0 and overall["text-image"]["score"] == 100.0
     assert overall["text"]["score"] == 0.0 and overall["delta"] == 100.0
+    assert overall["image"]["exact_match_spans"] == overall["image"]["jaccard_spans"] == 100.0
+    assert overall["text"]["jaccard_spans"] == 0.0
     assert "mcnemar_p" in overall  # per-item exact match is 0 or 1 here
 
 
@@ -335,3 +337,13 @@ def test_a_killed_evaluation_re_runs_without_repeating_an_answered_request(demo,
     again = [json.dumps(r.body, sort_keys=True) for r in fake.requests("chat")[before:]]
     assert len(again) == len(hanging) and not set(again) & answered
     assert json.loads((out / "results.json").read_text())["overall"]["text"]["n"] == len(items)
+
+
+def test_an_evaluation_whose_every_request_fails_is_an_error(demo, server, tmp_path):
+    fake, url = server
+    fake.script("", *["500"] * 100)
+    result = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out",
+                 tmp_path / "ev", "--modality", "text", "--max-retries", "0", "--limit", "2")
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: every request to {url} failed (the first: ")
+    assert result.output.count("\n") == 1
