@@ -47,9 +47,11 @@ def page_outputs() -> dict[str, bytes]:
                                                                             color="rgb"))):
         renderer = PageRenderer(options)
         for item, part in ((MCQ, "options"), (CONTEXT, "context")):
-            result = renderer.render(item, part)
+            result = renderer.render(item, part, want_pdf=label == "92.9")
             for number, page in enumerate(result.pages, start=1):
                 out[f"{label}/{item.id}/p{number:03d}.png"] = page.png
+            if result.pdf is not None:  # the vector PDF (the same at any PPI)
+                out[f"pdf/{item.id}.pdf"] = result.pdf
             out[f"{label}/{item.id}/layout.json"] = json.dumps(
                 result.layout, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return out
