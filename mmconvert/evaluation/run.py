@@ -5,7 +5,7 @@ inspect_ai carries the requests: its ``openai-api`` provider (any OpenAI-compati
 concurrency (``max_connections``), retries with back-off (429, 5xx, time-outs), its response
 cache (``DIR/cache``: an answered request is never sent again, so a killed evaluation re-runs
 for free) and its logs (``DIR/logs``, which ``inspect view`` opens). Each condition is one
-inspect task; the scorer is ``scoring.score_row``. mmconvert reads the logs back into
+inspect task; the scorer is ``scoring``'s family rules. mmconvert reads the logs back into
 ``responses.jsonl`` and ``results.json``.
 """
 
@@ -28,7 +28,14 @@ from ..executors import local_executor
 from ..manifest import JsonlLog, write_json
 from ..renderers import renderer_class
 from ..runfolder import LOCK, locked, open_run, read_recorded
-from .scoring import Scored, is_free_form, judge_prompt, read_judgement, score_row
+from .scoring import (
+    Scored,
+    accepted,
+    family_score,
+    judge_prompt,
+    read_judgement,
+    score_contains,
+)
 from .stats import mcnemar_exact, paired_bootstrap
 
 Condition = Literal["image", "text", "text-image"]
@@ -97,7 +104,7 @@ def conditions_for(rows: list[dict[str, Any]], wanted: list[Condition], run: Pat
     return [c for c in CONDITIONS if c in wanted]
 
 
-def images_of(run: Path, row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
+def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
     renderer = renderer_class(row["renderer"]["name"])
     roles = {"image": renderer.shown_roles, "text-image": renderer.twin_roles}.get(condition, ())
     return [image for image in row["images"] if image.get("role") in roles]
@@ -120,7 +127,7 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     for row in rows:
         for condition in conditions:
             prompt_tokens += estimate_tokens(prompt_of(row, condition))
-            for image in images_of(run, row, condition):
+            for image in images_of(row, condition):
                 for name, rule in TOKEN_RULES.items():
                     tokens[name] += rule(image["width"], image["height"])
     table = PriceTable.load()
@@ -207,12 +214,13 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
         async def score(state, target):
             row = by_id[state.sample_id]
             response = state.output.completion or ""
-            if judge is not None and is_free_form(row):
+            scored = family_score(row, response, protocol=options.protocol)
+            if scored is None and judge is not None:
                 reply = await judge.generate(judge_prompt(row, response),
                                              cache=CachePolicy(expiry=None))
                 scored = read_judgement(reply.completion or "")
-            else:
-                scored = score_row(row, response, protocol=options.protocol)
+            elif scored is None:
+                scored = score_contains(response, accepted(row))
             return Score(value=scored.value, answer=scored.answer,
                          metadata={"parsed": scored.parsed, **scored.extra})
         return score
@@ -223,7 +231,7 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
         for row in rows:
             content: list = [ContentImage(image=data_uri(read_recorded(
                 run, image, where=f"{run / 'manifest.jsonl'} item {row['id']}",
-                field="images"), image["path"])) for image in images_of(run, row, condition)]
+                field="images"), image["path"])) for image in images_of(row, condition)]
             content.append(ContentText(text=prompt_of(row, condition)))
             samples.append(Sample(id=row["id"], input=[ChatMessageUser(content=content)],
                                   metadata={"condition": condition,
@@ -316,7 +324,7 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     share = max(1, options.concurrency // len(todo.conditions))
     values = options.model_dump()
     count = len(todo.conditions)
-    tasks = [(run, out, values, condition, display if count == 1 else "none", share)
+    tasks = [(run, out, values, todo.rows, condition, display if count == 1 else "none", share)
              for condition in todo.conditions]
     parts = list(local_executor(count, count).map(condition_worker, tasks))
     found = {(o.id, o.condition): o for part in parts for o in part}
@@ -336,13 +344,13 @@ def condition_worker():
     return lambda task: run_condition(*task)
 
 
-def run_condition(run: Path, out: Path, values: dict[str, Any], condition: Condition,
-                  display: str, concurrency: int) -> list[Outcome]:
-    """One condition as one inspect task (in this process); its outcomes."""
+def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[dict[str, Any]],
+                  condition: Condition, display: str, concurrency: int) -> list[Outcome]:
+    """One condition of the selected ``rows`` as one inspect task (in this process); its
+    outcomes."""
     from inspect_ai import eval as inspect_eval
 
     options = EvalOptions.model_validate(values)
-    rows = select_rows(run, options)
     (task,) = build_tasks(run, rows, [condition], options)
     # a model of its own for this endpoint (inspect memoizes models by name, and a second
     # evaluation in one process may talk to another server)
@@ -355,12 +363,12 @@ def run_condition(run: Path, out: Path, values: dict[str, Any], condition: Condi
                         # inspect's own time per request (bench/eval_speed.py); the logs are
                         # written in full at the end of the task all the same
                         log_realtime=False, log_buffer=1000, log_model_api=False)
-    return read_logs(logs, rows, run)
+    return read_logs(logs, rows)
 
 
-def read_logs(logs, rows: list[dict[str, Any]], run: Path) -> list[Outcome]:
+def read_logs(logs, rows: list[dict[str, Any]]) -> list[Outcome]:
     """One outcome per item and condition, in manifest order."""
-    pages = {row["id"]: len(images_of(run, row, "image")) for row in rows}
+    pages = {row["id"]: len(images_of(row, "image")) for row in rows}
     subsets = {row["id"]: row.get("subset") or "" for row in rows}
     found: dict[tuple[str, str], Outcome] = {}
     for log in logs:

@@ -87,22 +87,11 @@ def accepted(row: dict[str, Any]) -> list[str]:
         [] if answer is None else [str(answer)])
 
 
-def is_free_form(row: dict[str, Any]) -> bool:
-    """An item none of the family rules reads: no options, no spans, no paper's scorer (a
-    judge model may score it)."""
-    from ..corpora import CORPORA
-    from ..renderers import renderer_class
-
-    if renderer_class((row.get("renderer") or {}).get("name", "page")).answer_spans:
-        return False
-    if row.get("options"):
-        return False
-    corpus = row.get("corpus")
-    return not (corpus in CORPORA and CORPORA.get(corpus)().score_response(row, "") is not None)
-
-
-def score_row(row: dict[str, Any], response: str, *, protocol: str = "official") -> Scored:
-    """``response`` to the item of manifest ``row``, scored by the item's family."""
+def family_score(row: dict[str, Any], response: str, *,
+                 protocol: str = "official") -> Scored | None:
+    """``response`` scored by the rule of the item's family: VCR spans, the corpus' paper, the
+    option letter; None for a free-form item no family rule reads (containment, or a judge
+    model, scores it)."""
     from ..corpora import CORPORA
     from ..renderers import renderer_class
 
@@ -119,7 +108,14 @@ def score_row(row: dict[str, Any], response: str, *, protocol: str = "official")
     options = row.get("options") or []
     if options:
         return score_mcq(response, options, str(row.get("answer")))
-    return score_contains(response, accepted(row))
+    return None
+
+
+def score_row(row: dict[str, Any], response: str, *, protocol: str = "official") -> Scored:
+    """``response`` to the item of manifest ``row``, scored by the item's family (a free-form
+    item by containment of an accepted answer)."""
+    scored = family_score(row, response, protocol=protocol)
+    return scored if scored is not None else score_contains(response, accepted(row))
 
 
 # --- a judge model for free-form answers (VisTW-Dialogue style) ----------------------------
