@@ -83,6 +83,11 @@ def plain(value: Any, where: str, field: str) -> Any:
     return str(value)  # Decimal, UUID, …
 
 
+def base_language(code: str | None) -> str:
+    """``zh-TW`` -> ``zh``; unset -> ``en``."""
+    return (code or "en").split("-")[0].lower()
+
+
 def option_letter(index: int) -> str:
     return LETTERS[index]
 

@@ -93,13 +93,13 @@ def family_score(row: dict[str, Any], response: str, *,
     option letter; None for a free-form item no family rule reads (containment, or a judge
     model, scores it)."""
     from ..corpora import CORPORA
+    from ..items import base_language
     from ..renderers import renderer_class
 
     renderer = renderer_class((row.get("renderer") or {}).get("name", "page"))
     if renderer.answer_spans:
-        language = (row.get("language") or "en").split("-")[0].lower()
-        return score_spans(response, [s["text"] for s in row["masked_spans"]], language,
-                           protocol)
+        return score_spans(response, [s["text"] for s in row["masked_spans"]],
+                           base_language(row.get("language")), protocol)
     corpus = row.get("corpus")
     if corpus in CORPORA:
         scored = CORPORA.get(corpus)().score_response(row, response)

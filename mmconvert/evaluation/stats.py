@@ -7,22 +7,26 @@ from math import comb
 BOOTSTRAP_SAMPLES = 10_000
 
 
+def bootstrap_mean(values: list[float], seed: int = 0,
+                   samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
+    """95 % interval of the mean of ``values`` (resampled with replacement), seeded."""
+    import numpy as np
+
+    if not values:
+        return (0.0, 0.0)
+    data = np.asarray(values, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(data), (samples, len(data)))
+    low, high = np.percentile(data[picks].mean(axis=1), [2.5, 97.5])
+    return float(low), float(high)
+
+
 def paired_bootstrap(a: list[float], b: list[float], seed: int = 0,
                      samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
     """95 % interval of mean(a) - mean(b), in the units given, resampling items jointly (each
     draw keeps an item's two scores together), seeded."""
-    import numpy as np
-
     if len(a) != len(b):
         raise ValueError("paired scores need the same items")
-    if not a:
-        return (0.0, 0.0)
-    differences = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    picks = np.random.default_rng(seed).integers(0, len(differences),
-                                                 (samples, len(differences)))
-    means = differences[picks].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
+    return bootstrap_mean([x - y for x, y in zip(a, b, strict=True)], seed, samples)
 
 
 def mcnemar_exact(a: list[bool], b: list[bool]) -> float:

@@ -13,6 +13,7 @@ from ..errors import SourceError
 from ..manifest import JsonlLog, write_json
 from ..postprocess.sweep import SWEEP
 from .run import EvalOptions, evaluate, plan
+from .stats import bootstrap_mean
 
 NEUTRAL = {"scale": 1.0, "rotate": 0.0}  # the base run's value on these axes
 
@@ -35,16 +36,11 @@ def variants(sweep: Path) -> tuple[Path, list[dict[str, Any]]]:
 
 def image_interval(responses: Path, seed: int) -> list[float] | None:
     """95 % bootstrap interval (percent) of the image condition's mean score."""
-    import numpy as np
-
     values = [r["score"] for r in JsonlLog(responses).read()
               if r["condition"] == "image" and r.get("score") is not None]
     if not values:
         return None
-    data = np.asarray(values, dtype=float)
-    picks = np.random.default_rng(seed).integers(0, len(data), (10_000, len(data)))
-    low, high = np.percentile(data[picks].mean(axis=1) * 100, [2.5, 97.5])
-    return [round(float(low), 4), round(float(high), 4)]
+    return [round(100 * bound, 4) for bound in bootstrap_mean(values, seed)]
 
 
 def evaluate_sweep(sweep: Path, out: Path, options: EvalOptions, *, dry_run: bool = False,

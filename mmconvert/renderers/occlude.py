@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ItemError, ItemFiltered, UsageError
-from ..items import Item
+from ..items import Item, base_language
 from ..rows import OcclusionRow
 from ..seeds import rng
 from .base import Renderer
@@ -146,11 +146,6 @@ def clean_caption(text: str) -> str:
     """NFC, whitespace runs as one space, no zero-width characters: the caption as drawn."""
     text = "".join(c for c in normalise(text) if c not in INVISIBLE)
     return " ".join(text.split())
-
-
-def base_language(code: str | None) -> str:
-    """``zh-TW`` -> ``zh``; unset -> ``en``."""
-    return (code or "en").split("-")[0].lower()
 
 
 def language_of(item: Item) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import SourceError, UsageError
+from ..items import base_language
 from ..runfolder import open_run
 from . import vcr_official as official
 
@@ -31,11 +32,6 @@ PROTOCOLS: tuple[Protocol, ...] = ("official", "strict")
 BOOTSTRAP_SAMPLES = 1000
 LANGUAGES = ("en", "zh")
 INSTALL_HINT = "scoring VCR needs spaCy: pip install 'mmconvert[occlude]'"
-
-
-def base_language(code: str | None) -> str:
-    """``zh-TW`` -> ``zh``; unset -> ``en``."""
-    return (code or "en").split("-")[0].lower()
 
 
 @lru_cache(maxsize=2)
