@@ -6,6 +6,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -114,14 +115,35 @@ class Output:
                 **self.file(rel, data)}
 
 
+# a killed run's worker processes share its lock (they were forked holding it) and die a moment
+# after it, with PR_SET_PDEATHSIG: the seconds a lock whose recorded holder is dead is waited for
+DEAD_HOLDER_GRACE = 5.0
+
+
+def _gone(holder: str) -> bool:
+    """Whether the process a lock file names (``pid N, …``) no longer exists."""
+    found = re.match(r"pid (\d+),", holder)
+    if found is None:
+        return False
+    try:
+        os.kill(int(found.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 @contextmanager
 def locked(path: Path, what: Path) -> Iterator[None]:
     """Hold an exclusive lock on the file ``path`` while the block runs, or stop at once with
     one line naming the run that holds it. The lock is the kernel's (``flock``): it goes with
-    the process that held it, so a lock file left by a killed run never blocks the next one.
+    the process that held it, so a lock file left by a killed run never blocks the next one
+    (a dead holder's worker processes, which share the lock, are waited for a moment).
     The file is removed when the block ends (so a finished folder holds only its outputs);
     a lock taken on a file that was removed meanwhile is dropped and taken again."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + DEAD_HOLDER_GRACE
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
@@ -129,6 +151,9 @@ def locked(path: Path, what: Path) -> Iterator[None]:
         except BlockingIOError:
             holder = os.pread(fd, 1000, 0).decode("utf-8", "replace").strip() or "unknown"
             os.close(fd)  # (the CLI shows any control character in it escaped)
+            if _gone(holder) and time.monotonic() < deadline:
+                time.sleep(0.05)  # a killed run's worker processes, still exiting
+                continue
             raise RunFolderError(f"{what} is in use by another mmconvert run ({holder}); wait "
                                  "for it to finish, or choose another --out") from None
         try:
