@@ -37,6 +37,17 @@ CONTEXT = Item(id="golden-001", corpus="golden", subset="golden", split="test", 
                    f"Paragraph {n}. The lantern by the harbour was painted red, and the river "
                    "stone beside it\tkept the archive's signal copper bright. " * 6
                    + "混合的中文文本也在这里。" for n in range(12)))
+# shaped scripts: Arabic with numbers and English, Hebrew, Devanagari, Bengali, Tamil, Thai
+# without spaces, emoji sequences; options of an Arabic question (right-aligned lines)
+SCRIPTS = Item(id="golden-002", corpus="golden", subset="golden", split="test",
+               question="ما هي عاصمة مصر؟",
+               options=["القاهرة، وعدد سكانها 22 مليون نسمة (Cairo)",
+                        "בירת ישראל היא ירושלים, 2024",
+                        "भारत की राजधानी नई दिल्ली है। क्षत्रिय कृपया",
+                        "বাংলাদেশের রাজধানী ঢাকা। தமிழ்நாட்டின் தலைநகரம் சென்னை கொ",
+                        "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทยและเป็นเมืองที่มีประชากรมากที่สุด",
+                        "Family 👨‍👩‍👧, flag 🇫🇷, keycap 1️⃣, heart ❤️"],
+               answer="A")
 
 
 def page_outputs() -> dict[str, bytes]:
@@ -46,7 +57,7 @@ def page_outputs() -> dict[str, bytes]:
     for label, options in (("92.9", PageOptions()), ("300-rgb", PageOptions(ppi=300,
                                                                             color="rgb"))):
         renderer = PageRenderer(options)
-        for item, part in ((MCQ, "options"), (CONTEXT, "context")):
+        for item, part in ((MCQ, "options"), (CONTEXT, "context"), (SCRIPTS, "options")):
             result = renderer.render(item, part, want_pdf=label == "92.9")
             for number, page in enumerate(result.pages, start=1):
                 out[f"{label}/{item.id}/p{number:03d}.png"] = page.png

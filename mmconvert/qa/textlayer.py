@@ -65,17 +65,23 @@ def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str =
         for page in doc:
             right = page.rect.width - margin_pt + tolerance
             bottom = page.rect.height - margin_pt + tolerance
+            # the characters: extraction, which reads a shaped cluster's ActualText (its
+            # source characters) where the glyphs alone would give presentation forms
+            # source characters) where the glyphs alone would give presentation forms; text
+            # past the page's edge counts too (it is reported as outside below)
+            flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_MEDIABOX_CLIP
+            for char in page.get_text("text", flags=flags, clip=pymupdf.INFINITE_RECT()):
+                char = _READ_BACK.get(char, char)
+                if _seen(char):
+                    got[char] += 1
+            # the glyphs: none is glyph 0 (tofu), none lies past the margins
             for span in page.get_texttrace():
                 for code, glyph, (x, y), bbox in span["chars"]:
-                    char = _READ_BACK.get(chr(code), chr(code))
-                    if not _seen(char):
-                        continue
-                    got[char] += 1
                     if glyph == 0:
-                        report.tofu.append(char)
+                        report.tofu.append(chr(code))
                     if (x < margin_pt - tolerance or y > bottom
                             or x + (bbox[2] - bbox[0]) > right):
-                        report.outside.append(char)
+                        report.outside.append(chr(code))
     report.missing = want - got
     report.extra = got - want
     _pair_shared_glyphs(report)

@@ -3,7 +3,11 @@
 Order: Liberation Sans (Arial's metrics; ships in ``renderers/fonts``), then the Noto faces of
 the pinned ``pymupdf-fonts`` (Sans, Sans Math, Symbols 2, Symbols), then Droid Sans Fallback,
 which PyMuPDF carries (Chinese, Japanese, Korean), then a subset of Noto Sans CJK SC with what
-Droid lacks (CJK Extension A, Kangxi radicals, …). The machine's own fonts are never used.
+Droid lacks (CJK Extension A, Kangxi radicals, …), then the Noto faces built into the pinned
+PyMuPDF for the scripts that need shaping (Arabic in Naskh, Hebrew, Devanagari, Bengali, Tamil,
+Thai, Lao, Khmer, Myanmar) and monochrome Noto Emoji. Those come last so that every character
+the earlier fonts drew keeps its font; text in a shaped script prefers its own script's face
+(``preferred``). The machine's own fonts are never used.
 """
 
 from __future__ import annotations
@@ -20,13 +24,18 @@ from ..errors import ItemError
 FONT_DIR = Path(__file__).parent / "fonts"
 
 
+_BUILTIN = "PyMuPDF (MuPDF built-in Noto, SIL OFL 1.1)"
+
+
 @dataclass(frozen=True)
 class FontSpec:
     name: str
     origin: str
-    # a file inside FONT_DIR, or a PyMuPDF font code ("notos", "cjk", …)
+    # a file inside FONT_DIR, a PyMuPDF font code ("notos", "cjk", …), or the script of one
+    # of MuPDF's built-in Noto faces (a UCDN script name, or "EMOJI")
     file: str | None = None
     code: str | None = None
+    script: str | None = None
 
 
 FONT_CHAIN: tuple[FontSpec, ...] = (
@@ -39,11 +48,25 @@ FONT_CHAIN: tuple[FontSpec, ...] = (
     FontSpec("Droid Sans Fallback", "PyMuPDF (MuPDF built-in)", code="cjk"),
     FontSpec("Noto Sans CJK SC (supplement)", "mmconvert (renderers/fonts, SIL OFL 1.1)",
              file="NotoSansCJKsc-Regular-supplement.otf"),
+    FontSpec("Noto Naskh Arabic", _BUILTIN, script="ARABIC"),
+    FontSpec("Noto Serif Hebrew", _BUILTIN, script="HEBREW"),
+    FontSpec("Noto Serif Devanagari", _BUILTIN, script="DEVANAGARI"),
+    FontSpec("Noto Serif Bengali", _BUILTIN, script="BENGALI"),
+    FontSpec("Noto Serif Tamil", _BUILTIN, script="TAMIL"),
+    FontSpec("Noto Serif Thai", _BUILTIN, script="THAI"),
+    FontSpec("Noto Serif Lao", _BUILTIN, script="LAO"),
+    FontSpec("Noto Serif Khmer", _BUILTIN, script="KHMER"),
+    FontSpec("Noto Serif Myanmar", _BUILTIN, script="MYANMAR"),
+    FontSpec("Noto Emoji", _BUILTIN + ", monochrome", script="EMOJI"),
 )
 
 # Characters that take no glyph: they are layout instructions, not text.
 INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
-_RTL_CLASSES = frozenset({"R", "AL"})
+# Default-ignorable characters that steer shaping or bidi (marks of direction, embeddings and
+# isolates, variation selectors, the combining grapheme joiner, tags): no font need draw them
+IGNORABLE = frozenset("\u034f\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066"
+                      "\u2067\u2068\u2069") | frozenset(map(chr, range(0xFE00, 0xFE10))) \
+    | frozenset(map(chr, range(0xE0020, 0xE0080))) | frozenset(map(chr, range(0xE0100, 0xE01F0)))
 
 
 class FontChain:
@@ -57,8 +80,11 @@ class FontChain:
         for spec in specs:
             if spec.file:
                 self.fonts.append(pymupdf.Font(fontfile=str(FONT_DIR / spec.file)))
+            elif spec.script:
+                self.fonts.append(builtin_noto(spec.script))
             else:
                 self.fonts.append(pymupdf.Font(spec.code))
+        self.by_script = {spec.script: i for i, spec in enumerate(specs) if spec.script}
         self._glyphs: dict[str, tuple[int, float]] = {}
         primary = self.fonts[0]
         self.ascender = primary.ascender
@@ -78,20 +104,45 @@ class FontChain:
                 return found
         raise KeyError(char)
 
-    def check(self, text: str, *, where: str = "", field: str = "") -> None:
-        """Raise an ItemError naming the first character no shipped font can draw."""
+    def check(self, text: str, *, where: str = "", field: str = "",
+              shaping: bool = True) -> None:
+        """Raise an ItemError naming the first character no shipped font can draw (and,
+        without ``shaping``, the first that needs shaping or bidi)."""
+        from .shaping import needs_shaping
+
         for char in dict.fromkeys(text):  # first offender in reading order
             if char in INVISIBLE or char in "\n\t":
                 continue
-            if unicodedata.bidirectional(char) in _RTL_CLASSES:
+            if not shaping and needs_shaping(char):
                 raise ItemError(
-                    f"right-to-left text is not supported yet: {describe(char)}",
+                    f"{describe(char)} needs shaping or right-to-left ordering, which this "
+                    "renderer does not do yet (the page renderer does)",
                     where=where, field=field, stage="render")
+            if char in IGNORABLE:
+                continue
             try:
                 self.glyph(char)
             except KeyError:
                 raise ItemError(f"no shipped font has a glyph for {describe(char)}",
                                 where=where, field=field, stage="render") from None
+
+
+def builtin_noto(script: str):
+    """One of the Noto faces built into PyMuPDF: ``script`` is a UCDN script name (ARABIC,
+    THAI, …) or EMOJI. A build without it is an error naming the font."""
+    import pymupdf
+
+    m = pymupdf.mupdf
+    if script == "EMOJI":
+        data, size = m.fz_lookup_noto_emoji_font()[:2]
+        font = pymupdf.Font.__new__(pymupdf.Font)
+        font.this = m.fz_new_font_from_memory(None, data, size, 0, 0) if size else None
+    else:
+        font = pymupdf.Font(script=getattr(m, f"UCDN_SCRIPT_{script}"))
+    if font.this is None or not font.this.m_internal or not font.name.startswith("Noto"):
+        raise RuntimeError(f"this PyMuPDF build lacks MuPDF's Noto font for {script.title()}; "
+                           "install the PyMuPDF version pyproject.toml pins")
+    return font
 
 
 def describe(char: str) -> str:

@@ -47,11 +47,22 @@ class Run:
     text: str
     font: int
     end: float
+    # shaped glyphs (glyph id, x and y offset from ``x`` in points, index in ``text`` of the
+    # cluster the glyph belongs to); None for a plain run, whose characters are drawn one
+    # glyph each from the font's cmap
+    glyphs: list[tuple[int, float, float, int]] | None = None
 
 
 @dataclass
 class Line:
     runs: list[Run] = field(default_factory=list)
+    # set for a shaped line (``shaping.ShapingLineBreaker``): its text in logical order (the
+    # PDF's ActualText), whether its paragraph runs right to left (then its runs start at 0
+    # and the page aligns it ``indent`` from the right), and its width
+    text: str | None = None
+    rtl: bool = False
+    indent: float = 0.0
+    width: float = 0.0
 
 
 @dataclass
@@ -63,6 +74,9 @@ class Block:
     indent: float = 0.0
     hanging: float = 0.0
     blank_before: int = 0
+    # right to left (None: the first strong character of the text after ``label`` decides)
+    rtl: bool | None = None
+    label: int = 0  # characters of an option label ("A. ") the direction is not taken from
 
 
 @dataclass
@@ -70,6 +84,7 @@ class Piece:
     text: str
     width: float
     kind: str  # "word", "space", "tab"
+    start: int = 0  # index in the paragraph (shaped paragraphs)
 
 
 class LineBreaker:
@@ -143,8 +158,17 @@ class LineBreaker:
         out: list[Line] = []
         for p_index, paragraph in enumerate(block.text.split("\n")):
             left = block.indent if p_index == 0 else block.hanging
-            out.extend(self._paragraph(paragraph, left, block.hanging))
+            rtl = block.rtl
+            if rtl is None and block.label and p_index == 0:
+                from .shaping import first_strong_rtl
+
+                rtl = first_strong_rtl(paragraph[block.label:])
+            out.extend(self.paragraph_lines(paragraph, left, block.hanging, rtl=rtl))
         return out
+
+    def paragraph_lines(self, paragraph: str, first_left: float, rest_left: float, *,
+                        rtl: bool | None = None) -> list[Line]:
+        return self._paragraph(paragraph, first_left, rest_left)
 
     def _paragraph(self, paragraph: str, first_left: float, rest_left: float) -> list[Line]:
         lines: list[Line] = []
@@ -167,7 +191,7 @@ class LineBreaker:
                 start = self._after_gap(gap, start, left)
             if start + piece.width <= self.width + _EPS:
                 x = self._commit(line, pending, x, left)
-                self._place(line, piece.text, x)
+                self._place_piece(line, piece, x)
                 x += piece.width
                 pending = []
                 continue
@@ -180,7 +204,7 @@ class LineBreaker:
             x = self._commit(line, pending, x, left)
             pending = []
             head, tail = self.split_long(piece, self.width - x)
-            self._place(line, head.text, x)
+            self._place_piece(line, head, x)
             lines.append(line)
             line, left, x, wrapped = Line(), rest_left, rest_left, True
             if tail.text:
@@ -199,6 +223,9 @@ class LineBreaker:
                 self._place(line, gap.text, x)
             x = self._after_gap(gap, x, left)
         return x
+
+    def _place_piece(self, line: Line, piece: Piece, x: float) -> None:
+        self._place(line, piece.text, x)
 
     def _place(self, line: Line, text: str, x: float) -> None:
         """Append ``text`` at ``x`` as runs of one font each (invisible characters join the
@@ -235,3 +262,20 @@ def paginate(lines: list[Line], lines_per_page: int, pitch: float) -> PageLayout
         if not pages[-1]:
             pages.pop()
     return PageLayout(pages or [[]], pitch)
+
+
+def glyph_clusters(run: Run) -> list[tuple[int, str]]:
+    """A shaped run's glyphs, in drawing order, grouped by cluster: (glyph count, the
+    cluster's characters). A cluster's characters run from its index to the next higher
+    cluster index of the run (HarfBuzz numbers clusters monotonically)."""
+    starts = sorted({cluster for *_, cluster in run.glyphs})
+    ends = dict(zip(starts, [*starts[1:], len(run.text)], strict=True))
+    out: list[tuple[int, str]] = []
+    previous = None
+    for *_, cluster in run.glyphs:
+        if cluster == previous:
+            out[-1] = (out[-1][0] + 1, out[-1][1])
+        else:
+            out.append((1, run.text[cluster:ends[cluster]]))
+        previous = cluster
+    return out

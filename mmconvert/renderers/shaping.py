@@ -1,0 +1,439 @@
+"""Text that needs more than one glyph per character in reading order: HarfBuzz shaping
+(``uharfbuzz``), the Unicode bidi algorithm (UAX #9, ``python-bidi``), grapheme clusters and
+dictionary line breaks for Thai, Lao, Khmer and Myanmar (ICU, through ``icu4py``).
+
+A paragraph takes this path when one of its characters ``needs_shaping``: Arabic, Hebrew and
+the other right-to-left scripts, the Indic scripts, Thai and its neighbours, bidi controls, and
+emoji sequences. Every other paragraph keeps the plain path of ``layout.LineBreaker``, so Latin
+and CJK pages are drawn exactly as before.
+
+Lines break in logical order (``LineBreaker._paragraph``: spaces, CJK rules, ICU's dictionary
+breaks inside Thai-like text, never inside a grapheme cluster, long tokens broken inside), then
+each line is reordered (UAX #9, L1-L2): its text is cut into segments of one bidi level and one
+font, each shaped by HarfBuzz in its direction, and the segments are laid out left to right in
+visual order. A right-to-left paragraph's lines are right-aligned (``Line.rtl``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..errors import ItemError
+from .fonts import IGNORABLE, INVISIBLE, FontChain, describe
+from .layout import (
+    _NO_BREAK_AFTER,
+    _NO_BREAK_BEFORE,
+    _NON_BREAKING_SPACES,
+    Line,
+    LineBreaker,
+    Piece,
+    Run,
+    is_wide,
+)
+
+# scripts whose characters take shaping: Hebrew to NKo and Arabic's supplements, the Indic
+# scripts, Thai, Lao, Tibetan, Myanmar, Khmer, Arabic and Hebrew presentation forms
+_SHAPED_RANGES = ((0x0590, 0x08FF), (0x0900, 0x0DFF), (0x0E00, 0x0FFF), (0x1000, 0x109F),
+                  (0x1780, 0x17FF), (0xA8E0, 0xA8FF), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F),
+                  (0xFB1D, 0xFDFF), (0xFE70, 0xFEFC))
+# scripts with no spaces between words, broken with ICU's dictionaries
+_DICTIONARY_RANGES = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0xA9E0, 0xA9FF),
+                      (0xAA60, 0xAA7F))
+_BIDI_CONTROLS = frozenset({"R", "AL", "AN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI",
+                            "FSI", "PDI"})
+# parts of emoji sequences: joiner, variation selectors, keycap, regional indicators, skin tones
+_EMOJI_PARTS = frozenset("\u200d\ufe0e\ufe0f\u20e3") | frozenset(
+    map(chr, range(0x1F1E6, 0x1F200))) | frozenset(map(chr, range(0x1F3FB, 0x1F400)))
+_EMOJI_PRESENTATION = frozenset("\ufe0f\u200d\u20e3") | frozenset(
+    map(chr, range(0x1F1E6, 0x1F200))) | frozenset(map(chr, range(0x1F3FB, 0x1F400)))
+# the bidi algorithm here knows embeddings, not isolates: an isolate is computed as the
+# embedding of the same direction (FSI as left-to-right)
+_ISOLATES_AS_EMBEDDINGS = str.maketrans("\u2066\u2067\u2068\u2069", "\u202a\u202b\u202a\u202c")
+
+
+def _in(ranges, code: int) -> bool:
+    return any(low <= code <= high for low, high in ranges)
+
+
+@lru_cache(maxsize=8192)
+def needs_shaping(char: str) -> bool:
+    """Whether ``char`` takes the shaping path (see the module's doc)."""
+    code = ord(char)
+    return (_in(_SHAPED_RANGES, code) or unicodedata.bidirectional(char) in _BIDI_CONTROLS
+            or char in _EMOJI_PARTS or 0x1F000 <= code <= 0x1FAFF or 0xE0020 <= code <= 0xE007F)
+
+
+def is_dictionary_script(char: str) -> bool:
+    return _in(_DICTIONARY_RANGES, ord(char))
+
+
+def _utf16_to_index(text: str) -> list[int]:
+    """For each UTF-16 offset of ``text`` (and its end), the code point index (ICU counts in
+    UTF-16 units)."""
+    out = []
+    for index, char in enumerate(text):
+        out.extend([index] * (2 if ord(char) > 0xFFFF else 1))
+    out.append(len(text))
+    return out
+
+
+def grapheme_starts(text: str) -> list[int]:
+    """Code point indices where a grapheme cluster (UAX #29, ICU) starts, and ``len(text)``."""
+    from icu4py.breakers import CharacterBreaker
+
+    index = _utf16_to_index(text)
+    starts = [index[start] for start, _ in CharacterBreaker(text, "en").segments()]
+    return [*starts, len(text)] if text else [0]
+
+
+def dictionary_breaks(text: str) -> set[int]:
+    """Indices where a line may break between two characters of a script written without
+    spaces (Thai, Lao, Khmer, Myanmar), by ICU's dictionary-based line breaker (UAX #14)."""
+    if not any(is_dictionary_script(c) for c in text):
+        return set()
+    from icu4py.breakers import LineBreaker as IcuLineBreaker
+
+    index = _utf16_to_index(text)
+    out = set()
+    for start, _ in IcuLineBreaker(text, "th").segments():
+        at = index[start]
+        if 0 < at < len(text) and is_dictionary_script(text[at - 1]) \
+                and is_dictionary_script(text[at]):
+            out.add(at)
+    return out
+
+
+def first_strong_rtl(text: str) -> bool | None:
+    """UAX #9's P2-P3: True when the first strong character is right-to-left, False when it
+    is left-to-right, None when there is none."""
+    for char in text:
+        kind = unicodedata.bidirectional(char)
+        if kind in ("R", "AL"):
+            return True
+        if kind == "L":
+            return False
+    return None
+
+
+def bidi_levels(text: str, rtl: bool) -> list[int]:
+    """Each character's resolved embedding level (UAX #9 up to I2) in a paragraph of base
+    direction ``rtl``. Characters the algorithm removes (X9: embeddings, overrides, boundary
+    neutrals) take the level of the character before them."""
+    from bidi import algorithm as uax9
+
+    storage = uax9.get_empty_storage()
+    storage["base_level"] = 1 if rtl else 0
+    storage["base_dir"] = "R" if rtl else "L"
+    uax9.get_embedding_levels(text.translate(_ISOLATES_AS_EMBEDDINGS), storage)
+    for index, char in enumerate(storage["chars"]):
+        char["index"] = index
+    uax9.explicit_embed_and_overrides(storage, False)
+    uax9.resolve_weak_types(storage, False)
+    uax9.resolve_neutral_types(storage, False)
+    uax9.resolve_implicit_levels(storage, False)
+    levels: list[int | None] = [None] * len(text)
+    for char in storage["chars"]:
+        levels[char["index"]] = char["level"]
+    last = storage["base_level"]
+    out = []
+    for level in levels:
+        last = last if level is None else level
+        out.append(last)
+    return out
+
+
+def visual_order(levels: list[int]) -> list[int]:
+    """UAX #9's L2: the indices of ``levels`` in visual order."""
+    order = list(range(len(levels)))
+    if not levels:
+        return order
+    highest = max(levels)
+    lowest_odd = min((level for level in levels if level % 2), default=highest + 1)
+    for level in range(highest, lowest_odd - 1, -1):
+        i = 0
+        while i < len(order):
+            if levels[order[i]] >= level:
+                j = i
+                while j < len(order) and levels[order[j]] >= level:
+                    j += 1
+                order[i:j] = reversed(order[i:j])
+                i = j
+            else:
+                i += 1
+    return order
+
+
+@dataclass
+class Shaped:
+    """Glyphs of one segment at size 1: (glyph id, x offset from the segment's start, y
+    offset, index in the segment's text of the HarfBuzz cluster it belongs to) and the
+    segment's advance."""
+
+    glyphs: list[tuple[int, float, float, int]]
+    advance: float
+
+
+class Shaper:
+    """HarfBuzz fonts of a chain, the font of each grapheme cluster, and a cache of shaped
+    segments."""
+
+    def __init__(self, chain: FontChain):
+        self.chain = chain
+        self._hb: dict[int, tuple[object, int]] = {}
+        self._cache: dict[tuple[int, bool, str], Shaped] = {}
+
+    def hb_font(self, index: int):
+        try:
+            return self._hb[index]
+        except KeyError:
+            import uharfbuzz as hb
+
+            face = hb.Face(hb.Blob(bytes(self.chain.fonts[index].buffer)))
+            self._hb[index] = (hb.Font(face), face.upem)
+            return self._hb[index]
+
+    def cluster_font(self, cluster: str) -> int:
+        """The font a grapheme cluster is drawn in: Noto Emoji for an emoji sequence, the
+        script's own Noto face for a shaped script, else the first font in the chain with a
+        glyph for every visible character of the cluster (or for its first one)."""
+        chain = self.chain
+        visible = [c for c in cluster if c not in IGNORABLE and c not in INVISIBLE]
+        if not visible:
+            return 0
+        candidates = []
+        if any(c in _EMOJI_PRESENTATION for c in cluster) and "EMOJI" in chain.by_script:
+            candidates.append(chain.by_script["EMOJI"])
+        script = _script_of(visible[0])
+        if script in chain.by_script:
+            candidates.append(chain.by_script[script])
+        for index in candidates:
+            if all(chain.fonts[index].has_glyph(ord(c)) for c in visible):
+                return index
+        for index, font in enumerate(chain.fonts):
+            if all(font.has_glyph(ord(c)) for c in visible):
+                return index
+        return chain.glyph(visible[0])[0]
+
+    def shape(self, font: int, text: str, rtl: bool) -> Shaped:
+        key = (font, rtl, text)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        import uharfbuzz as hb
+
+        hb_font, upem = self.hb_font(font)
+        buffer = hb.Buffer()
+        buffer.add_str(text)
+        buffer.guess_segment_properties()
+        buffer.direction = "rtl" if rtl else "ltr"
+        buffer.cluster_level = hb.BufferClusterLevel.MONOTONE_CHARACTERS
+        hb.shape(hb_font, buffer, {})
+        glyphs, x = [], 0.0
+        for info, pos in zip(buffer.glyph_infos, buffer.glyph_positions, strict=True):
+            glyphs.append((info.codepoint, (x + pos.x_offset) / upem, pos.y_offset / upem,
+                           info.cluster))  # add_str numbers clusters by code point
+            x += pos.x_advance
+        shaped = Shaped(glyphs, x / upem)
+        if len(self._cache) > 50_000:
+            self._cache.clear()
+        self._cache[key] = shaped
+        return shaped
+
+
+def _script_of(char: str) -> str | None:
+    code = ord(char)
+    for script, low, high in _SCRIPT_BLOCKS:
+        if low <= code <= high:
+            return script
+    if 0x1F000 <= code <= 0x1FAFF:
+        return "EMOJI"
+    return None
+
+
+_SCRIPT_BLOCKS = (("HEBREW", 0x0590, 0x05FF), ("ARABIC", 0x0600, 0x06FF),
+                  ("ARABIC", 0x0750, 0x077F), ("ARABIC", 0x0870, 0x08FF),
+                  ("DEVANAGARI", 0x0900, 0x097F), ("BENGALI", 0x0980, 0x09FF),
+                  ("TAMIL", 0x0B80, 0x0BFF), ("THAI", 0x0E00, 0x0E7F), ("LAO", 0x0E80, 0x0EFF),
+                  ("MYANMAR", 0x1000, 0x109F), ("KHMER", 0x1780, 0x17FF),
+                  ("DEVANAGARI", 0xA8E0, 0xA8FF), ("HEBREW", 0xFB1D, 0xFB4F),
+                  ("ARABIC", 0xFB50, 0xFDFF), ("ARABIC", 0xFE70, 0xFEFC))
+
+
+@dataclass
+class _Paragraph:
+    text: str
+    starts: list[int]            # grapheme cluster starts, and len(text)
+    font: list[int]              # font of the cluster that holds each character
+    levels: list[int]
+    rtl: bool
+
+
+class ShapingLineBreaker(LineBreaker):
+    """``LineBreaker`` for paragraphs that need shaping; other paragraphs take the plain
+    path. Widths are HarfBuzz advances of segments of one bidi level and one font, measured
+    the same way when the lines are filled and when they are drawn, so a line never ends past
+    the margin."""
+
+    def __init__(self, chain: FontChain, size: float, width: float):
+        super().__init__(chain, size, width)
+        self.shaper = Shaper(chain)
+        self._para: _Paragraph | None = None
+
+    # -- paragraphs ----------------------------------------------------------------------
+    def paragraph_lines(self, paragraph: str, first_left: float, rest_left: float, *,
+                        rtl: bool | None = None) -> list[Line]:
+        if not any(needs_shaping(c) for c in paragraph):
+            return self._paragraph(paragraph, first_left, rest_left)
+        if rtl is None:
+            rtl = bool(first_strong_rtl(paragraph))
+        starts = grapheme_starts(paragraph)
+        font = [0] * len(paragraph)
+        for start, end in zip(starts, starts[1:], strict=False):
+            index = self.shaper.cluster_font(paragraph[start:end])
+            font[start:end] = [index] * (end - start)
+        self._para = _Paragraph(paragraph, starts, font, bidi_levels(paragraph, rtl), rtl)
+        try:
+            lines = self._paragraph(paragraph, first_left, rest_left)
+        finally:
+            para, self._para = self._para, None
+        return [self._visual(line, para, first_left if i == 0 else rest_left)
+                for i, line in enumerate(lines)]
+
+    def pieces(self, paragraph: str) -> list[Piece]:
+        para = self._para
+        if para is None:
+            return super().pieces(paragraph)
+        out: list[Piece] = []
+        glue_next = False
+        dictionary = dictionary_breaks(paragraph)
+        for start, end in zip(para.starts, para.starts[1:], strict=False):
+            cluster = paragraph[start:end]
+            first = cluster[0]
+            if cluster == "\t":
+                out.append(Piece("\t", 0.0, "tab", start))
+                glue_next = False
+                continue
+            if first == "\u200b" or (unicodedata.category(first) == "Zs"
+                                     and first not in _NON_BREAKING_SPACES):
+                if out and out[-1].kind == "space":
+                    out[-1].text += cluster
+                else:
+                    out.append(Piece(cluster, 0.0, "space", start))
+                glue_next = False
+                continue
+            previous = out[-1] if out else None
+            joinable = previous is not None and previous.kind == "word"
+            if is_wide(first):
+                attach = joinable and (glue_next or first in _NO_BREAK_BEFORE)
+            else:
+                attach = joinable and (glue_next or not is_wide(previous.text[-1])
+                                       or unicodedata.category(first)[0] in "MP")
+                if attach and start in dictionary:
+                    attach = False
+            if attach:
+                previous.text += cluster
+            else:
+                out.append(Piece(cluster, 0.0, "word", start))
+            glue_next = first in _NO_BREAK_AFTER
+        for piece in out:
+            if piece.kind != "tab":
+                piece.width = self.measure(piece.start, piece.start + len(piece.text))
+        return out
+
+    def split_long(self, piece: Piece, room: float) -> tuple[Piece, Piece]:
+        if self._para is None:
+            return super().split_long(piece, room)
+        end = piece.start + len(piece.text)
+        cuts = [s for s in self._para.starts if piece.start < s <= end]
+        cut = cuts[0]  # at least one cluster
+        for candidate in cuts[1:]:
+            if self.measure(piece.start, candidate) > room + 1e-6:
+                break
+            cut = candidate
+        head = Piece(piece.text[:cut - piece.start], self.measure(piece.start, cut), "word",
+                     piece.start)
+        tail = Piece(piece.text[cut - piece.start:], self.measure(cut, end), "word", cut)
+        return head, tail
+
+    def _place_piece(self, line: Line, piece: Piece, x: float) -> None:
+        if self._para is None:
+            return super()._place_piece(line, piece, x)
+        line.runs.append(Run(x, piece.text, piece.start, x + piece.width))
+
+    def _commit(self, line: Line, pending: list[Piece], x: float, left: float) -> float:
+        if self._para is None:
+            return super()._commit(line, pending, x, left)
+        for gap in pending:
+            start = x
+            x = self._after_gap(gap, x, left)
+            line.runs.append(Run(start, gap.text, gap.start, x))
+        return x
+
+    # -- measuring and reordering -------------------------------------------------------
+    def segments(self, start: int, end: int) -> list[tuple[int, int, int, int]]:
+        """[start, end) cut into (start, end, level, font) of one bidi level and one font
+        (cut only at cluster starts, so a cluster is never split)."""
+        para = self._para
+        out: list[tuple[int, int, int, int]] = []
+        for i in range(start, end):
+            key = (para.levels[i], para.font[i])
+            if out and (out[-1][2], out[-1][3]) == key:
+                out[-1] = (out[-1][0], i + 1, *key)
+            else:
+                out.append((i, i + 1, *key))
+        return out
+
+    def measure(self, start: int, end: int) -> float:
+        text = self._para.text
+        return sum(self.shaper.shape(font, text[s:e], level % 2 == 1).advance
+                   for s, e, level, font in self.segments(start, end)) * self.size
+
+    def _visual(self, line: Line, para: _Paragraph, left: float) -> Line:
+        """The line's logical runs (words, spaces and tabs, as placed) as visual runs of
+        shaped glyphs, starting at ``left`` (or, right to left, at 0 with ``rtl`` set: the
+        page aligns it)."""
+        atoms = []  # (level, font, text, glyphs, width)
+        logical = []
+        for run in line.runs:
+            start, end = run.font, run.font + len(run.text)
+            logical.append(run.text)
+            if run.text == "\t" or run.text.strip("\t") == "":
+                atoms.append([para.levels[start], 0, run.text, [], run.end - run.x])
+                continue
+            self._para = para
+            try:
+                for s, e, level, font in self.segments(start, end):
+                    shaped = self.shaper.shape(font, para.text[s:e], level % 2 == 1)
+                    atoms.append([level, font, para.text[s:e], shaped.glyphs,
+                                  shaped.advance * self.size])
+            finally:
+                self._para = None
+        base = 1 if para.rtl else 0
+        for atom in reversed(atoms):  # L1: white space at the line's end takes the base level
+            if atom[2].strip():
+                break
+            atom[0] = base
+        order = visual_order([atom[0] for atom in atoms])
+        out = Line(text="".join(logical), rtl=para.rtl, indent=left)
+        x = 0.0 if para.rtl else left
+        placed: dict[int, float] = {}
+        for i in order:
+            placed[i] = x
+            x += atoms[i][4]
+        # runs are kept in logical order at their visual places, and a right-to-left run's
+        # glyphs from right to left: the PDF's content then follows the logical text, which
+        # its ActualText gives and which extraction must give back
+        for i, (level, font, text, glyphs, width) in enumerate(atoms):
+            drawn = [(gid, dx * self.size, dy * self.size, code) for gid, dx, dy, code in glyphs]
+            if level % 2:
+                drawn.reverse()
+            if any(gid == 0 for gid, *_ in drawn):
+                bad = next((c for c in text if not self.chain.fonts[font].has_glyph(ord(c))
+                            and c not in IGNORABLE and c not in INVISIBLE), text[0])
+                raise ItemError(f"no shipped font can draw {describe(bad)} in {text!r}")
+            out.runs.append(Run(placed[i], text, font, placed[i] + width, drawn))
+        out.width = x - (0.0 if para.rtl else left)
+        return out
