@@ -264,18 +264,28 @@ def paginate(lines: list[Line], lines_per_page: int, pitch: float) -> PageLayout
     return PageLayout(pages or [[]], pitch)
 
 
-def glyph_clusters(run: Run) -> list[tuple[int, str]]:
-    """A shaped run's glyphs, in drawing order, grouped by cluster: (glyph count, the
-    cluster's characters). A cluster's characters run from its index to the next higher
-    cluster index of the run (HarfBuzz numbers clusters monotonically)."""
-    starts = sorted({cluster for *_, cluster in run.glyphs})
-    ends = dict(zip(starts, [*starts[1:], len(run.text)], strict=True))
+def glyph_clusters(run: Run, graphemes: list[int] | None = None) -> list[tuple[int, str]]:
+    """A shaped run's glyphs, in drawing order, grouped: (glyph count, the group's
+    characters). HarfBuzz numbers its clusters monotonically; a group is the glyphs of the
+    clusters that start in one grapheme cluster (``graphemes``: the grapheme starts in the
+    run's text; default: each HarfBuzz cluster alone), and its characters run from that
+    grapheme to the next group's. Bengali কো is one group of three glyphs (ে ক া), not
+    two clusters (ে ক | া), which PDF readers would read back as কক ো."""
+    import bisect
+
+    def unit(cluster: int) -> int:
+        return cluster if graphemes is None else graphemes[
+            bisect.bisect_right(graphemes, cluster) - 1]
+
+    units = sorted({unit(cluster) for *_, cluster in run.glyphs})
+    ends = dict(zip(units, [*units[1:], len(run.text)], strict=True))
     out: list[tuple[int, str]] = []
     previous = None
     for *_, cluster in run.glyphs:
-        if cluster == previous:
+        here = unit(cluster)
+        if here == previous:
             out[-1] = (out[-1][0] + 1, out[-1][1])
         else:
-            out.append((1, run.text[cluster:ends[cluster]]))
-        previous = cluster
+            out.append((1, run.text[here:ends[here]]))
+        previous = here
     return out

@@ -28,7 +28,7 @@ from .layout import (
     normalise,
     paginate,
 )
-from .shaping import ShapingLineBreaker
+from .shaping import ShapingLineBreaker, grapheme_starts
 
 POINTS_PER_INCH = 72.0
 # the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
@@ -246,7 +246,8 @@ class PageRenderer(Renderer):
         pdf = None
         if want_pdf:
             actual = [[(self.margin_pt + row * self.pitch + self.baseline,
-                        [cluster for run in line.runs for cluster in glyph_clusters(run)])
+                        [group for run in line.runs
+                         for group in glyph_clusters(run, grapheme_starts(run.text))])
                        for row, line in enumerate(lines) if line.text is not None]
                       for lines in layout.pages]
             pdf = self.pdf(texts, widths, heights, actual)
@@ -405,11 +406,14 @@ _TJ_ITEM = re.compile(rb"<([0-9A-Fa-f]*)>|(-?[\d.]+)")
 
 def with_actual_text(content: bytes, lines: list[tuple[float, list[tuple[int, str]]]],
                      near: float = 0.015) -> bytes:
-    """MuPDF's page content with each cluster of a shaped line in its own marked-content
-    span whose ActualText is the cluster's characters, so that extraction gives back the
-    source text (Arabic joining forms, ligatures, conjuncts, reordered vowel signs).
+    """MuPDF's page content with each glyph of a shaped line in a marked-content span whose
+    ActualText holds its share of its group's characters (``spread``), so that extraction
+    gives back the source text (Arabic joining forms, ligatures, conjuncts, reordered and
+    split vowel signs). One glyph a span, and one character a glyph where the counts allow:
+    readers (MuPDF among them) spread a longer ActualText over a span's glyphs by matching
+    the glyphs' own characters, which shaped glyphs do not have.
 
-    ``lines`` holds each shaped line's baseline and its clusters as (glyph count, text), in
+    ``lines`` holds each shaped line's baseline and its glyph groups as (glyph count, text), in
     the order their glyphs were drawn. MuPDF writes a span as ``[/Fn size Tf] a b c d x y Tm
     [..]TJ`` (y in page points from the top, glyphs as two-byte CIDs) or, moving from the
     previous span's start, ``dx dy Td [..]TJ`` (in a text space flipped upright, so the new
@@ -422,7 +426,8 @@ def with_actual_text(content: bytes, lines: list[tuple[float, list[tuple[int, st
     out: list[bytes] = []
     pos = 0
     queue: list[tuple[int, str]] = []
-    remaining, open_span, line_y = 0, False, None
+    pending: list[str] = []  # the ActualText of each glyph left in the current group
+    open_span, line_y = False, None
     start_y = 0.0
     for match in _SPAN.finditer(content):
         start_y = float(match.group(2)) if match.group(3) == b"Tm" \
@@ -431,9 +436,9 @@ def with_actual_text(content: bytes, lines: list[tuple[float, list[tuple[int, st
         if y is None:
             continue
         if y != line_y:
-            if queue or remaining:
+            if queue or pending:
                 return content
-            queue, remaining, line_y = list(wanted[y]), 0, y
+            queue, pending, line_y = list(wanted[y]), [], y
         out.append(content[pos:match.start()] + match.group(1))
         array: list[bytes] = []
         for glyphs, number in _TJ_ITEM.findall(match.group(4)):
@@ -441,30 +446,44 @@ def with_actual_text(content: bytes, lines: list[tuple[float, list[tuple[int, st
                 array.append(number)
                 continue
             for k in range(0, len(glyphs), 4):
-                if remaining == 0:
+                if array:
+                    out.append(b"[" + b" ".join(array) + b"]TJ\n")
+                    array = []
+                if open_span:
+                    out.append(b"EMC\n")
+                if not pending:
                     if not queue:
                         return content
-                    if array:
-                        out.append(b"[" + b" ".join(array) + b"]TJ\n")
-                        array = []
-                    if open_span:
-                        out.append(b"EMC\n")
-                    remaining, text = queue.pop(0)
-                    actual = ("\ufeff" + text).encode("utf-16-be").hex().upper().encode()
-                    out.append(b"/Span<</ActualText<" + actual + b">>>BDC\n")
-                    open_span = True
+                    pending = spread(*queue.pop(0))
+                actual = ("\ufeff" + pending.pop(0)).encode("utf-16-be").hex().upper().encode()
+                out.append(b"/Span<</ActualText<" + actual + b">>>BDC\n")
+                open_span = True
                 array.append(b"<" + glyphs[k:k + 4] + b">")
-                remaining -= 1
         if array:
             out.append(b"[" + b" ".join(array) + b"]TJ\n")
-        if open_span and remaining == 0 and not queue:
+        if open_span and not pending and not queue:
             out.append(b"EMC\n")
             open_span = False
         pos = match.end()
-    if queue or remaining or open_span:
+    if queue or pending or open_span:
         return content
     out.append(content[pos:])
     return b"".join(out)
+
+
+def spread(glyphs: int, text: str) -> list[str]:
+    """A group's characters over its glyphs, in drawing order, matched from the end: the
+    last glyph takes the last character, the one before it the character before, and the
+    first glyph whatever is left; with fewer characters than glyphs the first glyphs take
+    nothing. So a vowel sign drawn after its consonant keeps its own character, a glyph
+    drawn before its consonant (Bengali ে of কো, Devanagari ि of कि) gives the consonant,
+    and a conjunct's half form takes the virama with it (स् of स्था), which is what a
+    reader that matches a span's glyphs against its ActualText needs to read it back."""
+    chars = list(text)
+    if len(chars) >= glyphs:
+        head = len(chars) - glyphs + 1
+        return ["".join(chars[:head]), *chars[head:]]
+    return [""] * (glyphs - len(chars)) + chars
 
 
 def pixels(inches: float, ppi: float) -> int:
