@@ -44,6 +44,7 @@ from .ocr import (
     comparable,
     errors,
     ocr,
+    ocr_languages,
     readable,
     tesseract_lang,
     tesseract_version,
@@ -203,8 +204,11 @@ class Checker:
             if not (self.run / image["path"]).is_file():
                 return f"{image['path']} is missing"
 
+        # the item's language, and one for each other script among the letters to be read
+        langs = ocr_languages(language, renderer.ocr_text(row))
+
         def read(psm: int) -> Reading:
-            results = [ocr(self.run / image["path"], language, psm=psm,
+            results = [ocr(self.run / image["path"], langs, psm=psm,
                            scale=ocr_scale(image)) for image in images]
             return Reading(results, self.measure(row, results))
 
@@ -266,7 +270,8 @@ class Checker:
         source, wrong, chars = m["source"], m["errors"], m["chars"]
         detail = {"cer": round(wrong / chars if chars else 0.0, 4), "errors": wrong,
                   "chars": chars, "max": m["max"], "slack": SLACK,
-                  "engine": f"{tesseract_version()} {tesseract_lang(language)}",
+                  "engine": f"{tesseract_version()} "
+                            f"{ocr_languages(language, renderer.ocr_text(row))}",
                   "psm": read[0].psm, "scale": read[0].scale,
                   "words": word_count(source), "density": density(word_count(source)),
                   "words_read": sum(len(r.words) for r in read),
