@@ -20,6 +20,24 @@ def color_params():
     return mupdf().FzColorParams()
 
 
+def show_runs(text, fonts, runs, size: float, left: float, baseline: float) -> None:
+    """Add a line's runs to ``text`` (an ``fz_text``), baseline at ``baseline``, x from
+    ``left``: a plain run as its characters' own glyphs, a shaped run (``Run.glyphs``) as
+    HarfBuzz placed them."""
+    m = mupdf()
+    for run in runs:
+        font = fonts[run.font].this
+        if run.glyphs is None:
+            trm = m.FzMatrix(size, 0, 0, -size, left + run.x, baseline)
+            m.fz_show_string(text, font, trm, run.text, 0, 0, m.FZ_BIDI_LTR, m.FZ_LANG_UNSET)
+            continue
+        x = left + run.x
+        for gid, dx, dy, cluster in run.glyphs:
+            trm = m.FzMatrix(size, 0, 0, -size, x + dx, baseline - dy)
+            m.fz_show_glyph(text, font, trm, gid, ord(run.text[cluster]), 0, 0, m.FZ_BIDI_LTR,
+                            m.FZ_LANG_UNSET)
+
+
 def fill_black(device, text) -> None:
     """Draw ``text`` in black on ``device`` (a pixmap or a PDF page) and finish the device."""
     m = mupdf()

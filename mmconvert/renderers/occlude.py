@@ -29,9 +29,10 @@ from ..items import Item, base_language
 from ..rows import OcclusionRow
 from ..seeds import rng
 from .base import Renderer
-from .drawing import fill_black, mupdf
+from .drawing import fill_black, mupdf, show_runs
 from .fonts import INVISIBLE, FontChain, caption_font, font_chain
-from .layout import Block, LineBreaker, Run, control_characters, normalise
+from .layout import Block, Run, control_characters, normalise
+from .shaping import ShapingLineBreaker, run_extents
 from .spans import Span, SpanChooser
 
 Difficulty = Literal["easy", "hard"]
@@ -120,10 +121,21 @@ class CaptionLine:
     start: int  # offsets of the line's characters in the caption
     end: int
     runs: tuple[Run, ...]
-    x: tuple[float, ...]  # x of each character's left edge, and of the line's end
+    # each character's left and right edge: its own advance on a plain line; on a shaped
+    # line those of the grapheme cluster that holds it (so a band hides whole clusters)
+    left: tuple[float, ...]
+    right: tuple[float, ...]
 
     def x_at(self, offset: int) -> float:
-        return self.x[offset - self.start]
+        """The left edge of the character at ``offset``, or the line's end."""
+        if offset >= self.end:
+            return self.right[-1] if self.right else 0.0
+        return self.left[offset - self.start]
+
+    def extent(self, start: int, end: int) -> tuple[float, float]:
+        """Leftmost and rightmost edge of the characters in [start, end) of this line."""
+        lo, hi = start - self.start, end - self.start
+        return min(self.left[lo:hi]), max(self.right[lo:hi])
 
 
 @dataclass
@@ -269,7 +281,7 @@ class CaptionOccluder(Renderer):
         """The caption broken into lines of at most ``width`` px, each with its offsets."""
         chain = font_chain(font)
         chain.check(caption, where=where, field="caption")
-        breaker = LineBreaker(chain, self.options.font_size, width)
+        breaker = ShapingLineBreaker(chain, self.options.font_size, width)
         out: list[CaptionLine] = []
         pos = 0
         for line in breaker.lines(Block(caption)):
@@ -277,10 +289,26 @@ class CaptionOccluder(Renderer):
             if pos < len(caption) and caption[pos] == " " and not text.startswith(" "):
                 pos += 1  # the space a line break replaced
             assert caption.startswith(text, pos), (caption, text, pos)
-            xs = [line.runs[0].x if line.runs else 0.0]
-            for char in text:
-                xs.append(xs[-1] + breaker.advance(char))
-            out.append(CaptionLine(pos, pos + len(text), tuple(line.runs), tuple(xs)))
+            if line.rtl:  # a right-to-left caption's lines end at the right edge
+                shift = max(0.0, width - line.indent - line.width)
+                for run in line.runs:
+                    run.x += shift
+                    run.end += shift
+            if line.text is None:
+                xs = [line.runs[0].x if line.runs else 0.0]
+                for char in text:
+                    xs.append(xs[-1] + breaker.advance(char))
+                left, right = xs[:-1], xs[1:]
+            else:
+                left, right = [0.0] * len(text), [0.0] * len(text)
+                at = 0
+                for run in line.runs:
+                    for start, end, x0, x1 in run_extents(run):
+                        left[at + start:at + end] = [x0] * (end - start)
+                        right[at + start:at + end] = [x1] * (end - start)
+                    at += len(run.text)
+            out.append(CaptionLine(pos, pos + len(text), tuple(line.runs), tuple(left),
+                                   tuple(right)))
             pos += len(text)
         return out
 
@@ -363,8 +391,8 @@ def band_boxes(lines: list[CaptionLine], spans) -> list[tuple[int, int, int, int
         for row, line in enumerate(lines):
             start, end = max(span.start, line.start), min(span.end, line.end)
             if start < end:
-                boxes.append((math.floor(line.x_at(start)), math.ceil(line.x_at(end)), row,
-                              index))
+                left, right = line.extent(start, end)
+                boxes.append((math.floor(left), math.ceil(right), row, index))
     return boxes
 
 
@@ -376,11 +404,7 @@ def draw_lines(chain: FontChain, lines, size: float, width: int, line_height: in
     m = mupdf()
     text = m.FzText()
     for row, runs in enumerate(lines):
-        y = row * line_height + ascent
-        for run in runs:
-            trm = m.FzMatrix(size, 0, 0, -size, run.x, y)
-            m.fz_show_string(text, chain.fonts[run.font].this, trm, run.text, 0, 0,
-                                 m.FZ_BIDI_LTR, m.FZ_LANG_UNSET)
+        show_runs(text, chain.fonts, runs, size, 0.0, row * line_height + ascent)
     height = caption_height(len(lines), line_height)
     pix = m.FzPixmap(m.fz_device_gray(), width, height, m.FzSeparations(), 0)
     m.fz_clear_pixmap_with_value(pix, 255)

@@ -16,7 +16,7 @@ from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
 from ..rows import PageRow
 from .base import Renderer, item_from_row
-from .drawing import color_params, fill_black, mupdf, set_png_ppi
+from .drawing import color_params, fill_black, mupdf, set_png_ppi, show_runs
 from .fonts import FontChain, font_chain
 from .layout import (
     Block,
@@ -335,18 +335,7 @@ class PageRenderer(Renderer):
         size = self.size
         for row, line in enumerate(lines):
             y = self.margin_pt + row * self.pitch + self.baseline
-            for run in line.runs:
-                font = self.chain.fonts[run.font].this
-                if run.glyphs is None:
-                    trm = m.FzMatrix(size, 0, 0, -size, self.margin_pt + run.x, y)
-                    m.fz_show_string(text, font, trm, run.text, 0, 0, m.FZ_BIDI_LTR,
-                                     m.FZ_LANG_UNSET)
-                    continue
-                x = self.margin_pt + run.x
-                for gid, dx, dy, cluster in run.glyphs:
-                    trm = m.FzMatrix(size, 0, 0, -size, x + dx, y - dy)
-                    m.fz_show_glyph(text, font, trm, gid, ord(run.text[cluster]), 0, 0,
-                                    m.FZ_BIDI_LTR, m.FZ_LANG_UNSET)
+            show_runs(text, self.chain.fonts, line.runs, size, self.margin_pt, y)
         return text
 
     def rasterise(self, text, width_pt: float, height_pt: float,

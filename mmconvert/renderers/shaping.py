@@ -437,3 +437,27 @@ class ShapingLineBreaker(LineBreaker):
             out.runs.append(Run(placed[i], text, font, placed[i] + width, drawn))
         out.width = x - (0.0 if para.rtl else left)
         return out
+
+
+def run_extents(run: Run) -> list[tuple[int, int, float, float]]:
+    """(start, end, left, right) of each grapheme cluster of a run, offsets in ``run.text``:
+    a shaped run's clusters from their glyphs (left at the cluster's leftmost glyph, right
+    at the next cluster's left in visual order, or the run's end), a run without glyphs as
+    one piece. What an occlusion band must cover to hide whole clusters."""
+    import bisect
+
+    if not run.glyphs:
+        return [(0, len(run.text), run.x, run.end)]
+    starts = grapheme_starts(run.text)
+    lefts: dict[int, float] = {}
+    for _gid, dx, _dy, cluster in run.glyphs:
+        group = starts[bisect.bisect_right(starts, cluster) - 1]
+        lefts[group] = min(lefts.get(group, dx), dx)
+    logical = sorted(lefts)
+    ends = dict(zip(logical, [*logical[1:], len(run.text)], strict=True))
+    visual = sorted((left, group) for group, left in lefts.items())
+    out = []
+    for i, (left, group) in enumerate(visual):
+        right = visual[i + 1][0] if i + 1 < len(visual) else run.end - run.x
+        out.append((group, ends[group], run.x + left, run.x + right))
+    return sorted(out)

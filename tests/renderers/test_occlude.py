@@ -259,3 +259,42 @@ def test_ocr_reads_the_caption_back(tmp_path, occluder):
     block_of(result).resize((1800, block_of(result).height * 2)).save(path)
     lines = occluder.lines(caption, "Liberation Sans", 900)[:5]
     assert cer(caption[:lines[-1].end], ocr(path, "en").text) < 0.02
+
+
+SHAPED_CAPTION = ("A shop sign reading مرحبا بكم hangs above a stall selling क्षत्रिय "
+                  "dolls, a 👍 sticker and a flag 🇫🇷 by the door")
+
+
+def test_a_caption_with_shaped_words_is_drawn_shaped_and_bands_cover_whole_clusters(
+        occluder):
+    from mmconvert.renderers.shaping import grapheme_starts
+
+    item = caption_item(SHAPED_CAPTION)
+    params, caption, lines = occluder.layout(item, seed=0)
+    assert any(run.glyphs for line in lines for run in line.runs)
+    graphemes = set(grapheme_starts(caption))
+    for word in ("بكم", "क्षत्रिय", "👍", "🇫🇷"):
+        start = caption.index(word)
+        span = Span(word, start, start + len(word))
+        result = occluder.draw(item, replace(params, spans=(span,)))
+        block = block_of(result)
+        ((left, right, row, _),) = band_boxes(lines, [span])
+        line = lines[row]
+        # the band holds every glyph of the word: no ink left in its rows, and the band
+        # is no wider than the word's clusters
+        top = row * result.line_height
+        assert block.crop((left, top + result.band[0], right,
+                           top + result.band[1])).getextrema() == (255, 255)
+        x0, x1 = line.extent(start, start + len(word))
+        assert left == int(x0 // 1) and right - left < 60 + (x1 - x0)
+        assert start in graphemes and start + len(word) in graphemes
+
+
+def test_a_right_to_left_word_is_hidden_where_it_is_drawn_not_where_it_would_be_ltr(
+        occluder):
+    item = caption_item("It says مرحبا بكم")
+    params, caption, lines = occluder.layout(item, seed=0)
+    (line,) = lines
+    first, second = caption.index("مرحبا"), caption.index("بكم")
+    # right to left: the first word in reading order lies to the right of the second
+    assert line.extent(first, first + 5)[0] > line.extent(second, second + 3)[1] - 1e-6

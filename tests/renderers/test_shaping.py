@@ -31,8 +31,8 @@ HARD = {
     "emoji": "Family 👨‍👩‍👧 flag 🇫🇷 keycap 1️⃣ heart ❤️ smile 😀",
     "mixed": "The word שלום means peace, and سلام too (2 words).",
 }
-# MuPDF's extraction gives this back with every character, but a keycap sequence's out of
-# order; the file's ActualText is in order (test_two_part_vowel_signs_...)
+# MuPDF's extraction gives this back with every character, but a keycap sequence (1, VS16,
+# U+20E3 on two glyphs) out of order
 UNORDERED = {"emoji"}
 
 
@@ -168,12 +168,10 @@ def test_the_occluder_still_refuses_what_it_cannot_shape():
         font_chain().check("مرحبا", shaping=False)
 
 
-def test_two_part_vowel_signs_are_drawn_around_their_consonant_and_named_in_actual_text(
-        renderer):
+def test_two_part_vowel_signs_are_drawn_around_their_consonant_and_read_back(renderer):
     """Tamil கொ is three glyphs: ெ and க (HarfBuzz's cluster of க), and ா (the cluster of
-    the vowel sign ொ). The PDF names them க and ொ in ActualText, in that order; MuPDF's own
-    extraction reads an extra க out of them (a reader's quirk, not the file's), so this
-    checks the file and the drawing, not MuPDF's reading."""
+    the vowel sign ொ); one grapheme. Its characters are spread over the glyphs from the end
+    (ெ gets nothing, க gets க, ா gets ொ), which extraction reads back in order."""
     result = render(renderer, "கொ")
     (run,) = result.layout["pages"][0][0]
     assert [g[3] for g in run[3]] == [0, 0, 1]
@@ -181,5 +179,15 @@ def test_two_part_vowel_signs_are_drawn_around_their_consonant_and_named_in_actu
     assert xs == sorted(xs)  # ெ left of க, ா right of it
     with pymupdf.open("pdf", result.pdf) as doc:
         content = doc[0].read_contents()
-    first = content.index(b"/ActualText<FEFF0B95>")
-    assert content.index(b"/ActualText<FEFF0BCA>") > first
+        assert doc[0].get_text().strip() == "கொ"
+    assert content.count(b"/ActualText<FEFF>") == 1
+    assert content.index(b"/ActualText<FEFF0B95>") < content.index(b"/ActualText<FEFF0BCA>")
+
+
+def test_spread_gives_each_glyph_its_share_from_the_end():
+    from mmconvert.renderers.page import spread
+
+    assert spread(3, "கொ") == ["", "க", "ொ"]
+    assert spread(2, "कि") == ["क", "ि"]
+    assert spread(3, "स्था") == ["स्", "थ", "ा"]
+    assert spread(1, "क्ष") == ["क्ष"]
