@@ -86,6 +86,7 @@ class FontChain:
                 self.fonts.append(pymupdf.Font(spec.code))
         self.by_script = {spec.script: i for i, spec in enumerate(specs) if spec.script}
         self._glyphs: dict[str, tuple[int, float]] = {}
+        self._gids: dict[tuple[int, str], int] = {}
         primary = self.fonts[0]
         self.ascender = primary.ascender
         self.descender = primary.descender
@@ -103,6 +104,14 @@ class FontChain:
                 self._glyphs[char] = found
                 return found
         raise KeyError(char)
+
+    def glyph_id(self, index: int, char: str) -> int:
+        """Glyph id of ``char`` in font ``index`` (cached)."""
+        try:
+            return self._gids[index, char]
+        except KeyError:
+            gid = self._gids[index, char] = self.fonts[index].has_glyph(ord(char))
+            return gid
 
     def check(self, text: str, *, where: str = "", field: str = "",
               shaping: bool = True) -> None:

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,10 +22,10 @@ from .layout import (
     PageLayout,
     Run,
     control_characters,
-    glyph_clusters,
     normalise,
     paginate,
 )
+from .pdfwriter import PdfLine, PdfPage, write_pdf
 from .shaping import ShapingLineBreaker, grapheme_starts
 
 POINTS_PER_INCH = 72.0
@@ -245,12 +243,12 @@ class PageRenderer(Renderer):
                   for text, width, height in zip(texts, widths, heights, strict=True)]
         pdf = None
         if want_pdf:
-            actual = [[(self.margin_pt + row * self.pitch + self.baseline,
-                        [group for run in line.runs
-                         for group in glyph_clusters(run, grapheme_starts(run.text))])
-                       for row, line in enumerate(lines) if line.text is not None]
-                      for lines in layout.pages]
-            pdf = self.pdf(texts, widths, heights, actual)
+            pdf = write_pdf(
+                [PdfPage(width, height, self.margin_pt,
+                         [PdfLine(self.margin_pt + row * self.pitch + self.baseline, line.runs)
+                          for row, line in enumerate(lines)])
+                 for lines, width, height in zip(layout.pages, widths, heights, strict=True)],
+                self.chain, self.size, self.breaker.shaper.hb_face, grapheme_starts)
         return PageRender(images, pdf, part, layout.line_count(),
                           self.layout_record(layout, widths, heights))
 
@@ -356,143 +354,8 @@ class PageRenderer(Renderer):
                                                                              color_params()))
         return PageImage(set_png_ppi(png, ppi), width, height)
 
-    def pdf(self, texts, widths: list[float], heights: list[float],
-            actual: list[list[tuple[float, str]]] | None = None) -> bytes:
-        """A PDF with one page per text object; fonts subset, no time stamps or random id.
-        ``actual`` gives, per page, the baseline and logical text of each shaped line: its
-        glyphs are wrapped in an ActualText span, so that extraction gives that text."""
-        import pymupdf
-
-        m = mupdf()
-        doc = pymupdf.open()
-        try:
-            pdf = m.PdfDocument(doc.this)
-            for text, width, height in zip(texts, widths, heights, strict=True):
-                mediabox = m.FzRect(0, 0, width, height)
-                device, resources, contents = m.pdf_page_write(pdf, mediabox)
-                fill_black(device, text)
-                page = m.pdf_add_page(pdf, mediabox, 0, resources, contents)
-                m.pdf_insert_page(pdf, -1, page)
-            doc._reset_page_refs()
-            for number, lines in enumerate(actual or []):
-                if lines:
-                    page = doc[number]
-                    xref = page.get_contents()[0]
-                    doc.update_stream(xref, with_actual_text(page.read_contents(), lines,
-                                                             self.pitch / 2))
-            # MuPDF's own subsetter (fallback=True is PyMuPDF's older fontTools path, which took
-            # 8-16x a render's time: 11.1 s against 0.7 s for the 185 MMLU-Redux items; this
-            # one 1.5 s, with files about twice as large)
-            doc.subset_fonts(fallback=False)
-            return stable_subset_tags(doc.tobytes(garbage=3, deflate=True, no_new_id=True))
-        finally:
-            doc.close()
-
-
-_SPAN = re.compile(rb"((?:/F\d+ [-\d.]+ Tf\n)?[-\d. ]+ ([-\d.]+) (Tm|Td)\n)\[([^\]]*)\]TJ\n")
-_TJ_ITEM = re.compile(rb"<([0-9A-Fa-f]*)>|(-?[\d.]+)")
-
-
-def with_actual_text(content: bytes, lines: list[tuple[float, list[tuple[int, str]]]],
-                     near: float = 0.015) -> bytes:
-    """MuPDF's page content with each glyph of a shaped line in a marked-content span whose
-    ActualText holds its share of its group's characters (``spread``), so that extraction
-    gives back the source text (Arabic joining forms, ligatures, conjuncts, reordered and
-    split vowel signs). One glyph a span, and one character a glyph where the counts allow:
-    readers (MuPDF among them) spread a longer ActualText over a span's glyphs by matching
-    the glyphs' own characters, which shaped glyphs do not have.
-
-    ``lines`` holds each shaped line's baseline and its glyph groups as (glyph count, text), in
-    the order their glyphs were drawn. MuPDF writes a span as ``[/Fn size Tf] a b c d x y Tm
-    [..]TJ`` (y in page points from the top, glyphs as two-byte CIDs) or, moving from the
-    previous span's start, ``dx dy Td [..]TJ`` (in a text space flipped upright, so the new
-    y is the old minus ``dy``); a span belongs to the
-    line whose baseline is within ``near`` (a mark raised or lowered by the font gets a span
-    of its own at its own y); a TJ array is cut
-    where a cluster starts. If the glyphs do not match the clusters one for one, the content
-    is left as it is (``qa``'s text-layer check then reports it)."""
-    wanted = {round(y, 2): clusters for y, clusters in lines}
-    out: list[bytes] = []
-    pos = 0
-    queue: list[tuple[int, str]] = []
-    pending: list[str] = []  # the ActualText of each glyph left in the current group
-    open_span, line_y = False, None
-    start_y = 0.0
-    for match in _SPAN.finditer(content):
-        start_y = float(match.group(2)) if match.group(3) == b"Tm" \
-            else start_y - float(match.group(2))
-        y = next((w for w in wanted if abs(w - start_y) < near), None)
-        if y is None:
-            continue
-        if y != line_y:
-            if queue or pending:
-                return content
-            queue, pending, line_y = list(wanted[y]), [], y
-        out.append(content[pos:match.start()] + match.group(1))
-        array: list[bytes] = []
-        for glyphs, number in _TJ_ITEM.findall(match.group(4)):
-            if number:
-                array.append(number)
-                continue
-            for k in range(0, len(glyphs), 4):
-                if array:
-                    out.append(b"[" + b" ".join(array) + b"]TJ\n")
-                    array = []
-                if open_span:
-                    out.append(b"EMC\n")
-                if not pending:
-                    if not queue:
-                        return content
-                    pending = spread(*queue.pop(0))
-                actual = ("\ufeff" + pending.pop(0)).encode("utf-16-be").hex().upper().encode()
-                out.append(b"/Span<</ActualText<" + actual + b">>>BDC\n")
-                open_span = True
-                array.append(b"<" + glyphs[k:k + 4] + b">")
-        if array:
-            out.append(b"[" + b" ".join(array) + b"]TJ\n")
-        if open_span and not pending and not queue:
-            out.append(b"EMC\n")
-            open_span = False
-        pos = match.end()
-    if queue or pending or open_span:
-        return content
-    out.append(content[pos:])
-    return b"".join(out)
-
-
-def spread(glyphs: int, text: str) -> list[str]:
-    """A group's characters over its glyphs, in drawing order, matched from the end: the
-    last glyph takes the last character, the one before it the character before, and the
-    first glyph whatever is left; with fewer characters than glyphs the first glyphs take
-    nothing. So a vowel sign drawn after its consonant keeps its own character, a glyph
-    drawn before its consonant (Bengali ে of কো, Devanagari ि of कि) gives the consonant,
-    and a conjunct's half form takes the virama with it (स् of स्था), which is what a
-    reader that matches a span's glyphs against its ActualText needs to read it back."""
-    chars = list(text)
-    if len(chars) >= glyphs:
-        head = len(chars) - glyphs + 1
-        return ["".join(chars[:head]), *chars[head:]]
-    return [""] * (glyphs - len(chars)) + chars
-
 
 def pixels(inches: float, ppi: float) -> int:
     """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
     return math.floor(inches * ppi + 0.5 + 1e-9)
 
-
-_SUBSET_TAG = re.compile(rb"/(?:BaseFont|FontName)\s*/([A-Z]{6})\+([^/\s<>\[\]()]+)")
-
-
-def stable_subset_tags(pdf: bytes) -> bytes:
-    """Replace the random six-letter subset tags (``ABCDEF+Font``) with tags derived from the
-    font's name and its order in the file, so the same input gives the same PDF bytes. Same
-    length, so the cross-reference offsets stay valid."""
-    mapping: dict[bytes, bytes] = {}
-    for match in _SUBSET_TAG.finditer(pdf):
-        tag, name = match.group(1), match.group(2)
-        if tag not in mapping:
-            digest = hashlib.sha256(b"%d:" % len(mapping) + name).digest()
-            mapping[tag] = bytes(65 + b % 26 for b in digest[:6])
-    for old, new in mapping.items():
-        pdf = pdf.replace(old + b"+", new + b"+")
-    return pdf

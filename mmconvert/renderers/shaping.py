@@ -182,6 +182,7 @@ class Shaper:
     def __init__(self, chain: FontChain):
         self.chain = chain
         self._hb: dict[int, tuple[object, int]] = {}
+        self._faces: dict[int, object] = {}
         self._cache: dict[tuple[int, bool, str], Shaped] = {}
 
     def hb_font(self, index: int):
@@ -190,9 +191,19 @@ class Shaper:
         except KeyError:
             import uharfbuzz as hb
 
-            face = hb.Face(hb.Blob(bytes(self.chain.fonts[index].buffer)))
+            face = self.hb_face(index)
             self._hb[index] = (hb.Font(face), face.upem)
             return self._hb[index]
+
+    def hb_face(self, index: int):
+        """The HarfBuzz face of font ``index`` (shaping, and the PDF's subsets)."""
+        try:
+            return self._faces[index]
+        except KeyError:
+            import uharfbuzz as hb
+
+            self._faces[index] = hb.Face(hb.Blob(bytes(self.chain.fonts[index].buffer)))
+            return self._faces[index]
 
     def cluster_font(self, cluster: str) -> int:
         """The font a grapheme cluster is drawn in: Noto Emoji for an emoji sequence, the

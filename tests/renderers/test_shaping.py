@@ -185,7 +185,7 @@ def test_two_part_vowel_signs_are_drawn_around_their_consonant_and_read_back(ren
 
 
 def test_spread_gives_each_glyph_its_share_from_the_end():
-    from mmconvert.renderers.page import spread
+    from mmconvert.renderers.pdfwriter import spread
 
     assert spread(3, "கொ") == ["", "க", "ொ"]
     assert spread(2, "कि") == ["क", "ि"]
