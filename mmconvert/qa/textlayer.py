@@ -7,7 +7,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..renderers.fonts import INVISIBLE
+from ..renderers.fonts import IGNORABLE, INVISIBLE
 from ..renderers.layout import normalise
 
 # what get_text() may give back for a character we drew
@@ -15,8 +15,9 @@ _READ_BACK = {"\u00a0": " ", "\u2007": " ", "\u202f": " "}
 
 
 def _seen(char: str) -> bool:
-    """Whether ``char`` leaves ink (every Unicode space separator is ``isspace()`` too)."""
-    return not char.isspace() and char not in INVISIBLE
+    """Whether ``char`` leaves ink (every Unicode space separator is ``isspace()`` too; bidi
+    controls and variation selectors are default ignorables)."""
+    return not char.isspace() and char not in INVISIBLE and char not in IGNORABLE
 
 
 def visible_characters(text: str) -> Counter:

@@ -77,6 +77,7 @@ class Block:
     # right to left (None: the first strong character of the text after ``label`` decides)
     rtl: bool | None = None
     label: int = 0  # characters of an option label ("A. ") the direction is not taken from
+    field: str = ""  # the item's field it holds (named by an error in laying it out)
 
 
 @dataclass

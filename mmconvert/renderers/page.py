@@ -191,9 +191,9 @@ class PageRenderer(Renderer):
                 hang = (sum(self.breaker.advance(c) for c in label)
                         if self.options.indent == "hanging" else 0.0)
                 blocks.append(Block(label + text, hanging=hang, blank_before=gap,
-                                    label=len(label)))
+                                    label=len(label), field=name))
             else:
-                blocks.append(Block(text, blank_before=gap))
+                blocks.append(Block(text, blank_before=gap, field=name))
         return blocks
 
     def layout(self, item: Item, part: RenderPart) -> PageLayout:
@@ -201,7 +201,12 @@ class PageRenderer(Renderer):
         for block in self.blocks(item, part):
             if lines:
                 lines.extend([type(lines[0])()] * block.blank_before)
-            lines.extend(self.breaker.lines(block))
+            try:
+                lines.extend(self.breaker.lines(block))
+            except ItemError as err:  # shaping found a glyph no font has
+                err.where, err.field = item.origin or item.id, block.field
+                err.item_id, err.stage = item.id, "render"
+                raise
         layout = paginate(lines, self.lines_per_page, self.pitch)
         self.align_right_to_left(layout)
         return layout

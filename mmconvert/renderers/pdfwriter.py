@@ -18,7 +18,7 @@ import hashlib
 import zlib
 from dataclasses import dataclass, field
 
-from .fonts import FontChain
+from .fonts import IGNORABLE, INVISIBLE, FontChain
 from .layout import glyph_clusters
 
 _COMPRESSION = 6
@@ -65,6 +65,7 @@ class _Font:
         self.upem = self.face.upem
         self.unicode: dict[int, str] = {}  # glyph id -> the character it stands for
         self.gids: set[int] = {0}
+        self.shaped: set[int] = set()  # glyph ids drawn as shaped glyphs
 
     def plain_glyph(self, char: str) -> tuple[int, bool]:
         """(glyph id of ``char``, whether its ToUnicode entry names another character, so
@@ -73,6 +74,15 @@ class _Font:
         self.gids.add(gid)
         known = self.unicode.setdefault(gid, char)
         return gid, known != char
+
+
+def _ink_first(text: str) -> str:
+    """``text`` with the characters that draw nothing (bidi marks, joiners, variation
+    selectors) moved after the others: a reader matches an ActualText's first and last
+    characters against its glyphs', and an invisible one in front (a left-to-right mark
+    before a letter) makes it drop the letter."""
+    silent = [c for c in text if c in IGNORABLE or c in INVISIBLE]
+    return "".join(c for c in text if c not in IGNORABLE and c not in INVISIBLE) + "".join(silent)
 
 
 def _hex(text: str) -> bytes:
@@ -135,9 +145,10 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
             select(run.font)
             shares: list[str] = []
             for count, text in glyph_clusters(run, grapheme_starts(run.text)):
-                shares += spread(count, text)
+                shares += spread(count, _ink_first(text))
             for (gid, dx, dy, _), share in zip(run.glyphs, shares, strict=True):
                 font.gids.add(gid)
+                font.shaped.add(gid)
                 out.append(_actual(share) + b"1 0 0 1 %s %s Tm\n[<%04X>]TJ\nEMC\n" % (
                     _num(x + dx), _num(y + dy), gid))
     out.append(b"ET\n")
@@ -227,8 +238,16 @@ def _embed(font: _Font, add, stream) -> int:
             _num(bbox.y1 * 1000), _num(ascent), _num(descent), _num(ascent),
             b"FontFile3" if cff else b"FontFile2", file_ref))
     hb_font = hb.Font(font.face)
-    widths = b" ".join(b"%d[%s]" % (g, _num(hb_font.get_glyph_h_advance(g) * 1000 / font.upem))
-                       for g in gids)
+    mark = hb.OTLayoutGlyphClass.MARK
+
+    def width(gid: int) -> float:
+        # a mark takes no room (shaping gives it no advance): its width is 0, so that its
+        # box in the text layer is where it is drawn, not an advance further on
+        if gid in font.shaped and hb.ot_layout_get_glyph_class(font.face, gid) == mark:
+            return 0.0
+        return hb_font.get_glyph_h_advance(gid) * 1000 / font.upem
+
+    widths = b" ".join(b"%d[%s]" % (g, _num(width(g))) for g in gids)
     cid = add(b"<</Type/Font/Subtype/%s/BaseFont/%s/CIDSystemInfo<</Registry(Adobe)"
               b"/Ordering(Identity)/Supplement 0>>/FontDescriptor %d 0 R/W[%s]%s>>" % (
                   b"CIDFontType0" if cff else b"CIDFontType2", name, descriptor, widths,

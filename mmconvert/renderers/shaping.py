@@ -16,6 +16,7 @@ visual order. A right-to-left paragraph's lines are right-aligned (``Line.rtl``)
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -57,6 +58,19 @@ def _in(ranges, code: int) -> bool:
     return any(low <= code <= high for low, high in ranges)
 
 
+def _class(ranges) -> str:
+    return "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
+
+
+# the same sets as regular expressions, to test a whole paragraph at C speed
+_DICTIONARY = re.compile(f"[{_class(_DICTIONARY_RANGES)}]")
+# characters that can take a bidi level other than the paragraph's: right-to-left letters,
+# Arabic digits and the explicit controls
+_RTL_RANGES = ((0x0590, 0x08FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF), (0x10800, 0x10FFF),
+               (0x1E800, 0x1EFFF))
+_RIGHT_TO_LEFT = re.compile(f"[{_class(_RTL_RANGES)}\u061c\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 @lru_cache(maxsize=8192)
 def needs_shaping(char: str) -> bool:
     """Whether ``char`` takes the shaping path (see the module's doc)."""
@@ -91,7 +105,7 @@ def grapheme_starts(text: str) -> list[int]:
 def dictionary_breaks(text: str) -> set[int]:
     """Indices where a line may break between two characters of a script written without
     spaces (Thai, Lao, Khmer, Myanmar), by ICU's dictionary-based line breaker (UAX #14)."""
-    if not any(is_dictionary_script(c) for c in text):
+    if not _DICTIONARY.search(text):
         return set()
     from icu4py.breakers import LineBreaker as IcuLineBreaker
 
@@ -121,6 +135,8 @@ def bidi_levels(text: str, rtl: bool) -> list[int]:
     """Each character's resolved embedding level (UAX #9 up to I2) in a paragraph of base
     direction ``rtl``. Characters the algorithm removes (X9: embeddings, overrides, boundary
     neutrals) take the level of the character before them."""
+    if not rtl and not _RIGHT_TO_LEFT.search(text):
+        return [0] * len(text)  # nothing that could leave the paragraph's level
     from bidi import algorithm as uax9
 
     storage = uax9.get_empty_storage()
@@ -184,6 +200,7 @@ class Shaper:
         self._hb: dict[int, tuple[object, int]] = {}
         self._faces: dict[int, object] = {}
         self._cache: dict[tuple[int, bool, str], Shaped] = {}
+        self._cluster_fonts: dict[str, int] = {}
 
     def hb_font(self, index: int):
         try:
@@ -205,10 +222,17 @@ class Shaper:
             self._faces[index] = hb.Face(hb.Blob(bytes(self.chain.fonts[index].buffer)))
             return self._faces[index]
 
-    def cluster_font(self, cluster: str) -> int:
+    def cluster_font(self, cluster: str) -> int | None:
         """The font a grapheme cluster is drawn in: Noto Emoji for an emoji sequence, the
         script's own Noto face for a shaped script, else the first font in the chain with a
-        glyph for every visible character of the cluster (or for its first one)."""
+        glyph for every visible character of the cluster; None when no font has them all."""
+        try:
+            return self._cluster_fonts[cluster]
+        except KeyError:
+            found = self._cluster_fonts[cluster] = self._cluster_font(cluster)
+            return found
+
+    def _cluster_font(self, cluster: str) -> int:
         chain = self.chain
         visible = [c for c in cluster if c not in IGNORABLE and c not in INVISIBLE]
         if not visible:
@@ -225,7 +249,7 @@ class Shaper:
         for index, font in enumerate(chain.fonts):
             if all(font.has_glyph(ord(c)) for c in visible):
                 return index
-        return chain.glyph(visible[0])[0]
+        return None
 
     def shape(self, font: int, text: str, rtl: bool) -> Shaped:
         key = (font, rtl, text)
@@ -241,12 +265,24 @@ class Shaper:
         buffer.guess_segment_properties()
         buffer.direction = "rtl" if rtl else "ltr"
         buffer.cluster_level = hb.BufferClusterLevel.MONOTONE_CHARACTERS
+        # joiners, bidi controls and variation selectors that no ligature took draw nothing
+        buffer.flags = hb.BufferFlags.REMOVE_DEFAULT_IGNORABLES
         hb.shape(hb_font, buffer, {})
         glyphs, x = [], 0.0
         for info, pos in zip(buffer.glyph_infos, buffer.glyph_positions, strict=True):
+            # add_str numbers clusters by code point
             glyphs.append((info.codepoint, (x + pos.x_offset) / upem, pos.y_offset / upem,
-                           info.cluster))  # add_str numbers clusters by code point
+                           info.cluster))
             x += pos.x_advance
+        if x == 0 and glyphs:
+            # marks with nothing to sit on in this font (an enclosing keycap after a Hebrew
+            # letter): drawn one after another at their own advances, as spacing glyphs, so
+            # that their ink is inside the line the layout measured and none hides another
+            placed = []
+            for gid, _, dy, cluster in glyphs:
+                placed.append((gid, x / upem, dy, cluster))
+                x += hb_font.get_glyph_h_advance(gid)
+            glyphs = placed
         shaped = Shaped(glyphs, x / upem)
         if len(self._cache) > 50_000:
             self._cache.clear()
@@ -304,7 +340,18 @@ class ShapingLineBreaker(LineBreaker):
         font = [0] * len(paragraph)
         for start, end in zip(starts, starts[1:], strict=False):
             index = self.shaper.cluster_font(paragraph[start:end])
-            font[start:end] = [index] * (end - start)
+            if index is not None:
+                font[start:end] = [index] * (end - start)
+                continue
+            # no font has every character of the cluster (a Bengali letter with a
+            # Devanagari virama): each character in its own font, ignorables in the one
+            # before them
+            for i in range(start, end):
+                char = paragraph[i]
+                if char in IGNORABLE or char in INVISIBLE:
+                    font[i] = font[i - 1] if i > start else 0
+                else:
+                    font[i] = self.chain.glyph(char)[0]
         self._para = _Paragraph(paragraph, starts, font, bidi_levels(paragraph, rtl), rtl)
         try:
             lines = self._paragraph(paragraph, first_left, rest_left)
@@ -327,8 +374,11 @@ class ShapingLineBreaker(LineBreaker):
                 out.append(Piece("\t", 0.0, "tab", start))
                 glue_next = False
                 continue
-            if first == "\u200b" or (unicodedata.category(first) == "Zs"
-                                     and first not in _NON_BREAKING_SPACES):
+            # a space is a break; but a space that carries a mark (ICU makes " \u0301" one
+            # grapheme) is text, or the mark would go where trailing spaces go: undrawn
+            if (first == "\u200b" or (unicodedata.category(first) == "Zs"
+                                       and first not in _NON_BREAKING_SPACES)) \
+                    and len(cluster) == 1:
                 if out and out[-1].kind == "space":
                     out[-1].text += cluster
                 else:
