@@ -1,14 +1,16 @@
 """Text that needs more than one glyph per character in reading order: HarfBuzz shaping
-(``uharfbuzz``), the Unicode bidi algorithm (UAX #9, ``python-bidi``), grapheme clusters and
-dictionary line breaks for Thai, Lao, Khmer and Myanmar (ICU, through ``icu4py``).
+(``uharfbuzz``), the Unicode bidi algorithm (UAX #9, ``python-bidi``), grapheme clusters
+(UAX #29) and line breaks (UAX #14, with dictionaries for Thai, Lao, Khmer and Myanmar) from
+ICU, through ``icu4py``.
 
 A paragraph takes this path when one of its characters ``needs_shaping``: Arabic, Hebrew and
 the other right-to-left scripts, the Indic scripts, Thai and its neighbours, bidi controls, and
 emoji sequences. Every other paragraph keeps the plain path of ``layout.LineBreaker``, so Latin
-and CJK pages are drawn exactly as before.
+and CJK pages are drawn exactly as before, and break as ReadBench breaks them (at spaces, and
+between CJK characters; not after hyphens, where UAX #14 would).
 
-Lines break in logical order (``LineBreaker._paragraph``: spaces, CJK rules, ICU's dictionary
-breaks inside Thai-like text, never inside a grapheme cluster, long tokens broken inside), then
+Lines break in logical order (``LineBreaker._paragraph``, at UAX #14's opportunities, never
+inside a grapheme cluster, long tokens broken inside at cluster boundaries), then
 each line is reordered (UAX #9, L1-L2): its text is cut into segments of one bidi level and one
 font, each shaped by HarfBuzz in its direction, and the segments are laid out left to right in
 visual order. A right-to-left paragraph's lines are right-aligned (``Line.rtl``).
@@ -24,14 +26,11 @@ from functools import lru_cache
 from ..errors import ItemError
 from .fonts import IGNORABLE, INVISIBLE, FontChain, describe
 from .layout import (
-    _NO_BREAK_AFTER,
-    _NO_BREAK_BEFORE,
     _NON_BREAKING_SPACES,
     Line,
     LineBreaker,
     Piece,
     Run,
-    is_wide,
 )
 
 # scripts whose characters take shaping: Hebrew to NKo and Arabic's supplements, the Indic
@@ -39,9 +38,6 @@ from .layout import (
 _SHAPED_RANGES = ((0x0590, 0x08FF), (0x0900, 0x0DFF), (0x0E00, 0x0FFF), (0x1000, 0x109F),
                   (0x1780, 0x17FF), (0xA8E0, 0xA8FF), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F),
                   (0xFB1D, 0xFDFF), (0xFE70, 0xFEFC))
-# scripts with no spaces between words, broken with ICU's dictionaries
-_DICTIONARY_RANGES = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0xA9E0, 0xA9FF),
-                      (0xAA60, 0xAA7F))
 _BIDI_CONTROLS = frozenset({"R", "AL", "AN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI",
                             "FSI", "PDI"})
 # parts of emoji sequences: joiner, variation selectors, keycap, regional indicators, skin tones
@@ -63,7 +59,6 @@ def _class(ranges) -> str:
 
 
 # the same sets as regular expressions, to test a whole paragraph at C speed
-_DICTIONARY = re.compile(f"[{_class(_DICTIONARY_RANGES)}]")
 # characters that can take a bidi level other than the paragraph's: right-to-left letters,
 # Arabic digits and the explicit controls
 _RTL_RANGES = ((0x0590, 0x08FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF), (0x10800, 0x10FFF),
@@ -77,10 +72,6 @@ def needs_shaping(char: str) -> bool:
     code = ord(char)
     return (_in(_SHAPED_RANGES, code) or unicodedata.bidirectional(char) in _BIDI_CONTROLS
             or char in _EMOJI_PARTS or 0x1F000 <= code <= 0x1FAFF or 0xE0020 <= code <= 0xE007F)
-
-
-def is_dictionary_script(char: str) -> bool:
-    return _in(_DICTIONARY_RANGES, ord(char))
 
 
 def _utf16_to_index(text: str) -> list[int]:
@@ -102,21 +93,14 @@ def grapheme_starts(text: str) -> list[int]:
     return [*starts, len(text)] if text else [0]
 
 
-def dictionary_breaks(text: str) -> set[int]:
-    """Indices where a line may break between two characters of a script written without
-    spaces (Thai, Lao, Khmer, Myanmar), by ICU's dictionary-based line breaker (UAX #14)."""
-    if not _DICTIONARY.search(text):
-        return set()
+def line_breaks(text: str) -> set[int]:
+    """Indices where a line may break (UAX #14, by ICU's line breaker, whose dictionaries
+    break Thai, Lao, Khmer and Myanmar between words)."""
     from icu4py.breakers import LineBreaker as IcuLineBreaker
 
     index = _utf16_to_index(text)
-    out = set()
-    for start, _ in IcuLineBreaker(text, "th").segments():
-        at = index[start]
-        if 0 < at < len(text) and is_dictionary_script(text[at - 1]) \
-                and is_dictionary_script(text[at]):
-            out.add(at)
-    return out
+    return {index[start] for start, _ in IcuLineBreaker(text, "en").segments()
+            if 0 < index[start] < len(text)}
 
 
 def first_strong_rtl(text: str) -> bool | None:
@@ -365,14 +349,12 @@ class ShapingLineBreaker(LineBreaker):
         if para is None:
             return super().pieces(paragraph)
         out: list[Piece] = []
-        glue_next = False
-        dictionary = dictionary_breaks(paragraph)
+        breaks = line_breaks(paragraph)
         for start, end in zip(para.starts, para.starts[1:], strict=False):
             cluster = paragraph[start:end]
             first = cluster[0]
             if cluster == "\t":
                 out.append(Piece("\t", 0.0, "tab", start))
-                glue_next = False
                 continue
             # a space is a break; but a space that carries a mark (ICU makes " \u0301" one
             # grapheme) is text, or the mark would go where trailing spaces go: undrawn
@@ -383,22 +365,12 @@ class ShapingLineBreaker(LineBreaker):
                     out[-1].text += cluster
                 else:
                     out.append(Piece(cluster, 0.0, "space", start))
-                glue_next = False
                 continue
-            previous = out[-1] if out else None
-            joinable = previous is not None and previous.kind == "word"
-            if is_wide(first):
-                attach = joinable and (glue_next or first in _NO_BREAK_BEFORE)
-            else:
-                attach = joinable and (glue_next or not is_wide(previous.text[-1])
-                                       or unicodedata.category(first)[0] in "MP")
-                if attach and start in dictionary:
-                    attach = False
-            if attach:
-                previous.text += cluster
+            # a word goes on unless UAX #14 allows a break before this cluster
+            if out and out[-1].kind == "word" and start not in breaks:
+                out[-1].text += cluster
             else:
                 out.append(Piece(cluster, 0.0, "word", start))
-            glue_next = first in _NO_BREAK_AFTER
         for piece in out:
             if piece.kind != "tab":
                 piece.width = self.measure(piece.start, piece.start + len(piece.text))

@@ -12,8 +12,8 @@ from mmconvert.qa.textlayer import check_pdf
 from mmconvert.renderers.page import PageOptions, PageRenderer
 from mmconvert.renderers.shaping import (
     bidi_levels,
-    dictionary_breaks,
     grapheme_starts,
+    line_breaks,
     visual_order,
 )
 
@@ -109,18 +109,18 @@ def test_a_conjunct_is_one_glyph_and_the_i_sign_goes_before_its_consonant(render
 
 def test_thai_breaks_between_words_never_inside_one():
     text = "ภาษาไทยเป็นภาษาที่ไม่มีการเว้นวรรค"
-    breaks = dictionary_breaks(text)
+    breaks = line_breaks(text)
     assert {4, 7, 11} <= breaks  # ภาษา|ไทย|เป็น|ภาษา...
     words = {"ภาษา", "ไทย", "เป็น", "ที่", "ไม่มี", "การ", "เว้น", "วรรค"}
     cuts = sorted({0, len(text), *breaks})
     assert {text[a:b] for a, b in zip(cuts, cuts[1:], strict=False)} <= words
 
 
-def test_thai_paragraph_wraps_at_dictionary_breaks(renderer):
+def test_thai_paragraph_wraps_at_line_breaks(renderer):
     text = HARD["th"] * 6
     lines = [line for page in render(renderer, text).layout["pages"] for line in page]
     assert len(lines) > 1
-    breaks = dictionary_breaks(text) | {0}
+    breaks = line_breaks(text) | {0}
     at = 0
     for line in lines[:-1]:
         at += sum(len(run[2]) for run in line)
