@@ -26,7 +26,7 @@ from .layout import (
     paginate,
 )
 from .pdfwriter import PdfLine, PdfPage, write_pdf
-from .shaping import ShapingLineBreaker, grapheme_starts
+from .shaping import ShapingLineBreaker, first_strong_rtl, grapheme_starts
 
 POINTS_PER_INCH = 72.0
 # the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
@@ -190,6 +190,11 @@ class PageRenderer(Renderer):
                 label = f"{option_letter(index)}. "
                 hang = (sum(self.breaker.advance(c) for c in label)
                         if self.options.indent == "hanging" else 0.0)
+                if first_strong_rtl(text):
+                    # a right-to-left option: a right-to-left mark after its Latin label, so
+                    # that digits opening the text ("۱۰۰ درجه") stay with the text instead of
+                    # joining the label's left-to-right run (UAX #9 W7)
+                    label += "\u200f"
                 blocks.append(Block(label + text, hanging=hang, blank_before=gap,
                                     label=len(label), field=name))
             else:

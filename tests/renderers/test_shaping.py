@@ -221,3 +221,19 @@ def test_random_text_in_every_script_is_drawn_right_or_refused_in_one_line(rende
         return
     report = check_pdf(result.pdf, text, renderer.margin_pt)
     assert report.ok, (text, report.summary())
+
+
+def test_a_right_to_left_option_opening_with_digits_keeps_its_label_at_the_right(renderer):
+    """UAX #9 W7 would make digits after the Latin label "A." left to right and glue them to
+    it ("A. ۱۰۰" at the right end); a right-to-left mark after the label keeps them with the
+    Persian text, and the label at the right edge."""
+    item = Item(id="t", corpus="t", subset="t", split="test",
+                options=["۱۰۰ درجه در سطح دریا", "۹۰ درجه"])
+    result = renderer.render(item, "options", want_pdf=True)
+    with pymupdf.open("pdf", result.pdf) as doc:
+        trace = doc[0].get_texttrace()
+    first_line = min(c[2][1] for span in trace for c in span["chars"])
+    glyphs = [(c[3][2], span["font"]) for span in trace for c in span["chars"]
+              if abs(c[2][1] - first_line) < 1]
+    rightmost = max(glyphs)
+    assert rightmost[1].endswith("LiberationSans")  # the label's "A", not a Persian digit
