@@ -63,6 +63,12 @@ def _class(ranges) -> str:
 # Arabic digits and the explicit controls
 _RTL_RANGES = ((0x0590, 0x08FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF), (0x10800, 0x10FFF),
                (0x1E800, 0x1EFFF))
+# any character of ``needs_shaping``: the shaped ranges, strong right-to-left letters and
+# Arabic digits (all inside the right-to-left blocks) and bidi controls, emoji and their parts
+_NEEDS_SHAPING = re.compile(
+    f"[{_class(_SHAPED_RANGES)}{_class(((0x10800, 0x10FFF), (0x1E800, 0x1EFFF)))}"
+    f"{_class(((0x1F000, 0x1FAFF), (0xE0020, 0xE007F)))}"
+    "\u061c\u200d\u200f\u202a-\u202e\u2066-\u2069\ufe0e\ufe0f\u20e3]")
 _RIGHT_TO_LEFT = re.compile(f"[{_class(_RTL_RANGES)}\u061c\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -316,7 +322,7 @@ class ShapingLineBreaker(LineBreaker):
     # -- paragraphs ----------------------------------------------------------------------
     def paragraph_lines(self, paragraph: str, first_left: float, rest_left: float, *,
                         rtl: bool | None = None) -> list[Line]:
-        if not any(needs_shaping(c) for c in paragraph):
+        if not _NEEDS_SHAPING.search(paragraph):
             return self._paragraph(paragraph, first_left, rest_left)
         if rtl is None:
             rtl = bool(first_strong_rtl(paragraph))

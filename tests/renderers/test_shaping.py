@@ -237,3 +237,14 @@ def test_a_right_to_left_option_opening_with_digits_keeps_its_label_at_the_right
               if abs(c[2][1] - first_line) < 1]
     rightmost = max(glyphs)
     assert rightmost[1].endswith("LiberationSans")  # the label's "A", not a Persian digit
+
+
+def test_the_paragraph_test_misses_no_character_that_needs_shaping():
+    """paragraph_lines tests a whole paragraph with one regular expression; it may send a
+    paragraph to the shaped path needlessly, never keep one from it."""
+    from mmconvert.renderers.shaping import _NEEDS_SHAPING, needs_shaping
+
+    missed = [hex(c) for c in [*range(0x30000), *range(0xE0000, 0xE0200)]
+              if not 0xD800 <= c <= 0xDFFF and needs_shaping(chr(c))
+              and not _NEEDS_SHAPING.match(chr(c))]
+    assert missed == []
