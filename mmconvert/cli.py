@@ -54,6 +54,9 @@ def disk_error(err: OSError) -> str:
 @click.version_option(__version__, prog_name="mmconvert")
 def main():
     """Turn text benchmarks and corpora into image benchmarks for vision-language models."""
+    from .executors import use
+
+    use("local")  # each invocation starts local; --executor ray says otherwise
 
 
 
@@ -143,10 +146,39 @@ def run_options(fn):
                      help="Replace a run folder made with other options."),
         click.option("--progress/--no-progress", default=None,
                      help="Progress bar (default: when stderr is a terminal)."),
+        *backend_options(),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def backend_options():
+    """``--executor`` and ``--ray-address``: where the work runs (the output is the same)."""
+    def choose(ctx, param, value):
+        if param.name == "executor":
+            ctx.meta["mmconvert.executor"] = value
+        else:
+            ctx.meta["mmconvert.ray_address"] = value
+        if "mmconvert.executor" in ctx.meta and "mmconvert.ray_address" in ctx.meta:
+            from .executors import use
+
+            address = ctx.meta["mmconvert.ray_address"]
+            name = ctx.meta["mmconvert.executor"]
+            if address and name == "local":
+                raise click.UsageError("--ray-address needs --executor ray")
+            use(name, address)
+        return value
+
+    return [
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+                     show_default=True, expose_value=False, callback=choose,
+                     help="local: this machine's processes; ray: Ray Data on a local Ray "
+                          "cluster of --workers CPUs, or the one at --ray-address (pip install "
+                          "'mmconvert[ray]'). Output is the same."),
+        click.option("--ray-address", metavar="HOST:PORT", default=None, expose_value=False,
+                     callback=choose, help="Join this Ray cluster (with --executor ray)."),
+    ]
 
 
 def run_and_report(config, out: Path, workers: int, overwrite: bool, progress, api=None):
@@ -364,6 +396,8 @@ def occlude(out, difficulty, style, width, font, font_size, max_lines, max_heigh
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 @reports_errors
+@backend_options()[0]
+@backend_options()[1]
 def generate(out, image_model, chat_model, layout, font, size, quality, max_side, jpeg_quality,
              prompt_style, prompt_dir, image_base_url, chat_base_url, api_key_env,
              chat_api_key_env, concurrency, budget, price_table, cache_dir, max_tries, timeout,
@@ -598,6 +632,8 @@ def qa():
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 @reports_errors
+@backend_options()[0]
+@backend_options()[1]
 def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress):
     """Run automatic checks on every item of RUN_DIR and append their verdicts to qa.jsonl.
 

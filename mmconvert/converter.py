@@ -33,8 +33,8 @@ from .config import (
 from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, deduplicate
-from .errors import ItemError, ItemFiltered, MMConvertError
-from .executors import local_executor
+from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
+from .executors import BACKEND, executor_for
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import MANIFEST, write_json
@@ -107,15 +107,18 @@ class JobWorker:
 
     def __init__(self, config: RunConfig, job=None):
         self.config, self.job = config, job
+        self.api = getattr(job, "api_options", None)
 
     def __getstate__(self):
-        return {"config": self.config}
+        # the config, and how to reach the APIs (no key: keys are read from the
+        # environment of the process that calls)
+        return {"config": self.config, "api": self.api}
 
     def __setstate__(self, state):
-        self.config, self.job = state["config"], None
+        self.config, self.job, self.api = state["config"], None, state.get("api")
 
     def __call__(self):
-        return functools.partial(_run_item, self.job or job_for(self.config))
+        return functools.partial(_run_item, self.job or job_for(self.config, self.api))
 
 
 def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
@@ -277,8 +280,12 @@ def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str],
 def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
     """Results in task order, through the executor for this run: inline, processes, or (for a
     job that waits on the network) threads sharing ``job``."""
-    executor = local_executor(execution.workers, len(tasks), threads=getattr(job, "threads",
-                                                                              None))
+    threads = getattr(job, "threads", None)
+    api = getattr(job, "api_options", None)
+    if api is not None and api.budget is not None and BACKEND.get()[0] != "local":
+        raise UsageError("--budget is kept by one process, and --executor ray runs the "
+                         "requests in several; leave out one or the other")
+    executor = executor_for(execution.workers, len(tasks), threads=threads)
     results = executor.map(JobWorker(config, job), tasks)
     yield from progress_bar(results, len(tasks), show_progress(execution.progress))
 

@@ -28,11 +28,11 @@ MODELS = {
     "dedup": (RenderConfig,),
     "eval": (EvalOptions,),
 }
-# flags that fill no model field: where the run goes and how, the CLI's own switches, and the
-# sweep's comma-separated axes (parsed into SweepOptions lists)
-NOT_FIELDS = {"out", "workers", "overwrite", "progress", "config_file", "subsets", "dedup",
-              "no_ner", "dry_run", "ppis", "scales", "rotations", "qualities", "varied",
-              "targets", "as_json"}
+# flags that fill no model field: where the run goes and how (its executor too), the CLI's own
+# switches, and the sweep's comma-separated axes (parsed into SweepOptions lists)
+NOT_FIELDS = {"out", "workers", "overwrite", "progress", "executor", "ray_address", "config_file",
+              "subsets", "dedup", "no_ner", "dry_run", "ppis", "scales", "rotations",
+              "qualities", "varied", "targets", "as_json"}
 # defaults the help states that the model leaves as None and the code resolves (the renderer's
 # documented behaviour), and stated defaults that are not a field's
 RESOLVED = {("occlude", "difficulty"), ("occlude", "width"), ("occlude", "font"),

@@ -4,6 +4,7 @@ that render, occlude, generate, sweep, transform and qa check all run through.""
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from ..registry import Registry
@@ -15,6 +16,33 @@ EXECUTORS: Registry[type[Executor]] = Registry("executor")
 EXECUTORS.register("inline", "mmconvert.executors.local:InlineExecutor")
 EXECUTORS.register("process", "mmconvert.executors.local:ProcessExecutor")
 EXECUTORS.register("thread", "mmconvert.executors.local:ThreadExecutor")
+EXECUTORS.register("ray", "mmconvert.executors.ray:RayExecutor")
+
+# where this invocation runs its work: "local" (this machine's inline, process or thread
+# executor, by ``local_executor``) or a registered executor that takes a cluster address
+# (``--executor ray [--ray-address HOST:PORT]``); set once by the CLI or ``use``
+BACKEND: ContextVar[tuple[str, str | None]] = ContextVar("backend", default=("local", None))
+BACKENDS = ("local", "ray")
+
+
+def use(name: str, address: str | None = None) -> None:
+    """Run this invocation's work on ``name`` ("local" or "ray")."""
+    if name not in BACKENDS:
+        from ..errors import UsageError
+
+        raise UsageError(f"unknown executor {name!r} (choose from {', '.join(BACKENDS)})")
+    BACKEND.set((name, address))
+
+
+def executor_for(workers: int, tasks: int, *, threads: int | None = None) -> Executor:
+    """The executor for ``tasks`` tasks: the local one (``local_executor``), or the chosen
+    cluster executor with ``workers`` workers (0: one per core of this machine), each running
+    ``threads`` threads when the work waits on the network."""
+    name, address = BACKEND.get()
+    if name == "local":
+        return local_executor(workers, tasks, threads=threads)
+    return EXECUTORS.get(name)(workers or os.cpu_count() or 1, address=address,
+                               threads=threads)
 
 
 def local_executor(workers: int, tasks: int, *, threads: int | None = None) -> Executor:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
-from ..executors import local_executor
+from ..executors import executor_for
 from ..rows import SCHEMA
 from ..runfolder import RunFolder, identity_of
 from .imaging import decode
@@ -102,6 +102,6 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
 
 
 def _results(base, steps, rows, workers: int, progress: bool):
-    executor = local_executor(workers, len(rows))
+    executor = executor_for(workers, len(rows))
     yield from progress_bar(executor.map(functools.partial(_worker, base, steps), rows),
                             len(rows), progress)

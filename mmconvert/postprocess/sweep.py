@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
-from ..executors import local_executor
+from ..executors import executor_for
 from ..manifest import MANIFEST, RUN_INFO, write_json
 from ..renderers import renderer_class, row_renderer
 from ..rows import SCHEMA
@@ -374,7 +374,7 @@ def post(row: dict[str, Any], steps: list[Transform], pictures) -> Output:
 
 def _run(tasks, maker_args, workers: int, progress: bool):
     """(row, results) in the base manifest's order, through the executor for this machine."""
-    executor = local_executor(workers, len(tasks))
+    executor = executor_for(workers, len(tasks))
     results = executor.map(functools.partial(VariantMaker, *maker_args), tasks)
     yield from zip((row for row, _ in tasks), progress_bar(results, len(tasks), progress),
                    strict=True)

@@ -18,6 +18,7 @@ killed check resumes where it stopped.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..executors import local_executor
+from ..executors import executor_for
 from ..items import option_letter
 from ..manifest import MANIFEST
 from ..renderers import row_renderer
@@ -181,12 +182,19 @@ class Checker:
             else:
                 report.skipped += 1
                 progress(1)
-        executor = local_executor(1, len(work), threads=self.jobs)
-        readings = executor.map(lambda: self._reading, work)
+        executor = executor_for(1, len(work), threads=self.jobs)
+        readings = executor.map(functools.partial(_reader, self), work)
         for (row, todo), reading in zip(work, readings, strict=True):
             self.finish(row, todo, reading, report)
             progress(1)
         return report
+
+    def __getstate__(self):
+        """What a worker elsewhere (a Ray actor) needs to read images back: not the rows
+        and not the QA log, which stay with the one process that appends to it."""
+        state = dict(self.__dict__)
+        state.update(rows=[], qa=None, _renderers={})
+        return state
 
     def _reading(self, task) -> Reading | str | None:
         row, todo = task
@@ -465,3 +473,8 @@ def ocr_statistics(values: list[float]) -> dict[str, float]:
             "median": round(statistics.median(ordered), 4),
             "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 4),
             "max": round(ordered[-1], 4)}
+
+
+def _reader(checker: Checker):
+    """The reading worker of ``checker`` (a module-level function: picklable)."""
+    return checker._reading

@@ -1,0 +1,215 @@
+"""The Ray Data executor: the same ordered map, run as a Ray Data ``map_batches`` stage over a
+pool of actors, on a local Ray cluster of ``--workers`` CPUs or the cluster at
+``--ray-address``.
+
+Each actor builds its own worker once (``make_worker``, pickled, as for worker processes);
+tasks and results cross the object store pickled; the dataset keeps task order
+(``preserve_order``), so the caller's one sink writes exactly what the local executors write:
+the same manifest rows in the same order, the same bytes. A worker that needs threads (OCR,
+network requests) runs its batch in that many threads inside the actor.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import pickle
+import socket
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..errors import MMConvertError, UsageError
+from .base import Executor
+
+INSTALL_HINT = "--executor ray needs Ray: pip install 'mmconvert[ray]'"
+# tasks a batch (an actor call); small, so that results stream back in order soon
+BATCH = 4
+RETRIES = 1
+
+
+def import_ray():
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    return ray
+
+
+def reachable(address: str, timeout: float = 5.0) -> None:
+    """A one-line error unless something listens at ``address`` (host:port; Ray's own
+    client would retry for minutes)."""
+    if address in ("auto", "local") or address.startswith("ray://"):
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as err:
+        raise MMConvertError(f"no Ray cluster at {address} ({err.__class__.__name__}: "
+                             f"{err}); start one with `ray start --head`, or leave out "
+                             "--ray-address for a local one") from None
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """File descriptor 2 to /dev/null for the duration (Ray writes to it from C++)."""
+    import os
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+class _Actor:
+    """A Ray Data callable class; ``payload`` (the pickled ``make_worker``) and ``threads``
+    are set on a subclass made per run, so no constructor argument goes through the object
+    store."""
+
+    payload: bytes = b""
+    threads: int | None = None
+
+    def __init__(self):
+        self.worker = pickle.loads(self.payload)()
+        self.pool = None
+        if self.threads and self.threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(max_workers=self.threads)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        tasks = [pickle.loads(task) for task in batch["task"]]
+        results = (list(self.pool.map(self._one, tasks)) if self.pool
+                   else [self._one(task) for task in tasks])
+        return {"index": batch["index"], "result": results}
+
+    def _one(self, task) -> bytes:
+        """A task's result, or the exception it raised, as data: the driver raises it in
+        its turn, as the local executors do (Ray would wrap it and lose its type)."""
+        try:
+            return pickle.dumps((True, self.worker(task)))
+        except Exception as err:  # noqa: BLE001 - handed to the driver whole
+            try:
+                return pickle.dumps((False, err))
+            except Exception:  # noqa: BLE001 - an exception that cannot be pickled
+                return pickle.dumps((False, MMConvertError(
+                    f"{err.__class__.__name__}: {err}".splitlines()[0])))
+
+
+class RayExecutor(Executor):
+    name = "ray"
+    description = ("Ray Data: a local Ray cluster of --workers CPUs, or the cluster at "
+                   "--ray-address")
+
+    def __init__(self, workers: int = 1, *, address: str | None = None,
+                 threads: int | None = None):
+        super().__init__(workers)
+        self.address = address
+        self.threads = threads
+
+    def start(self) -> bool:
+        """Join the cluster (or start a local one); whether this call started it."""
+        import os
+
+        # Ray's C++ core logs warnings about its own internals to stderr; a run's stderr is
+        # for the run's notes and its one summary line
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+        ray = import_ray()
+        if ray.is_initialized():
+            return False
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                   "configure_logging": False,
+                                   "logging_level": logging.WARNING}
+        if self.address:
+            reachable(self.address)
+            options["address"] = self.address
+        else:
+            options.update(num_cpus=self.workers, _node_ip_address="127.0.0.1")
+        try:
+            with _quiet_stderr():  # Ray's start-up banner and C++ log lines
+                ray.init(**options)
+        except Exception as err:  # noqa: BLE001 - Ray raises many kinds; one line for all
+            raise MMConvertError(f"could not start or join Ray: {err}".splitlines()[0]) from None
+        # one cluster for the whole invocation (a sweep maps once a variant), left at exit
+        atexit.register(ray.shutdown)
+        return True
+
+    def map(self, make_worker: Callable[[], Callable[[Any], Any]],
+            tasks: Iterable[Any]) -> Iterator[Any]:
+        ray = import_ray()
+        self.start()
+        for name in ("ray.data", "ray"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = False
+        context.print_on_execution_start = False
+        rows = [{"index": index, "task": pickle.dumps(task)}
+                for index, task in enumerate(tasks)]
+        if not rows:
+            return
+        actor = type("MMConvertWorker", (_Actor,),
+                     {"payload": pickle.dumps(make_worker), "threads": self.threads})
+        # an actor that dies (killed, out of memory) is restarted and its batch tried once
+        # more; a task that kills its worker every time fails the run, instead of Ray's
+        # default of retrying for ever
+        with warnings.catch_warnings():  # Ray 2.60 warns of its own keyword handling
+            warnings.simplefilter("ignore")
+            dataset = ray.data.from_items(rows).map_batches(
+                actor, batch_size=BATCH, concurrency=min(self.workers, len(rows)),
+                num_cpus=1 if not self.threads else 0.5, max_restarts=RETRIES,
+                max_task_retries=RETRIES)
+        expected = 0
+        try:
+            for row in dataset.iter_rows():
+                if row["index"] != expected:  # preserve_order guarantees it; be sure
+                    raise MMConvertError(f"Ray returned task {row['index']} where "
+                                         f"{expected} was due")
+                expected += 1
+                ok, value = pickle.loads(row["result"])
+                if not ok:
+                    raise _Raised(value)
+                yield value
+        except _Raised as raised:
+            raise raised.error from None
+        except MMConvertError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a worker died, or a task raised
+            raised = _task_error(err)
+            if raised is not None:  # the task's own exception, as the local executors give
+                raise raised from None
+            message = f"{err.__class__.__name__}: {err}".splitlines()[0]
+            raise MMConvertError(f"a Ray worker failed ({message}); what was written "
+                                 "stays, and running the command again resumes") from None
+
+
+class _Raised(Exception):  # noqa: N818 - a carrier, not an error of its own
+    """A task's exception on its way out of the loop, past the handler of Ray's errors."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _task_error(err: BaseException) -> BaseException | None:
+    """The exception a task raised, out of Ray's wrappers (``UserCodeException``,
+    ``RayTaskError``); None when Ray itself failed (a worker died, the cluster went)."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if not type(current).__module__.startswith("ray"):
+            return current
+        current = getattr(current, "cause", None) or current.__cause__
+    return None

@@ -1,0 +1,148 @@
+"""``--executor ray`` on a real local Ray cluster (2 CPUs on 127.0.0.1): the run folders it
+writes are byte-identical to the local executor's, for render, occlude, sweep and qa check;
+and its bad input (Ray missing, no cluster at the address) is one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, SAMPLE
+
+pytest.importorskip("ray")
+
+
+def mmconvert(*args, env=None) -> subprocess.CompletedProcess:
+    """The CLI in a process of its own (a Ray cluster is started and left per process)."""
+    import os
+
+    return subprocess.run([sys.executable, "-m", "mmconvert", *map(str, args)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def same(a: Path, b: Path) -> None:
+    left, right = tree(a), tree(b)
+    assert sorted(left) == sorted(right)
+    differ = [name for name in left if left[name] != right[name]]
+    assert differ == [], differ
+
+
+def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
+    local, ray = tmp_path / "local", tmp_path / "ray"
+    made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", local, "--workers",
+                     "2", "--pdf")
+    assert made.returncode == 0, made.stderr
+    started = time.perf_counter()
+    made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", ray, "--workers",
+                     "2", "--pdf", "--executor", "ray")
+    assert made.returncode == 0, made.stderr
+    # the run's stderr is the run's own: its note and summary line, no Ray log lines
+    assert [line.split(":")[0] for line in made.stderr.splitlines()] == [
+        "mmlu-redux", f"9 item(s) rendered (9 page(s)) into {ray} in "
+        + made.stderr.splitlines()[1].split(" in ")[1].split(":")[0]]
+    assert time.perf_counter() - started < 120
+    same(local, ray)
+
+    # a sweep and a qa check of that run, on Ray, are the local ones too
+    sweeps = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        sweeps[name] = tmp_path / f"sweep-{name}"
+        made = mmconvert("sweep", local, "--ppi", "72,150", "--rotate", "90", "--out",
+                         sweeps[name], "--workers", "2", *extra)
+        assert made.returncode == 0, made.stderr
+    same(sweeps["local"], sweeps["ray"])
+
+    events = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        folder = tmp_path / f"qa-{name}"
+        subprocess.run(["cp", "-r", str(local), str(folder)], check=True)
+        made = mmconvert("qa", "check", folder, "--checks", "ocr,text_layer", "--no-progress",
+                         *extra)
+        assert made.returncode == 0, made.stderr
+        events[name] = [{k: v for k, v in json.loads(line).items() if k != "at"}
+                        for line in (folder / "qa.jsonl").read_text().splitlines()]
+        for event in events[name]:
+            event["detail"].pop("seconds", None)
+    assert events["local"] == events["ray"] and len(events["ray"]) == 18
+
+
+def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
+    folders = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        folders[name] = tmp_path / name
+        made = mmconvert("occlude", "captions", "--source", FIXTURES / "coco", "--out",
+                         folders[name], "--workers", "2", *extra)
+        assert made.returncode == 0, made.stderr
+    same(folders["local"], folders["ray"])
+
+
+def test_no_cluster_at_the_address_is_one_line_and_quick(tmp_path):
+    started = time.perf_counter()
+    made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "x",
+                     "--executor", "ray", "--ray-address", "127.0.0.1:9")
+    assert made.returncode == 1
+    assert made.stderr.splitlines()[-1].startswith(
+        "Error: no Ray cluster at 127.0.0.1:9 (ConnectionRefusedError")
+    assert time.perf_counter() - started < 30
+    # nothing was rendered, and the folder can be run again
+    assert not (tmp_path / "x" / "manifest.jsonl").exists() or \
+        (tmp_path / "x" / "manifest.jsonl").read_text() == ""
+
+
+def test_ray_missing_is_the_install_hint(monkeypatch):
+    from mmconvert.errors import UsageError
+    from mmconvert.executors.ray import import_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(UsageError, match=r"pip install 'mmconvert\[ray\]'"):
+        import_ray()
+
+
+def test_a_budget_is_refused_on_ray(tmp_path):
+    made = mmconvert("generate", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "g",
+                     "--executor", "ray", "--budget", "1", "--limit", "1",
+                     env={"OPENAI_API_KEY": "not-a-key"})  # in this process only
+    assert made.returncode == 2
+    assert "--budget is kept by one process" in made.stderr.splitlines()[-1]
+
+
+def test_ray_address_without_ray_is_a_usage_error(tmp_path):
+    made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "x",
+                     "--ray-address", "127.0.0.1:6379")
+    assert made.returncode == 2 and "--ray-address needs --executor ray" in made.stderr
+
+
+def _exit_on_five(x: int) -> int:
+    if x == 5:
+        import os
+
+        os._exit(1)  # the worker process dies, as a kill or the OOM killer would end it
+    return x
+
+
+def _dying_worker():
+    return _exit_on_five
+
+
+def test_a_worker_that_dies_every_time_is_one_line_not_an_endless_retry():
+    from mmconvert.errors import MMConvertError
+    from mmconvert.executors.ray import RayExecutor
+
+    started = time.perf_counter()
+    with pytest.raises(MMConvertError) as err:
+        list(RayExecutor(2).map(_dying_worker, range(10)))
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("a Ray worker failed (ActorDiedError")
+    assert "running the command again resumes" in message
+    assert time.perf_counter() - started < 120
