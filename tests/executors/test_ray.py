@@ -1,6 +1,7 @@
 """``--executor ray`` on a real local Ray cluster (2 CPUs on 127.0.0.1): the run folders it
-writes are byte-identical to the local executor's, for render, occlude, sweep and qa check;
-and its bad input (Ray missing, no cluster at the address) is one line."""
+writes are byte-identical to the local executor's, for render, occlude, sweep, transform and
+qa check; and its bad input (Ray missing, no cluster at the address, a dying worker) is one
+line."""
 
 from __future__ import annotations
 
@@ -62,6 +63,14 @@ def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
                          sweeps[name], "--workers", "2", *extra)
         assert made.returncode == 0, made.stderr
     same(sweeps["local"], sweeps["ray"])
+
+    transformed = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        transformed[name] = tmp_path / f"transform-{name}"
+        made = mmconvert("transform", local, "--apply", "blur:1.5", "--apply", "jpeg:75",
+                         "--out", transformed[name], "--workers", "2", *extra)
+        assert made.returncode == 0, made.stderr
+    same(transformed["local"], transformed["ray"])
 
     events = {}
     for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
