@@ -136,6 +136,14 @@ def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str,
         return "stopped", err
 
 
+def _write_remotely(out: str, result: tuple[str, Any]) -> tuple[str, Any]:
+    """On a cluster worker: write a made item's files into the run folder there."""
+    status, payload = result
+    if status == "ok":
+        payload.write_into(Path(out))
+    return result
+
+
 # --- main side ---------------------------------------------------------------------------
 
 
@@ -286,7 +294,8 @@ def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
         raise UsageError("--budget is kept by one process, and --executor ray runs the "
                          "requests in several; leave out one or the other")
     executor = executor_for(execution.workers, len(tasks), threads=threads)
-    results = executor.map(JobWorker(config, job), tasks)
+    results = executor.map(JobWorker(config, job), tasks,
+                           remote=functools.partial(_write_remotely, str(execution.out.resolve())))
     yield from progress_bar(results, len(tasks), show_progress(execution.progress))
 
 

@@ -102,6 +102,16 @@ class Output:
     def __init__(self) -> None:
         self.row: dict[str, Any] = {}
         self.files: list[tuple[str, bytes]] = []
+        self.written: list[str] = []  # files a worker elsewhere already wrote (``write_into``)
+
+    def write_into(self, root: Path) -> None:
+        """Write the files here, where the worker runs (a cluster node that reaches the run
+        folder), atomically, and keep only their names: the sink then appends the row
+        without the bytes crossing the cluster."""
+        for rel, data in self.files:
+            write_file(root, rel, data)
+        self.written += [rel for rel, _ in self.files]
+        self.files = []
 
     def file(self, rel: str, data: bytes) -> dict[str, Any]:
         """Keep ``data`` for ``rel``; its sha256 for the row."""
@@ -301,6 +311,11 @@ class RunFolder:
                                  "of mmconvert does not fit its schema: please report it)")
         for rel, data in output.files:
             write_file(self.path, rel, data)
+        for rel in output.written:
+            if not inside(self.path, rel).is_file():
+                raise RunFolderError(f"{self.path / rel}: a worker reported it written, but "
+                                     "it is not there (does every worker reach the run "
+                                     "folder at the same path?)")
         self.manifest.append(output.row)
 
     def rows(self) -> list[dict[str, Any]]:

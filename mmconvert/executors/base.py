@@ -24,5 +24,10 @@ class Executor:
         self.workers = max(1, workers)
 
     def map(self, make_worker: Callable[[], Callable[[Any], Any]],
-            tasks: Iterable[Any]) -> Iterator[Any]:
+            tasks: Iterable[Any], *,
+            remote: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+        """``remote``, when given, is applied to each result where the worker runs, if that
+        is another machine's process (a cluster executor): there it writes the result's
+        files into a folder every worker reaches, so that only the row travels back. Local
+        executors leave it to the caller's sink; the caller must treat both the same."""
         raise NotImplementedError

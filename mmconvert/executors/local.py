@@ -18,7 +18,7 @@ class InlineExecutor(Executor):
     name = "inline"
     description = "one task after another, in this process"
 
-    def map(self, make_worker, tasks):
+    def map(self, make_worker, tasks, *, remote=None):
         worker = make_worker()
         for task in tasks:
             yield worker(task)
@@ -48,7 +48,7 @@ class ThreadExecutor(Executor):
     name = "thread"
     description = "a pool of threads sharing one worker (network-bound work: generate, OCR)"
 
-    def map(self, make_worker, tasks):
+    def map(self, make_worker, tasks, *, remote=None):
         worker = make_worker()
         pool = ThreadPoolExecutor(max_workers=self.workers)
         yield from _windowed(pool, worker, tasks, 4 * self.workers)
@@ -84,7 +84,7 @@ class ProcessExecutor(Executor):
     name = "process"
     description = "a pool of worker processes, each building its own worker"
 
-    def map(self, make_worker, tasks):
+    def map(self, make_worker, tasks, *, remote=None):
         pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_start,
                                    initargs=(make_worker, os.getpid()))
         yield from _windowed(pool, _call, tasks, 4 * self.workers)

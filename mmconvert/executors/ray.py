@@ -79,9 +79,12 @@ class _Actor:
 
     payload: bytes = b""
     threads: int | None = None
+    remote: bytes = pickle.dumps(None)
 
     def __init__(self):
-        self.worker = pickle.loads(self.payload)()
+        worker = pickle.loads(self.payload)()
+        after = pickle.loads(self.remote)
+        self.worker = worker if after is None else (lambda task: after(worker(task)))
         self.pool = None
         if self.threads and self.threads > 1:
             from concurrent.futures import ThreadPoolExecutor
@@ -146,7 +149,8 @@ class RayExecutor(Executor):
         return True
 
     def map(self, make_worker: Callable[[], Callable[[Any], Any]],
-            tasks: Iterable[Any]) -> Iterator[Any]:
+            tasks: Iterable[Any], *,
+            remote: Callable[[Any], Any] | None = None) -> Iterator[Any]:
         ray = import_ray()
         self.start()
         for name in ("ray.data", "ray"):
@@ -160,7 +164,8 @@ class RayExecutor(Executor):
         if not rows:
             return
         actor = type("MMConvertWorker", (_Actor,),
-                     {"payload": pickle.dumps(make_worker), "threads": self.threads})
+                     {"payload": pickle.dumps(make_worker), "threads": self.threads,
+                      "remote": pickle.dumps(remote)})
         # an actor that dies (killed, out of memory) is restarted and its batch tried once
         # more; a task that kills its worker every time fails the run, instead of Ray's
         # default of retrying for ever
