@@ -9,6 +9,7 @@ killed run leaves a manifest that is a complete prefix of the finished one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import platform
@@ -244,25 +245,12 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
         tasks = [(item, job.part(item, corpus), corpus.prompt_keys(item)) for item in todo]
 
         try:
-            for status, payload in _run_tasks(tasks, config, execution, job):
-                if status == "ok":
-                    folder.write(payload)
-                    summary.rendered += 1
-                    summary.images += len(payload.row["images"])
-                elif status == "stopped":
-                    summary.not_done += 1
-                    summary.stopped = summary.stopped or str(payload)
-                elif payload.always_recorded or config.on_error == "skip":
-                    folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
-                                           "reason": str(payload)})
-                    if isinstance(payload, ItemFiltered):
-                        summary.filtered += 1
-                    elif payload.always_recorded:
-                        summary.failed += 1
-                    else:
-                        summary.skipped += 1
-                else:
-                    raise payload
+            # files and rows made durable in groups; not for work that waits on the network
+            # (generate), whose rows must be on disk as soon as each paid response is
+            grouped = contextlib.nullcontext() if getattr(job, "threads", None) \
+                else folder.grouped()
+            with grouped:
+                _sink(folder, _run_tasks(tasks, config, execution, job), config, summary)
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
@@ -283,6 +271,30 @@ def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str],
     items, _ = load_selection(config, corpus, log=log)
     return job.dry_run([(item, job.part(item, corpus), corpus.prompt_keys(item))
                         for item in items])
+
+
+def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary) -> None:
+    """Each result in task order: a made item into the folder, a skip recorded, a stop
+    counted, an error raised."""
+    for status, payload in results:
+        if status == "ok":
+            folder.write(payload)
+            summary.rendered += 1
+            summary.images += len(payload.row["images"])
+        elif status == "stopped":
+            summary.not_done += 1
+            summary.stopped = summary.stopped or str(payload)
+        elif payload.always_recorded or config.on_error == "skip":
+            folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
+                                   "reason": str(payload)})
+            if isinstance(payload, ItemFiltered):
+                summary.filtered += 1
+            elif payload.always_recorded:
+                summary.failed += 1
+            else:
+                summary.skipped += 1
+        else:
+            raise payload
 
 
 def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):

@@ -34,8 +34,10 @@ def write_json(path: Path, data: Any, indent: int = 2) -> None:
     atomic_write(path, json_bytes(data, indent))
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half."""
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half.
+    ``durable``: on disk before the call returns (fsync); without it the rename is still
+    atomic, and the caller makes a group of files durable at once (``sync``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -43,7 +45,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException as err:
         try:
@@ -53,6 +56,13 @@ def atomic_write(path: Path, data: bytes) -> None:
         if isinstance(err, OSError) and err.filename is None:  # a full disk: name the file
             err.filename = str(path)
         raise
+
+
+def sync() -> None:
+    """Everything written so far on disk (one pass for a group of files, where an fsync each
+    would cost about a millisecond a file)."""
+    if hasattr(os, "sync"):
+        os.sync()
 
 
 def dumps(row: dict[str, Any]) -> str:

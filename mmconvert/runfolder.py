@@ -25,6 +25,7 @@ from .manifest import (
     JsonlLog,
     atomic_write,
     json_bytes,
+    sync,
     write_json,
 )
 
@@ -90,9 +91,9 @@ def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
     return data
 
 
-def write_file(root: Path, rel: str, data: bytes) -> None:
+def write_file(root: Path, rel: str, data: bytes, *, durable: bool = True) -> None:
     """Write one of a run's files atomically, after checking it stays inside the folder."""
-    atomic_write(inside(root, rel), data)
+    atomic_write(inside(root, rel), data, durable=durable)
 
 
 class Output:
@@ -124,6 +125,10 @@ class Output:
         return {"path": rel, "role": role, "width": width, "height": height, **extra,
                 **self.file(rel, data)}
 
+
+# a group of rows made durable at once by ``RunFolder.grouped``: at most this many, or this long
+GROUP_ROWS = 64
+GROUP_SECONDS = 0.5
 
 # a killed run's worker processes share its lock (they were forked holding it) and die a moment
 # after it, with PR_SET_PDEATHSIG: the seconds a lock whose recorded holder is dead is waited for
@@ -298,6 +303,35 @@ class RunFolder:
         self.skipped.append({"id": item_id, "stage": stage, "reason": str(payload)})
         return "skipped"
 
+    @contextmanager
+    def grouped(self) -> Iterator[None]:
+        """Inside the block, ``write`` makes files and rows durable in groups (every
+        ``GROUP_ROWS`` rows or ``GROUP_SECONDS``, and at the end): the files of a group,
+        written atomically, are synced in one pass, then the group's rows are appended and
+        synced. A row still never names a file that is not on disk; a kill loses at most the
+        rows of one group, whose items a resumed run makes again (the same bytes)."""
+        self._pending: list[dict[str, Any]] | None = []
+        self._since = time.monotonic()
+        try:
+            yield
+        except BaseException:
+            try:  # keep what was made; the error that stopped the run is the one to report
+                self._flush()
+            except OSError:
+                pass
+            raise
+        else:
+            self._flush()
+        finally:
+            self._pending = None
+
+    def _flush(self) -> None:
+        if self._pending:
+            sync()
+            self.manifest.append(*self._pending)
+            self._pending = []
+        self._since = time.monotonic()
+
     def write(self, output: Output) -> None:
         """The sink: an item's files (atomically, inside the folder), then its manifest row,
         so a row never names a file that is not there. The row is checked against its
@@ -309,14 +343,20 @@ class RunFolder:
             raise RunFolderError(f"{self.path / MANIFEST}: item {output.row.get('id')!r}: "
                                  f"field {found[0]}: {found[1]} (a row made by this version "
                                  "of mmconvert does not fit its schema: please report it)")
+        pending = getattr(self, "_pending", None)
         for rel, data in output.files:
-            write_file(self.path, rel, data)
+            write_file(self.path, rel, data, durable=pending is None)
         for rel in output.written:
             if not inside(self.path, rel).is_file():
                 raise RunFolderError(f"{self.path / rel}: a worker reported it written, but "
                                      "it is not there (does every worker reach the run "
                                      "folder at the same path?)")
-        self.manifest.append(output.row)
+        if pending is None:
+            self.manifest.append(output.row)
+            return
+        pending.append(output.row)
+        if len(pending) >= GROUP_ROWS or time.monotonic() - self._since >= GROUP_SECONDS:
+            self._flush()
 
     def rows(self) -> list[dict[str, Any]]:
         """The manifest's rows, each parsed with its renderer's row model: a row that does not

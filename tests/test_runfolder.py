@@ -290,3 +290,37 @@ def test_a_sweep_or_export_into_a_target_in_use_stops(tmp_path):
     assert result.exit_code == 1 and "is in use by another mmconvert run" in result.output
     assert run("sweep", base, "--scale", "0.5", "--out", sweep_out).exit_code == 0
     assert run("export", base, "--format", "jsonl", "--out", export_out).exit_code == 0
+
+
+def test_grouped_writes_append_rows_in_groups_after_their_files(tmp_path, monkeypatch):
+    """Inside ``grouped`` the sink syncs files and appends rows a group at a time (the cost
+    of an fsync a file was most of a short item's I/O); a row never goes before its files,
+    and the rows of an unfinished group are appended when the block ends, even by an
+    error."""
+    from mmconvert import runfolder
+    from mmconvert.runfolder import GROUP_ROWS, Output, RunFolder
+
+    syncs = []
+    monkeypatch.setattr(runfolder, "sync", lambda: syncs.append(1))
+    monkeypatch.setattr(runfolder, "GROUP_SECONDS", 3600)
+    folder = RunFolder(tmp_path / "run")
+    folder.create(False)
+
+    def output(n: int) -> Output:
+        made = Output()
+        made.row = {"id": f"item-{n:03d}", "renderer": {"name": "none"}}
+        made.file(f"images/item-{n:03d}.png", b"png %d" % n)
+        return made
+
+    monkeypatch.setattr("mmconvert.rows.row_problem", lambda row: None)
+    with pytest.raises(KeyboardInterrupt), folder.grouped():
+        for n in range(GROUP_ROWS + 5):
+            folder.write(output(n))
+            rows = folder.manifest.read()
+            assert len(rows) == (GROUP_ROWS if n >= GROUP_ROWS - 1 else 0)
+            for row in rows:
+                assert (tmp_path / "run" / "images" / f"{row['id']}.png").is_file()
+        raise KeyboardInterrupt  # the block ends by an interrupt: its rows are kept
+    assert [r["id"] for r in folder.manifest.read()] == [f"item-{n:03d}"
+                                                        for n in range(GROUP_ROWS + 5)]
+    assert len(syncs) == 2  # one sync a group
