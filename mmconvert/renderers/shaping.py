@@ -300,6 +300,14 @@ _SCRIPT_BLOCKS = (("HEBREW", 0x0590, 0x05FF), ("ARABIC", 0x0600, 0x06FF),
 
 
 @dataclass
+class _Placed(Run):
+    """A piece as the line filler placed it, in logical order, before reordering: ``start``
+    is its index in the paragraph (its font is not chosen yet)."""
+
+    start: int = 0
+
+
+@dataclass
 class _Paragraph:
     text: str
     starts: list[int]            # grapheme cluster starts, and len(text)
@@ -400,7 +408,7 @@ class ShapingLineBreaker(LineBreaker):
     def _place_piece(self, line: Line, piece: Piece, x: float) -> None:
         if self._para is None:
             return super()._place_piece(line, piece, x)
-        line.runs.append(Run(x, piece.text, piece.start, x + piece.width))
+        line.runs.append(_Placed(x, piece.text, -1, x + piece.width, start=piece.start))
 
     def _commit(self, line: Line, pending: list[Piece], x: float, left: float) -> float:
         if self._para is None:
@@ -408,7 +416,7 @@ class ShapingLineBreaker(LineBreaker):
         for gap in pending:
             start = x
             x = self._after_gap(gap, x, left)
-            line.runs.append(Run(start, gap.text, gap.start, x))
+            line.runs.append(_Placed(start, gap.text, -1, x, start=gap.start))
         return x
 
     # -- measuring and reordering -------------------------------------------------------
@@ -437,7 +445,7 @@ class ShapingLineBreaker(LineBreaker):
         atoms = []  # (level, font, text, glyphs, width)
         logical = []
         for run in line.runs:
-            start, end = run.font, run.font + len(run.text)
+            start, end = run.start, run.start + len(run.text)
             logical.append(run.text)
             if run.text == "\t" or run.text.strip("\t") == "":
                 atoms.append([para.levels[start], 0, run.text, [], run.end - run.x])
