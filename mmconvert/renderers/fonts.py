@@ -67,6 +67,8 @@ INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 IGNORABLE = frozenset("\u034f\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066"
                       "\u2067\u2068\u2069") | frozenset(map(chr, range(0xFE00, 0xFE10))) \
     | frozenset(map(chr, range(0xE0020, 0xE0080))) | frozenset(map(chr, range(0xE0100, 0xE01F0)))
+# every character that draws nothing: no glyph, no ink, no width of its own
+SILENT = INVISIBLE | IGNORABLE
 
 
 class FontChain:
@@ -113,21 +115,10 @@ class FontChain:
             gid = self._gids[index, char] = self.fonts[index].has_glyph(ord(char))
             return gid
 
-    def check(self, text: str, *, where: str = "", field: str = "",
-              shaping: bool = True) -> None:
-        """Raise an ItemError naming the first character no shipped font can draw (and,
-        without ``shaping``, the first that needs shaping or bidi)."""
-        from .shaping import needs_shaping
-
+    def check(self, text: str, *, where: str = "", field: str = "") -> None:
+        """Raise an ItemError naming the first character no shipped font can draw."""
         for char in dict.fromkeys(text):  # first offender in reading order
-            if char in INVISIBLE or char in "\n\t":
-                continue
-            if not shaping and needs_shaping(char):
-                raise ItemError(
-                    f"{describe(char)} needs shaping or right-to-left ordering, which this "
-                    "renderer does not do yet (the page renderer does)",
-                    where=where, field=field, stage="render")
-            if char in IGNORABLE:
+            if char in SILENT or char in "\n\t":
                 continue
             try:
                 self.glyph(char)

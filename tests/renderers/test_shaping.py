@@ -164,13 +164,6 @@ def test_redraw_from_the_stored_layout_gives_the_same_pages(renderer):
     assert [p.png for p in again] == [p.png for p in result.pages]
 
 
-def test_the_occluder_still_refuses_what_it_cannot_shape():
-    from mmconvert.renderers.fonts import font_chain
-
-    with pytest.raises(ItemError, match="needs shaping or right-to-left ordering"):
-        font_chain().check("مرحبا", shaping=False)
-
-
 def test_two_part_vowel_signs_are_drawn_around_their_consonant_and_read_back(renderer):
     """Tamil கொ is three glyphs: ெ and க (HarfBuzz's cluster of க), and ா (the cluster of
     the vowel sign ொ); one grapheme. Its characters are spread over the glyphs from the end
