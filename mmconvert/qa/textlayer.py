@@ -7,7 +7,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..renderers.fonts import IGNORABLE, INVISIBLE
+from ..renderers.fonts import SILENT
 from ..renderers.layout import normalise
 
 # what get_text() may give back for a character we drew
@@ -17,7 +17,7 @@ _READ_BACK = {"\u00a0": " ", "\u2007": " ", "\u202f": " "}
 def _seen(char: str) -> bool:
     """Whether ``char`` leaves ink (every Unicode space separator is ``isspace()`` too; bidi
     controls and variation selectors are default ignorables)."""
-    return not char.isspace() and char not in INVISIBLE and char not in IGNORABLE
+    return not char.isspace() and char not in SILENT
 
 
 def visible_characters(text: str) -> Counter:

@@ -18,7 +18,7 @@ import hashlib
 import zlib
 from dataclasses import dataclass, field
 
-from .fonts import IGNORABLE, INVISIBLE, FontChain
+from .fonts import SILENT, FontChain
 from .layout import glyph_clusters
 
 _COMPRESSION = 6
@@ -81,8 +81,7 @@ def _ink_first(text: str) -> str:
     selectors) moved after the others: a reader matches an ActualText's first and last
     characters against its glyphs', and an invisible one in front (a left-to-right mark
     before a letter) makes it drop the letter."""
-    silent = [c for c in text if c in IGNORABLE or c in INVISIBLE]
-    return "".join(c for c in text if c not in IGNORABLE and c not in INVISIBLE) + "".join(silent)
+    return "".join(c for c in text if c not in SILENT) + "".join(c for c in text if c in SILENT)
 
 
 def _hex(text: str) -> bytes:

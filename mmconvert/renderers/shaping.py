@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import ItemError
-from .fonts import IGNORABLE, INVISIBLE, FontChain, describe
+from .fonts import SILENT, FontChain, describe
 from .layout import (
     _NON_BREAKING_SPACES,
     Line,
@@ -224,7 +224,7 @@ class Shaper:
 
     def _cluster_font(self, cluster: str) -> int:
         chain = self.chain
-        visible = [c for c in cluster if c not in IGNORABLE and c not in INVISIBLE]
+        visible = [c for c in cluster if c not in SILENT]
         if not visible:
             return 0
         candidates = []
@@ -346,7 +346,7 @@ class ShapingLineBreaker(LineBreaker):
             # before them
             for i in range(start, end):
                 char = paragraph[i]
-                if char in IGNORABLE or char in INVISIBLE:
+                if char in SILENT:
                     font[i] = font[i - 1] if i > start else 0
                 else:
                     font[i] = self.chain.glyph(char)[0]
@@ -479,7 +479,7 @@ class ShapingLineBreaker(LineBreaker):
                 drawn.reverse()
             if any(gid == 0 for gid, *_ in drawn):
                 bad = next((c for c in text if not self.chain.fonts[font].has_glyph(ord(c))
-                            and c not in IGNORABLE and c not in INVISIBLE), text[0])
+                            and c not in SILENT), text[0])
                 raise ItemError(f"no shipped font can draw {describe(bad)} in {text!r}")
             out.runs.append(Run(placed[i], text, font, placed[i] + width, drawn))
         out.width = x - (0.0 if para.rtl else left)

@@ -57,10 +57,9 @@ def test_hard_cases_draw_every_character_with_a_real_glyph_inside_the_page(rende
 
 
 def ink(text: str) -> str:
-    from mmconvert.renderers.fonts import IGNORABLE, INVISIBLE
+    from mmconvert.renderers.fonts import SILENT
 
-    return "".join(c for c in text if not c.isspace() and c not in IGNORABLE
-                   and c not in INVISIBLE)
+    return "".join(c for c in text if not c.isspace() and c not in SILENT)
 
 
 def line_boxes(pdf: bytes) -> list[tuple[float, float]]:
