@@ -64,6 +64,13 @@ class Line:
     indent: float = 0.0
     width: float = 0.0
 
+    def align_right(self, edge: float) -> None:
+        """Move a right-to-left line so that it ends ``indent`` in from ``edge``."""
+        shift = max(0.0, edge - self.indent - self.width)
+        for run in self.runs:
+            run.x += shift
+            run.end += shift
+
 
 @dataclass
 class Block:

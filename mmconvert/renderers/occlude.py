@@ -290,10 +290,7 @@ class CaptionOccluder(Renderer):
                 pos += 1  # the space a line break replaced
             assert caption.startswith(text, pos), (caption, text, pos)
             if line.rtl:  # a right-to-left caption's lines end at the right edge
-                shift = max(0.0, width - line.indent - line.width)
-                for run in line.runs:
-                    run.x += shift
-                    run.end += shift
+                line.align_right(width)
             if line.text is None:
                 xs = [line.runs[0].x if line.runs else 0.0]
                 for char in text:

@@ -229,11 +229,8 @@ class PageRenderer(Renderer):
                                      else max(run.end for run in line.runs)
                                      for line in page if line.runs))
             for line in page:
-                if line.rtl and line.runs:
-                    shift = max(0.0, edge - line.indent - line.width)
-                    for run in line.runs:
-                        run.x += shift
-                        run.end += shift
+                if line.rtl:
+                    line.align_right(edge)
 
     def render(self, item: Item, part: RenderPart, *, want_pdf: bool = False) -> PageRender:
         """Page PNGs (and the vector PDF) of ``part`` of ``item``.
