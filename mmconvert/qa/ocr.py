@@ -13,29 +13,19 @@ from pathlib import Path
 
 from ..errors import MMConvertError
 from ..renderers.fonts import IGNORABLE
+from ..renderers.scripts import script_of
 
 LANGS = {"en": "eng", "zh-tw": "chi_tra", "zh-hant": "chi_tra", "zh": "chi_sim",
          "zh-cn": "chi_sim", "zh-hans": "chi_sim", "ar": "ara", "fa": "fas", "ur": "urd",
          "he": "heb", "hi": "hin", "bn": "ben", "ta": "tam", "th": "tha", "el": "ell",
          "ru": "rus"}
-# the Tesseract language that reads each script (by Unicode block), and the Debian package of
-# its traineddata; a script of the item's own language is read by that language instead
-SCRIPTS = (("Latin", ((0x41, 0x24F), (0x1E00, 0x1EFF)), "eng"),
-           ("Greek", ((0x370, 0x3FF), (0x1F00, 0x1FFF)), "ell"),
-           ("Cyrillic", ((0x400, 0x52F),), "rus"),
-           ("Hebrew", ((0x590, 0x5FF), (0xFB1D, 0xFB4F)), "heb"),
-           ("Arabic", ((0x600, 0x6FF), (0x750, 0x77F), (0x870, 0x8FF), (0xFB50, 0xFDFF),
-                       (0xFE70, 0xFEFC)), "ara"),
-           ("Devanagari", ((0x900, 0x97F),), "hin"),
-           ("Bengali", ((0x980, 0x9FF),), "ben"),
-           ("Tamil", ((0xB80, 0xBFF),), "tam"),
-           ("Thai", ((0xE00, 0xE7F),), "tha"),
-           ("Han", ((0x2E80, 0x2FDF), (0x3000, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
-                    (0xF900, 0xFAFF), (0xFF00, 0xFFEF), (0x20000, 0x3134F)), "chi_sim"))
-_SCRIPT_OF_LANG = {"eng": "Latin", "ell": "Greek", "rus": "Cyrillic", "heb": "Hebrew",
-                   "ara": "Arabic", "fas": "Arabic", "urd": "Arabic", "hin": "Devanagari",
-                   "ben": "Bengali", "tam": "Tamil", "tha": "Thai", "chi_sim": "Han",
-                   "chi_tra": "Han"}
+# the Tesseract language that reads each script (``renderers.scripts``; a script not here, Lao
+# or emoji, is read by none), and the script each language reads
+READ_BY = {"LATIN": "eng", "GREEK": "ell", "CYRILLIC": "rus", "HEBREW": "heb", "ARABIC": "ara",
+           "DEVANAGARI": "hin", "BENGALI": "ben", "TAMIL": "tam", "THAI": "tha",
+           "HAN": "chi_sim"}
+_SCRIPT_OF_LANG = {**{lang: script for script, lang in READ_BY.items()},
+                   "fas": "ARABIC", "urd": "ARABIC", "chi_tra": "HAN"}
 
 
 @dataclass(frozen=True)
@@ -61,14 +51,6 @@ def tesseract_lang(language: str) -> str:
     return LANGS.get(language.lower(), language)
 
 
-def script_of(char: str) -> str | None:
-    code = ord(char)
-    for name, ranges, _ in SCRIPTS:
-        if any(low <= code <= high for low, high in ranges):
-            return name
-    return None
-
-
 def ocr_languages(language: str, text: str) -> str:
     """The Tesseract languages that read ``text`` of an item in ``language``: the item's own
     first, then one for each other script among its letters (``eng+chi_sim`` for English
@@ -79,15 +61,15 @@ def ocr_languages(language: str, text: str) -> str:
     if own.startswith("chi"):
         # Chinese models read Latin letters and digits themselves (measured: adding eng made
         # CMMLU read worse, 0.021 to 0.085 mean error)
-        seen.add("Latin")
+        seen.add("LATIN")
     for char in dict.fromkeys(text):
         if not char.isalpha():
             continue
         script = script_of(char)
-        if script is None or script in seen:
+        if script not in READ_BY or script in seen:
             continue
         seen.add(script)
-        langs.append(next(lang for name, _, lang in SCRIPTS if name == script))
+        langs.append(READ_BY[script])
     return "+".join(langs)
 
 

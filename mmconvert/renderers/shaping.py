@@ -32,6 +32,7 @@ from .layout import (
     Piece,
     Run,
 )
+from .scripts import script_of
 
 # scripts whose characters take shaping: Hebrew to NKo and Arabic's supplements, the Indic
 # scripts, Thai, Lao, Tibetan, Myanmar, Khmer, Arabic and Hebrew presentation forms
@@ -230,7 +231,7 @@ class Shaper:
         candidates = []
         if any(c in _EMOJI_PRESENTATION for c in cluster) and "EMOJI" in chain.by_script:
             candidates.append(chain.by_script["EMOJI"])
-        script = _script_of(visible[0])
+        script = script_of(visible[0])
         if script in chain.by_script:
             candidates.append(chain.by_script[script])
         for index in candidates:
@@ -278,25 +279,6 @@ class Shaper:
             self._cache.clear()
         self._cache[key] = shaped
         return shaped
-
-
-def _script_of(char: str) -> str | None:
-    code = ord(char)
-    for script, low, high in _SCRIPT_BLOCKS:
-        if low <= code <= high:
-            return script
-    if 0x1F000 <= code <= 0x1FAFF:
-        return "EMOJI"
-    return None
-
-
-_SCRIPT_BLOCKS = (("HEBREW", 0x0590, 0x05FF), ("ARABIC", 0x0600, 0x06FF),
-                  ("ARABIC", 0x0750, 0x077F), ("ARABIC", 0x0870, 0x08FF),
-                  ("DEVANAGARI", 0x0900, 0x097F), ("BENGALI", 0x0980, 0x09FF),
-                  ("TAMIL", 0x0B80, 0x0BFF), ("THAI", 0x0E00, 0x0E7F), ("LAO", 0x0E80, 0x0EFF),
-                  ("MYANMAR", 0x1000, 0x109F), ("KHMER", 0x1780, 0x17FF),
-                  ("DEVANAGARI", 0xA8E0, 0xA8FF), ("HEBREW", 0xFB1D, 0xFB4F),
-                  ("ARABIC", 0xFB50, 0xFDFF), ("ARABIC", 0xFE70, 0xFEFC))
 
 
 @dataclass
