@@ -270,30 +270,3 @@ def paginate(lines: list[Line], lines_per_page: int, pitch: float) -> PageLayout
         if not pages[-1]:
             pages.pop()
     return PageLayout(pages or [[]], pitch)
-
-
-def glyph_clusters(run: Run, graphemes: list[int] | None = None) -> list[tuple[int, str]]:
-    """A shaped run's glyphs, in drawing order, grouped: (glyph count, the group's
-    characters). HarfBuzz numbers its clusters monotonically; a group is the glyphs of the
-    clusters that start in one grapheme cluster (``graphemes``: the grapheme starts in the
-    run's text; default: each HarfBuzz cluster alone), and its characters run from that
-    grapheme to the next group's. Bengali কো is one group of three glyphs (ে ক া), not
-    two clusters (ে ক | া), which PDF readers would read back as কক ো."""
-    import bisect
-
-    def unit(cluster: int) -> int:
-        return cluster if graphemes is None else graphemes[
-            bisect.bisect_right(graphemes, cluster) - 1]
-
-    units = sorted({unit(cluster) for *_, cluster in run.glyphs})
-    ends = dict(zip(units, [*units[1:], len(run.text)], strict=True))
-    out: list[tuple[int, str]] = []
-    previous = None
-    for *_, cluster in run.glyphs:
-        here = unit(cluster)
-        if here == previous:
-            out[-1] = (out[-1][0] + 1, out[-1][1])
-        else:
-            out.append((1, run.text[here:ends[here]]))
-        previous = here
-    return out

@@ -26,7 +26,7 @@ from .layout import (
     paginate,
 )
 from .pdfwriter import PdfLine, PdfPage, write_pdf
-from .shaping import ShapingLineBreaker, first_strong_rtl, grapheme_starts
+from .shaping import ShapingLineBreaker, first_strong_rtl
 
 POINTS_PER_INCH = 72.0
 # the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
@@ -255,7 +255,7 @@ class PageRenderer(Renderer):
                          [PdfLine(self.margin_pt + row * self.pitch + self.baseline, line.runs)
                           for row, line in enumerate(lines)])
                  for lines, width, height in zip(layout.pages, widths, heights, strict=True)],
-                self.chain, self.size, self.breaker.shaper.hb_face, grapheme_starts)
+                self.chain, self.size, self.breaker.shaper.hb_face)
         return PageRender(images, pdf, part, layout.line_count(),
                           self.layout_record(layout, widths, heights))
 

@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from .fonts import SILENT, FontChain
-from .layout import glyph_clusters
+from .shaping import glyph_clusters
 
 _COMPRESSION = 6
 
@@ -98,7 +98,7 @@ def _actual(text: str) -> bytes:
 
 
 def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: FontChain,
-                   face_of, grapheme_starts) -> bytes:
+                   face_of) -> bytes:
     """A page's text: glyph ids as two-byte codes, y up from the page's bottom."""
     out = [b"BT\n"]
     current = None
@@ -143,7 +143,7 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
                 continue
             select(run.font)
             shares: list[str] = []
-            for count, text in glyph_clusters(run, grapheme_starts(run.text)):
+            for count, text in glyph_clusters(run):
                 shares += spread(count, _ink_first(text))
             for (gid, dx, dy, _), share in zip(run.glyphs, shares, strict=True):
                 font.gids.add(gid)
@@ -154,14 +154,11 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
     return b"".join(out)
 
 
-def write_pdf(pages: list[PdfPage], chain: FontChain, size: float, face_of,
-              grapheme_starts) -> bytes:
-    """The PDF of ``pages`` (``face_of(index)``: the HarfBuzz face of a chain font;
-    ``grapheme_starts(text)``: where its grapheme clusters start): fonts subset to the
-    glyphs drawn, streams deflated."""
+def write_pdf(pages: list[PdfPage], chain: FontChain, size: float, face_of) -> bytes:
+    """The PDF of ``pages`` (``face_of(index)``: the HarfBuzz face of a chain font): fonts
+    subset to the glyphs drawn, streams deflated."""
     fonts: dict[int, _Font] = {}
-    contents = [content_stream(page, size, fonts, chain, face_of, grapheme_starts)
-                for page in pages]
+    contents = [content_stream(page, size, fonts, chain, face_of) for page in pages]
     objects: list[bytes] = []
 
     def add(body: bytes) -> int:

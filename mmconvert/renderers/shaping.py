@@ -18,6 +18,7 @@ visual order. A right-to-left paragraph's lines are right-aligned (``Line.rtl``)
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -468,22 +469,44 @@ class ShapingLineBreaker(LineBreaker):
         return out
 
 
+def glyph_groups(run: Run) -> tuple[list[int], dict[int, int]]:
+    """The grapheme cluster each glyph of a shaped run belongs to (its start in
+    ``run.text``), and where each such group's characters end: at the next group's start,
+    since HarfBuzz numbers its clusters monotonically and a grapheme whose glyphs it merged
+    into an earlier one's belongs to that one."""
+    starts = grapheme_starts(run.text)
+    groups = [starts[bisect.bisect_right(starts, cluster) - 1] for *_, cluster in run.glyphs]
+    logical = sorted(set(groups))
+    return groups, dict(zip(logical, [*logical[1:], len(run.text)], strict=True))
+
+
+def glyph_clusters(run: Run) -> list[tuple[int, str]]:
+    """A shaped run's glyphs, in drawing order, grouped by grapheme cluster: (glyph count,
+    the group's characters). Bengali কো is one group of three glyphs (ে ক া), not two
+    HarfBuzz clusters (ে ক | া), which PDF readers would read back as কক ো."""
+    groups, ends = glyph_groups(run)
+    out: list[tuple[int, str]] = []
+    previous = None
+    for here in groups:
+        if here == previous:
+            out[-1] = (out[-1][0] + 1, out[-1][1])
+        else:
+            out.append((1, run.text[here:ends[here]]))
+        previous = here
+    return out
+
+
 def run_extents(run: Run) -> list[tuple[int, int, float, float]]:
     """(start, end, left, right) of each grapheme cluster of a run, offsets in ``run.text``:
     a shaped run's clusters from their glyphs (left at the cluster's leftmost glyph, right
     at the next cluster's left in visual order, or the run's end), a run without glyphs as
     one piece. What an occlusion band must cover to hide whole clusters."""
-    import bisect
-
     if not run.glyphs:
         return [(0, len(run.text), run.x, run.end)]
-    starts = grapheme_starts(run.text)
+    groups, ends = glyph_groups(run)
     lefts: dict[int, float] = {}
-    for _gid, dx, _dy, cluster in run.glyphs:
-        group = starts[bisect.bisect_right(starts, cluster) - 1]
+    for (_gid, dx, _dy, _cluster), group in zip(run.glyphs, groups, strict=True):
         lefts[group] = min(lefts.get(group, dx), dx)
-    logical = sorted(lefts)
-    ends = dict(zip(logical, [*logical[1:], len(run.text)], strict=True))
     visual = sorted((left, group) for group, left in lefts.items())
     out = []
     for i, (left, group) in enumerate(visual):
