@@ -203,6 +203,9 @@ class RunFolder:
         self.path = path
         self.manifest = JsonlLog(path / MANIFEST)
         self.skipped = JsonlLog(path / SKIPPED)
+        # rows waiting for their group's sync inside ``grouped``; None: each row at once
+        self._pending: list[dict[str, Any]] | None = None
+        self._since = 0.0
 
     def check(self, identity: dict[str, Any], overwrite: bool) -> None:
         """Refuse a folder that holds another run (unless ``overwrite``) or other files."""
@@ -310,7 +313,7 @@ class RunFolder:
         written atomically, are synced in one pass, then the group's rows are appended and
         synced. A row still never names a file that is not on disk; a kill loses at most the
         rows of one group, whose items a resumed run makes again (the same bytes)."""
-        self._pending: list[dict[str, Any]] | None = []
+        self._pending = []
         self._since = time.monotonic()
         try:
             yield
@@ -343,7 +346,7 @@ class RunFolder:
             raise RunFolderError(f"{self.path / MANIFEST}: item {output.row.get('id')!r}: "
                                  f"field {found[0]}: {found[1]} (a row made by this version "
                                  "of mmconvert does not fit its schema: please report it)")
-        pending = getattr(self, "_pending", None)
+        pending = self._pending
         for rel, data in output.files:
             write_file(self.path, rel, data, durable=pending is None)
         for rel in output.written:
