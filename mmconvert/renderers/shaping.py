@@ -45,8 +45,8 @@ _BIDI_CONTROLS = frozenset({"R", "AL", "AN", "LRE", "RLE", "LRO", "RLO", "PDF", 
 # parts of emoji sequences: joiner, variation selectors, keycap, regional indicators, skin tones
 _EMOJI_PARTS = frozenset("\u200d\ufe0e\ufe0f\u20e3") | frozenset(
     map(chr, range(0x1F1E6, 0x1F200))) | frozenset(map(chr, range(0x1F3FB, 0x1F400)))
-_EMOJI_PRESENTATION = frozenset("\ufe0f\u200d\u20e3") | frozenset(
-    map(chr, range(0x1F1E6, 0x1F200))) | frozenset(map(chr, range(0x1F3FB, 0x1F400)))
+# those that ask for the emoji face: all but VS15, which asks for text presentation
+_EMOJI_PRESENTATION = _EMOJI_PARTS - {"\ufe0e"}
 # the bidi algorithm here knows embeddings, not isolates: an isolate is computed as the
 # embedding of the same direction (FSI as left-to-right)
 _ISOLATES_AS_EMBEDDINGS = str.maketrans("\u2066\u2067\u2068\u2069", "\u202a\u202b\u202a\u202c")
