@@ -29,7 +29,7 @@ from ..items import Item, base_language
 from ..rows import OcclusionRow
 from ..seeds import rng
 from .base import Renderer
-from .drawing import fill_black, mupdf, show_runs
+from .drawing import encode_png, fill_black, mupdf, png_deflater, show_runs
 from .fonts import INVISIBLE, FontChain, caption_font, font_chain
 from .layout import Block, Run, control_characters, normalise
 from .shaping import ShapingLineBreaker, run_extents
@@ -220,8 +220,9 @@ class CaptionOccluder(Renderer):
     def __init__(self, options: OccludeOptions | None = None, language: str | None = "en"):
         self.options = options or OccludeOptions()
         self._choosers: dict[str, SpanChooser] = {}
-        # fail before any work when the entity model is missing
+        # fail before any work when the entity model or the PNG encoder is missing
         self.chooser(base_language(language))
+        png_deflater()
         if self.options.font:
             font_chain(self.options.font)
 
@@ -520,14 +521,6 @@ def decode_photo(image, width: int, where: str):
     else:
         image = image.convert("RGB")
     return image.resize((width, height), Image.Resampling.LANCZOS)
-
-
-def encode_png(image) -> bytes:
-    """PNG at zlib level 1 with run-length matching: a quarter of level 6's time for files
-    about 5 % larger (a COCO photo at 300 px: 4.3 ms against 17 ms; bench/occlude_speed.py)."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=1, compress_type=3)  # 3: zlib's Z_RLE
-    return buffer.getvalue()
 
 
 def _short(err: Exception) -> str:

@@ -298,3 +298,28 @@ def test_a_right_to_left_word_is_hidden_where_it_is_drawn_not_where_it_would_be_
     first, second = caption.index("مرحبا"), caption.index("بكم")
     # right to left: the first word in reading order lies to the right of the second
     assert line.extent(first, first + 5)[0] > line.extent(second, second + 3)[1] - 1e-6
+
+
+@pytest.mark.parametrize("mode, size", [("RGB", (300, 217)), ("L", (300, 41)), ("RGB", (1, 1)),
+                                        ("L", (1, 5))])
+def test_the_png_encoder_keeps_every_pixel_and_writes_a_plain_png(mode, size):
+    import random
+
+    from mmconvert.renderers.drawing import encode_png
+
+    draw = random.Random(7)
+    channels = len(mode)
+    image = Image.frombytes(mode, size, bytes(draw.randrange(256)
+                                              for _ in range(size[0] * size[1] * channels)))
+    png = encode_png(image)
+    back = Image.open(io.BytesIO(png))
+    assert (back.mode, back.size) == (mode, size)
+    assert back.tobytes() == image.tobytes()
+    assert png[12:16] == b"IHDR" and png.endswith(b"IEND\xaeB`\x82")
+
+
+def test_the_png_encoder_refuses_modes_it_does_not_write():
+    from mmconvert.renderers.drawing import encode_png
+
+    with pytest.raises(ValueError, match="L or RGB"):
+        encode_png(Image.new("RGBA", (2, 2)))
