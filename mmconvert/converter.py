@@ -119,7 +119,15 @@ class JobWorker:
         self.config, self.job, self.api = state["config"], None, state.get("api")
 
     def __call__(self):
-        return functools.partial(_run_item, self.job or job_for(self.config, self.api))
+        return functools.partial(_run_group, self.job or job_for(self.config, self.api))
+
+
+def _run_group(job, tasks: list[tuple[Item, RenderPart, tuple[str, ...]]]) -> list[tuple[str, Any]]:
+    """A group of consecutive tasks: the job prepares their items together, then each is
+    run (a failure to prepare is met again, per item, when the item runs)."""
+    with contextlib.suppress(ItemError):
+        job.prepare([task[0] for task in tasks])
+    return [_run_item(job, task) for task in tasks]
 
 
 def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
@@ -137,12 +145,12 @@ def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str,
         return "stopped", err
 
 
-def _write_remotely(out: str, result: tuple[str, Any]) -> tuple[str, Any]:
-    """On a cluster worker: write a made item's files into the run folder there."""
-    status, payload = result
-    if status == "ok":
-        payload.write_into(Path(out))
-    return result
+def _write_remotely(out: str, results: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """On a cluster worker: write a group's made items' files into the run folder there."""
+    for status, payload in results:
+        if status == "ok":
+            payload.write_into(Path(out))
+    return results
 
 
 # --- main side ---------------------------------------------------------------------------
@@ -305,10 +313,13 @@ def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
     if api is not None and api.budget is not None and BACKEND.get()[0] != "local":
         raise UsageError("--budget is kept by one process, and --executor ray runs the "
                          "requests in several; leave out one or the other")
-    executor = executor_for(execution.workers, len(tasks), threads=threads)
-    results = executor.map(JobWorker(config, job), tasks,
+    size = job.batch
+    groups = [tasks[start:start + size] for start in range(0, len(tasks), size)]
+    executor = executor_for(execution.workers, len(groups), threads=threads)
+    results = executor.map(JobWorker(config, job), groups,
                            remote=functools.partial(_write_remotely, str(execution.out.resolve())))
-    yield from progress_bar(results, len(tasks), show_progress(execution.progress))
+    yield from progress_bar((result for group in results for result in group), len(tasks),
+                            show_progress(execution.progress))
 
 
 def progress_bar(results, total: int, show: bool):

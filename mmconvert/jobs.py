@@ -28,9 +28,18 @@ def layout_file(output: Output, item_id: str, record: dict[str, Any]) -> dict[st
 
 
 class Job:
-    """What every kind of run shares: its renderer names the unit of its images."""
+    """What every kind of run shares: its renderer names the unit of its images.
+
+    A worker takes the items in groups of ``batch`` consecutive tasks (the same groups for any
+    executor and worker count), calls ``prepare`` on each group's items, then ``run`` on each
+    item: a job whose work is cheaper in bulk (the occluder's entity model) does it there.
+    """
 
     renderer: Any
+    batch = 1
+
+    def prepare(self, items: list[Item]) -> None:
+        """Work done once for a group of items before each is run (none by default)."""
 
     @property
     def unit(self) -> str:
@@ -87,6 +96,8 @@ class PageJob(Job):
 class OccludeJob(Job):
     """``mmconvert occlude``: image over caption with spans partly covered (VCR)."""
 
+    batch = 32  # captions a worker sends through spaCy's nlp.pipe at once
+
     def __init__(self, config: OccludeConfig):
         from .renderers.occlude import CaptionOccluder
 
@@ -103,6 +114,9 @@ class OccludeJob(Job):
             for entry in font_manifest(font_chain(face)):
                 seen.setdefault(entry["name"], entry)
         return list(seen.values())
+
+    def prepare(self, items: list[Item]) -> None:
+        self.renderer.prepare(items, self.config.seed)
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()

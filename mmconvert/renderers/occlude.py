@@ -220,6 +220,8 @@ class CaptionOccluder(Renderer):
     def __init__(self, options: OccludeOptions | None = None, language: str | None = "en"):
         self.options = options or OccludeOptions()
         self._choosers: dict[str, SpanChooser] = {}
+        # layouts of the group ``prepare`` saw last, by (item id, seed), with the item itself
+        self._laid_out: dict[tuple[str, int], tuple[Item, tuple]] = {}
         # fail before any work when the entity model or the PNG encoder is missing
         self.chooser(base_language(language))
         png_deflater()
@@ -241,8 +243,28 @@ class CaptionOccluder(Renderer):
 
     # -- sampling
 
+    def prepare(self, items: list[Item], seed: int) -> None:
+        """Lay out a group of items and tag the captions they show with one spaCy call per
+        language, for ``render`` to take; an item that cannot be laid out is left for
+        ``render`` to refuse."""
+        self._laid_out, shown = {}, {}
+        for item in items:
+            try:
+                laid_out = self._layout(item, seed)
+            except ItemError:
+                continue
+            self._laid_out[item.id, seed] = item, laid_out
+            params, caption, lines = laid_out
+            shown.setdefault(params.language, []).append(caption[:lines[-1].end])
+        for language, captions in shown.items():
+            self.chooser(language).prepare(captions)
+
     def layout(self, item: Item, seed: int) -> tuple[OcclusionParams, str, list[CaptionLine]]:
         """Everything but the spans: difficulty, side, width, font; the caption's lines."""
+        seen, laid_out = self._laid_out.get((item.id, seed), (None, None))
+        return laid_out if seen is item else self._layout(item, seed)
+
+    def _layout(self, item: Item, seed: int) -> tuple[OcclusionParams, str, list[CaptionLine]]:
         o = self.options
         language = language_of(item)
         draw = rng(seed, "occlude", item.id)

