@@ -111,7 +111,8 @@ def selection_options(fn):
 
 
 SELECTION_FLAGS = ("source", "split", "keep_flagged", "language", "max_length", "all_captions",
-                   "shuffle_options", "sample", "limit", "seed", "on_error")
+                   "shuffle_options", "sample", "limit", "seed", "on_error", "store",
+                   "shard_rows")
 DEDUP_FLAGS = {"dedup_threshold": "threshold", "dedup_field": "field",
                "embedding_model": "model", "dedup_index": "index", "batch_size": "batch_size",
                "device": "device"}
@@ -147,6 +148,21 @@ def run_options(fn):
         click.option("--progress/--no-progress", default=None,
                      help="Progress bar (default: when stderr is a terminal)."),
         *backend_options(),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def store_options(fn):
+    """How a run that makes images stores its files."""
+    options = [
+        click.option("--store", type=click.Choice(["files", "shards"]), default=None,
+                     help="files (default): one file per image, under images/; shards: "
+                          "Parquet shards under shards/ (images as Hugging Face Image values, "
+                          "readable by datasets.load_dataset('parquet')), the same manifest."),
+        click.option("--shard-rows", type=click.IntRange(min=1), default=None,
+                     help="Rows a shard, with --store shards (default 1000)."),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -266,6 +282,7 @@ def page_values(values: dict, ppi, render_part, color, pdf, prompt_style, prompt
 @click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
               help="Run folder to write (default: runs/<corpus>).")
 @page_options()
+@store_options
 @run_options
 @reports_errors
 def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers, overwrite,
@@ -315,6 +332,7 @@ def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers,
                    "none).")
 @click.option("--prompt-dir", type=click.Path(path_type=Path),
               help="Folder of prompt templates that replace the shipped ones by name.")
+@store_options
 @run_options
 @reports_errors
 def occlude(out, difficulty, style, width, font, font_size, max_lines, max_height, ngram,
@@ -395,6 +413,7 @@ def occlude(out, difficulty, style, width, font, font_size, max_lines, max_heigh
                                                 "(the response cache is kept).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
+@store_options
 @reports_errors
 @backend_options()[0]
 @backend_options()[1]

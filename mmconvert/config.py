@@ -56,7 +56,22 @@ class Selection(BaseModel):
         return data
 
 
-class RenderConfig(Selection):
+class Stored(Selection):
+    """Which items, and how a run that makes images stores its files."""
+
+    store: Literal["files", "shards"] = Field(
+        "files", description="files: one file per image; shards: Parquet shards")
+    shard_rows: int = Field(1000, ge=1, description="rows a shard, with --store shards")
+
+    def identity(self) -> dict[str, Any]:
+        data = super().identity()
+        if self.store == "files":  # as folders made before shards existed recorded it
+            data.pop("store", None)
+            data.pop("shard_rows", None)
+        return data
+
+
+class RenderConfig(Stored):
     """A ``render`` run: which items, how to draw them, what to write."""
 
     renderer: Literal["page"] = "page"
@@ -66,7 +81,7 @@ class RenderConfig(Selection):
     prompt_dir: Path | None = None
 
 
-class OccludeConfig(Selection):
+class OccludeConfig(Stored):
     """An ``occlude`` run: which image-caption pairs, how to cover them, what to write."""
 
     renderer: Literal["occlude"] = "occlude"
@@ -74,7 +89,7 @@ class OccludeConfig(Selection):
     prompt_dir: Path | None = None
 
 
-class GenerateConfig(Selection):
+class GenerateConfig(Stored):
     """A ``generate`` run: which items, how the image API is asked to draw them, what to
     write. Where the servers are and how much may be spent are ``ApiOptions``."""
 

@@ -241,6 +241,11 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             folder.skipped.rewrite([r for r in folder.skipped.read()
                                     if r.get("stage") != "generate"])
         repaired, done = folder.resume({item.id for item in items})
+        if folder.shards_removed:
+            note = (f"{execution.out / 'shards'}: removed {folder.shards_removed} shard(s) torn "
+                    "or never recorded in the manifest; their items are made again")
+            log(note)
+            summary.notes.append(note)
         if repaired:
             note = (f"{execution.out / MANIFEST}: removed {repaired} repeated row(s) (two runs "
                     "once wrote into this folder)")
@@ -255,8 +260,12 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
         try:
             # files and rows made durable in groups; not for work that waits on the network
             # (generate), whose rows must be on disk as soon as each paid response is
-            grouped = contextlib.nullcontext() if getattr(job, "threads", None) \
-                else folder.grouped()
+            if config.store == "shards":
+                grouped = folder.sharded(config.shard_rows)
+            elif getattr(job, "threads", None):
+                grouped = contextlib.nullcontext()
+            else:
+                grouped = folder.grouped()
             with grouped:
                 _sink(folder, _run_tasks(tasks, config, execution, job), config, summary)
         except (MMConvertError, OSError):
@@ -316,8 +325,11 @@ def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
     size = job.batch
     groups = [tasks[start:start + size] for start in range(0, len(tasks), size)]
     executor = executor_for(execution.workers, len(groups), threads=threads)
-    results = executor.map(JobWorker(config, job), groups,
-                           remote=functools.partial(_write_remotely, str(execution.out.resolve())))
+    # a files run's workers on a cluster write their files where they run; a sharded run's
+    # files travel back to the one writer of its shards
+    remote = None if config.store == "shards" else functools.partial(
+        _write_remotely, str(execution.out.resolve()))
+    results = executor.map(JobWorker(config, job), groups, remote=remote)
     yield from progress_bar((result for group in results for result in group), len(tasks),
                             show_progress(execution.progress))
 

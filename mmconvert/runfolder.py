@@ -28,11 +28,13 @@ from .manifest import (
     sync,
     write_json,
 )
+from .shards import SHARD_ROWS, SHARDS, ShardWriter, is_sharded, read_stored
+from .shards import check as check_shards
 
 DEDUP = "dedup.json"
 LOCK = ".mmconvert.lock"
 OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals",
-         "layout", "stats")
+         "layout", "stats", SHARDS)
 
 
 def identity_of(config: dict[str, Any]) -> dict[str, Any]:
@@ -71,19 +73,30 @@ def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
     return root / rel
 
 
-def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
-                  hashed: bool = False, **context: str) -> bytes:
-    """The bytes of a file a manifest row records (``entry["path"]`` in the run ``root``):
-    inside the run, there, and (always with ``hashed``, else when the entry has one) the same
-    as its recorded sha256; otherwise an ItemError naming ``where`` and ``field``."""
-    path = inside(root, entry.get("path"), where=where, field=field, **context)
+def read_run_file(root: Path, rel: str, *, where: str = "", field: str = "path",
+                  **context: str) -> bytes:
+    """The bytes of the file a row names ``rel`` in the run ``root``: the file inside the run
+    folder, or, in a sharded run (``--store shards``), the shard's copy; otherwise an
+    ItemError naming ``where`` and ``field``."""
+    path = inside(root, rel, where=where, field=field, **context)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
+        if is_sharded(root):
+            return read_stored(root, rel, where=where, field=field, **context)
         raise ItemError(f"{path} is missing", where=where, field=field, **context) from None
     except OSError as err:
         raise ItemError(f"cannot read {path} ({err.strerror})", where=where, field=field,
                         **context) from None
+
+
+def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
+                  hashed: bool = False, **context: str) -> bytes:
+    """The bytes of a file a manifest row records (``entry["path"]`` in the run ``root``,
+    ``read_run_file``), and (always with ``hashed``, else when the entry has one) the same
+    as its recorded sha256; otherwise an ItemError naming ``where`` and ``field``."""
+    path = root / str(entry.get("path"))
+    data = read_run_file(root, entry.get("path"), where=where, field=field, **context)
     if (hashed or entry.get("sha256")) and \
             hashlib.sha256(data).hexdigest() != entry.get("sha256"):
         raise ItemError(f"{path} has changed since the run (sha256 differs)", where=where,
@@ -206,6 +219,8 @@ class RunFolder:
         # rows waiting for their group's sync inside ``grouped``; None: each row at once
         self._pending: list[dict[str, Any]] | None = None
         self._since = 0.0
+        self._shards: ShardWriter | None = None  # inside ``sharded``
+        self.shards_removed = 0  # by ``resume``: torn or unrecorded shards
 
     def check(self, identity: dict[str, Any], overwrite: bool) -> None:
         """Refuse a folder that holds another run (unless ``overwrite``) or other files."""
@@ -279,6 +294,13 @@ class RunFolder:
         first kept; a row of an item outside ``selected`` is refused. Returns how many rows
         were removed, and the ids that need no more work (in the manifest or skipped)."""
         rows = self.manifest.read()
+        shards_removed = 0
+        if is_sharded(self.path):  # rows past the shards that hold them are made again
+            whole, shards_removed = check_shards(self.path, rows)
+            if whole < len(rows):
+                self.manifest.rewrite(rows[:whole])
+                rows = rows[:whole]
+        self.shards_removed = shards_removed
         seen: set[str] = set()
         kept = []
         for number, row in enumerate(rows, start=1):
@@ -328,6 +350,23 @@ class RunFolder:
         finally:
             self._pending = None
 
+    @contextmanager
+    def sharded(self, rows: int = SHARD_ROWS) -> Iterator[None]:
+        """Inside the block, ``write`` puts files into Parquet shards of ``rows`` rows
+        (``shards.ShardWriter``): a shard's rows reach the manifest once it is on disk. A
+        shard cut short by an error is dropped, and its items are made again on resume."""
+        (self.path / SHARDS).mkdir(parents=True, exist_ok=True)
+        self._shards = ShardWriter(self.path, rows, lambda made: self.manifest.append(*made))
+        try:
+            yield
+        except BaseException:
+            self._shards.abandon()
+            raise
+        else:
+            self._shards.finish()
+        finally:
+            self._shards = None
+
     def _flush(self) -> None:
         if self._pending:
             sync()
@@ -346,6 +385,14 @@ class RunFolder:
             raise RunFolderError(f"{self.path / MANIFEST}: item {output.row.get('id')!r}: "
                                  f"field {found[0]}: {found[1]} (a row made by this version "
                                  "of mmconvert does not fit its schema: please report it)")
+        if self._shards is not None:
+            if output.written:
+                raise RunFolderError(f"{self.path}: a sharded run takes files from its "
+                                     "workers, not written by them")
+            for rel, _ in output.files:
+                inside(self.path, rel)  # the same names a files run would write
+            self._shards.add(output.row, output.files)
+            return
         pending = self._pending
         for rel, data in output.files:
             write_file(self.path, rel, data, durable=pending is None)

@@ -18,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .errors import ItemError
 from .qa.checks import BUCKETS, DENSITY, density, word_count
 from .renderers import renderer_class, row_renderer
-from .runfolder import open_run
+from .runfolder import open_run, read_run_file
 
 # --- vision-token rules --------------------------------------------------------------------
 
@@ -93,8 +94,8 @@ TOKEN_RULES = {"qwen2-vl": qwen2_vl, "internvl2.5": internvl, "llava-1.5": llava
 def _page_words(run: Path, row: dict[str, Any]) -> list[int] | None:
     layout = row.get("layout") or {}
     try:
-        record = json.loads((run / layout["path"]).read_text(encoding="utf-8"))
-    except (KeyError, OSError, json.JSONDecodeError):
+        record = json.loads(read_run_file(run, layout["path"]).decode("utf-8"))
+    except (KeyError, ItemError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     return [word_count("\n".join("".join(run_[2] for run_ in line) for line in page))
             for page in record["pages"]]

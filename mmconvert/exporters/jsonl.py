@@ -1,5 +1,6 @@
 """JSONL export: the kept manifest rows, with file paths made relative to the export folder
-(default) or absolute. The images stay where they are."""
+(default) or absolute. The images stay where they are; a sharded run's (``--store shards``)
+are written out into the export under the names its rows record."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 from pathlib import Path
 
 from ..manifest import dumps
+from ..runfolder import read_run_file, write_file
+from ..shards import is_sharded
 from .source import RunSource
 
 
@@ -21,12 +24,23 @@ def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
         return path.as_posix() if paths == "absolute" else Path(
             os.path.relpath(path, target)).as_posix()
 
+    sharded = is_sharded(source.run)
+    if sharded:  # the files come out of the shards, next to the exported manifest
+        run = target
+
     count = 0
     staging.mkdir(parents=True, exist_ok=True)
     with open(staging / "manifest.jsonl", "w", encoding="utf-8") as handle:
         for record in source.records():
-            if source.checked(record, read=False) is None:
+            files = source.checked(record, read=sharded)
+            if files is None:
                 continue
+            if sharded:
+                for index, data in files.items():
+                    write_file(staging, record.row["images"][index]["path"], data)
+                for rel in other_files(record.row):
+                    write_file(staging, rel, read_run_file(source.run, rel,
+                                                           where=f"item {record.id}"))
             row = dict(record.row)
             row["images"] = [{**img, "path": moved(img["path"])} for img in row["images"]]
             for key in ("layout", "original"):
@@ -37,3 +51,10 @@ def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
             handle.write(dumps(row) + "\n")
             count += 1
     return count
+
+
+def other_files(row: dict) -> list[str]:
+    """The files a row names besides its images: its layout, original and PDF."""
+    rels = [row[key]["path"] for key in ("layout", "original")
+            if isinstance(row.get(key), dict) and row[key].get("path")]
+    return rels + ([row["pdf"]] if row.get("pdf") else [])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import re
 import statistics
@@ -30,14 +31,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import ItemError, UsageError
 from ..executors import executor_for
 from ..items import option_letter
 from ..manifest import MANIFEST
 from ..renderers import row_renderer
 from ..renderers.base import item_from_row
 from ..renderers.layout import is_wide
-from ..runfolder import open_run
+from ..runfolder import open_run, read_run_file
 from .events import AUTO, QaLog, event
 from .ocr import (
     OcrResult,
@@ -196,6 +197,14 @@ class Checker:
         state.update(rows=[], qa=None, _renderers={})
         return state
 
+    def file(self, rel: str) -> bytes | None:
+        """The bytes of a file a row names (a file of the run, or a shard's copy), or None
+        when it is missing or outside the run."""
+        try:
+            return read_run_file(self.run, rel)
+        except ItemError:
+            return None
+
     def _reading(self, task) -> Reading | str | None:
         row, todo = task
         return self.read_back(row) if {"ocr", "options"} & set(todo) else None
@@ -208,16 +217,17 @@ class Checker:
         now and then drops a whole line of a perfect page (measured in docs/design/qa.md)."""
         renderer, language = row_renderer(row), row.get("language") or "en"
         images = ocr_images(row)
-        for image in images:
-            if not (self.run / image["path"]).is_file():
+        data = [self.file(image["path"]) for image in images]
+        for image, got in zip(images, data, strict=True):
+            if got is None:
                 return f"{image['path']} is missing"
 
         # the item's language, and one for each other script among the letters to be read
         langs = ocr_languages(language, renderer.ocr_text(row))
 
         def read(psm: int) -> Reading:
-            results = [ocr(self.run / image["path"], langs, psm=psm,
-                           scale=ocr_scale(image)) for image in images]
+            results = [ocr(got, langs, psm=psm, scale=ocr_scale(image))
+                       for image, got in zip(images, data, strict=True)]
             return Reading(results, self.measure(row, results))
 
         first = read(renderer.ocr_psm)
@@ -321,8 +331,8 @@ class Checker:
         part = params.get("render") or "options"
         stored = row.get("pdf")
         detail: dict[str, Any] = {}
-        if stored and (self.run / stored).is_file():
-            pdf = (self.run / stored).read_bytes()
+        pdf = self.file(stored) if stored else None
+        if pdf is not None:
             detail["pdf"] = "stored"
         else:
             # the row is a recipe: lay the page out again, and check it is the same picture
@@ -354,16 +364,15 @@ class Checker:
         detail: dict[str, Any] = {}
         problems: list[tuple[str, str]] = []
         for image in images:
-            path = self.run / image["path"]
-            if not path.is_file():
+            data = self.file(image["path"])
+            if data is None:
                 problems.append(("missing_image", f"{image['path']} is missing"))
                 continue
-            data = path.read_bytes()
             if image.get("sha256") and hashlib.sha256(data).hexdigest() != image["sha256"]:
                 problems.append(("image_changed", f"{image['path']} differs from its "
                                                   "manifest hash"))
             try:
-                with Image.open(path) as opened:
+                with Image.open(io.BytesIO(data)) as opened:
                     gray = opened.convert("L")
             except (UnidentifiedImageError, OSError) as err:
                 problems.append(("missing_image", f"{image['path']}: {err}"))

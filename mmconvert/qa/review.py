@@ -30,7 +30,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import ItemError, MMConvertError
 from ..renderers import row_renderer
-from ..runfolder import inside, open_run
+from ..runfolder import inside, open_run, read_run_file
+from ..shards import is_sharded
 from .checks import ocr_images
 from .events import REVIEW_REASONS, REVIEWER, QaLog, check_reviewer, event
 
@@ -142,12 +143,15 @@ class ReviewState:
             return {"item": self.summaries[item_id], "counts": self.counts_dict(),
                     "seq": len(self.changes)}
 
-    def file(self, rel: str) -> Path | None:
-        """``rel`` inside the run folder (``runfolder.inside``: symbolic links followed), or
-        None (also for a link loop, or a name the file system refuses)."""
+    def file(self, rel: str) -> bytes | None:
+        """The bytes of ``rel``: a file inside the run folder (``runfolder.inside``: symbolic
+        links followed), or a sharded run's copy; None when it is neither (also for a link
+        loop, or a name the file system refuses)."""
         try:
             target = inside(self.run, rel).resolve()
-            return target if target.is_file() else None
+            if target.is_file():
+                return target.read_bytes()
+            return read_run_file(self.run, rel) if is_sharded(self.run) else None
         except (ItemError, OSError, ValueError):  # outside; a name too long
             return None
 
@@ -247,12 +251,12 @@ class Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def _file(self, rel: str) -> None:
-        target = self.server.state.file(rel)
-        if target is None:
+        data = self.server.state.file(rel)
+        if data is None:
             self._error(HTTPStatus.NOT_FOUND, "not a file of this run")
             return
-        kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-        self._send(200, target.read_bytes(), kind)
+        kind = mimetypes.guess_type(rel)[0] or "application/octet-stream"
+        self._send(200, data, kind)
 
     def do_POST(self) -> None:  # noqa: N802
         if not self._host_ok():

@@ -347,3 +347,21 @@ def test_an_evaluation_whose_every_request_fails_is_an_error(demo, server, tmp_p
     assert result.exit_code == 1
     assert result.output.startswith(f"Error: every request to {url} failed (the first: ")
     assert result.output.count("\n") == 1
+
+
+def test_eval_of_a_sharded_run_sends_the_same_images(demo, server, tmp_path, monkeypatch):
+    fake, url = server
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    sharded = tmp_path / "sharded"
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", sharded, "--store",
+               "shards").exit_code == 0
+    assert not (sharded / "images").exists()
+    sent = {}
+    for name, run_dir in (("files", demo), ("shards", sharded)):
+        before = len(fake.requests("chat"))
+        result = run("eval", run_dir, "--model", "reader-2", "--base-url", url, "--out",
+                     tmp_path / f"ev-{name}", "--modality", "image")
+        assert result.exit_code == 0, result.output
+        sent[name] = sorted(json.dumps(r.body["messages"], sort_keys=True)
+                            for r in fake.requests("chat")[before:])
+    assert sent["shards"] == sent["files"] and len(sent["files"]) == len(rows(demo))

@@ -86,14 +86,17 @@ def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
     assert events["local"] == events["ray"] and len(events["ray"]) == 18
 
 
-def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
+@pytest.mark.parametrize("store", ["files", "shards"])
+def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, store):
     folders = {}
     for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
         folders[name] = tmp_path / name
         made = mmconvert("occlude", "captions", "--source", FIXTURES / "coco", "--out",
-                         folders[name], "--workers", "2", *extra)
+                         folders[name], "--workers", "2", "--store", store, "--shard-rows",
+                         "4", *extra)
         assert made.returncode == 0, made.stderr
     same(folders["local"], folders["ray"])
+    assert (folders["ray"] / "shards").is_dir() == (store == "shards")
 
 
 def test_no_cluster_at_the_address_is_one_line_and_quick(tmp_path):

@@ -1,0 +1,268 @@
+"""A run's files in Parquet shards (``--store shards``) instead of one file per image.
+
+A shard holds ``shard_rows`` consecutive manifest rows (the last one fewer), one Parquet row
+each: the item's ``id``, its manifest ``row`` as JSON, its ``images`` (a list of Hugging Face
+``Image`` values: the PNG or JPEG bytes and the run-relative name the row records), and its other
+``files`` (layout, PDF) as (path, bytes). The schema carries the ``datasets`` feature metadata,
+so ``datasets.load_dataset("parquet", data_files="RUN/shards/*.parquet")`` reads the images as
+images. The manifest is the same as a files run's: a row names its files by the same paths,
+and readers find them in the shards (``ShardReader``).
+
+Shards are written in full, in manifest order: a shard goes to a temporary file row group by
+row group, is synced and renamed into place, and only then are its rows appended to the
+manifest. So a manifest row always has its shard, and a shard is always whole: a kill loses the
+rows of the shard being written, which a resumed run makes again (the same bytes, so the same
+shards). ``check`` finds, on resume, a shard that does not hold the manifest's next rows (torn,
+or written just before a kill and never recorded): it and every later shard are removed, with
+their rows, and made again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from .errors import ItemError
+
+SHARDS = "shards"
+SHARD_ROWS = 1000  # rows a shard (``--shard-rows``)
+GROUP_ROWS = 64  # rows a Parquet row group: what one image read decodes at most
+_NAME = re.compile(r"shard-(\d{6})\.parquet")
+
+
+def shard_name(index: int) -> str:
+    return f"{SHARDS}/shard-{index:06d}.parquet"
+
+
+def shard_files(root: Path) -> list[Path]:
+    """The run's shards, in order."""
+    folder = root / SHARDS
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if _NAME.fullmatch(p.name))
+
+
+def is_sharded(root: Path) -> bool:
+    return (root / SHARDS).is_dir()
+
+
+def _schema():
+    import pyarrow as pa
+
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    file = pa.struct([("path", pa.string()), ("bytes", pa.binary())])
+    features = {"id": {"dtype": "string", "_type": "Value"},
+                "row": {"dtype": "string", "_type": "Value"},
+                # a list given as [feature]: the form every datasets version since 2 reads
+                "images": [{"_type": "Image"}],
+                "files": [{"path": {"dtype": "string", "_type": "Value"},
+                           "bytes": {"dtype": "binary", "_type": "Value"}}]}
+    metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
+    return pa.schema([("id", pa.string()), ("row", pa.string()), ("images", pa.list_(image)),
+                      ("files", pa.list_(file))], metadata=metadata)
+
+
+class ShardWriter:
+    """Rows and their files into shards of ``rows`` rows; ``on_shard(rows)`` is called with a
+    shard's manifest rows once the shard is on disk."""
+
+    def __init__(self, root: Path, rows: int, on_shard):
+        self.root, self.rows, self.on_shard = root, rows, on_shard
+        self.index = len(shard_files(root))  # ``check`` left shards 0 … index-1
+        self._writer = None
+        self._temp: Path | None = None
+        self._group: list[dict[str, Any]] = []
+        self._rows: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any], files: list[tuple[str, bytes]]) -> None:
+        images = {entry["path"] for entry in row.get("images") or []}
+        self._group.append({
+            "id": row["id"],
+            "row": json.dumps(row, ensure_ascii=False, separators=(", ", ": ")),
+            "images": [{"bytes": data, "path": rel} for rel, data in files if rel in images],
+            "files": [{"path": rel, "bytes": data} for rel, data in files if rel not in images],
+        })
+        self._rows.append(row)
+        if len(self._group) >= GROUP_ROWS:
+            self._write_group()
+        if len(self._rows) >= self.rows:
+            self.finish()
+
+    def _write_group(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._group:
+            return
+        if self._writer is None:
+            final = self.root / shard_name(self.index)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            self._temp = final.with_name(f".{final.name}.tmp")
+            # zstd: the rows' JSON shrinks; PNG and JPEG bytes pass through it in stored blocks
+            self._writer = pq.ParquetWriter(self._temp, _schema(), compression="zstd",
+                                            use_dictionary=["id"], write_statistics=["id"])
+        self._writer.write_table(pa.Table.from_pylist(self._group, schema=_schema()),
+                                 row_group_size=GROUP_ROWS)
+        self._group = []
+
+    def finish(self) -> None:
+        """Close the shard being written (a short one at the end of a run), put it in place,
+        then hand its rows on."""
+        self._write_group()
+        if self._writer is None:
+            return
+        self._writer.close()
+        self._writer = None
+        with open(self._temp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(self._temp, self.root / shard_name(self.index))
+        directory = os.open(self.root / SHARDS, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        self.index += 1
+        rows, self._rows = self._rows, []
+        self.on_shard(rows)
+
+    def abandon(self) -> None:
+        """Drop the shard being written (its rows are made again on resume: stopping mid-shard
+        keeps every shard the one an uninterrupted run writes)."""
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except OSError:
+                pass
+            self._writer = None
+        if self._temp is not None:
+            self._temp.unlink(missing_ok=True)
+        self._group, self._rows = [], []
+
+
+def shard_ids(path: Path) -> list[str] | None:
+    """The ids a shard holds, in order, or None when it cannot be read (torn)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).read(columns=["id"]).column("id").to_pylist()
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        return None
+
+
+def check(root: Path, rows: list[dict[str, Any]]) -> tuple[int, int]:
+    """Keep the shards that hold the manifest's rows in order, from the first; remove the first
+    one that does not (torn, or never recorded) and every one after it, and cut the manifest
+    rows they would hold. Returns (rows kept, shards removed)."""
+    ids = [row.get("id") for row in rows]
+    position, removed = 0, 0
+    files = shard_files(root)
+    for index, path in enumerate(files):
+        held = shard_ids(path) if path.name == Path(shard_name(index)).name else None
+        if held is None or not held or held != ids[position:position + len(held)]:
+            for later in files[index:]:
+                later.unlink(missing_ok=True)
+                removed += 1
+            break
+        position += len(held)
+    return position, removed
+
+
+class ShardReader:
+    """A sharded run's files by the names its rows record: an index of names to (shard, row)
+    read from the shards' path columns, and the last few row groups read kept decoded."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._lock = threading.Lock()
+        self._index: dict[str, tuple[Path, int]] = {}
+        self._seen: dict[Path, int] = {}
+        self._groups: OrderedDict[tuple[Path, int], list[dict[str, Any]]] = OrderedDict()
+        self._starts: dict[Path, list[int]] = {}
+
+    def _refresh(self) -> None:
+        import pyarrow.parquet as pq
+
+        for path in shard_files(self.root):
+            size = path.stat().st_size
+            if self._seen.get(path) == size:
+                continue
+            for key in [k for k in self._groups if k[0] == path]:  # a shard made again
+                del self._groups[key]
+            shard = pq.ParquetFile(path)
+            table = shard.read(columns=["images.list.element.path", "files.list.element.path"])
+            for number, (images, files) in enumerate(zip(
+                    table.column("images").to_pylist(), table.column("files").to_pylist(),
+                    strict=True)):
+                for entry in (images or []) + (files or []):
+                    self._index[entry["path"]] = (path, number)
+            starts, at = [], 0
+            for group in range(shard.metadata.num_row_groups):
+                starts.append(at)
+                at += shard.metadata.row_group(group).num_rows
+            self._starts[path] = starts
+            self._seen[path] = size
+
+    def has(self, rel: str) -> bool:
+        with self._lock:
+            if rel not in self._index:
+                self._refresh()
+            return rel in self._index
+
+    def read(self, rel: str) -> bytes | None:
+        """The bytes of ``rel``, or None when no shard holds it."""
+        import bisect
+
+        import pyarrow.parquet as pq
+
+        with self._lock:
+            if rel not in self._index:
+                self._refresh()
+            if rel not in self._index:
+                return None
+            path, number = self._index[rel]
+            starts = self._starts[path]
+            group = bisect.bisect_right(starts, number) - 1
+            key = (path, group)
+            if key not in self._groups:
+                table = pq.ParquetFile(path).read_row_group(group, columns=["images", "files"])
+                self._groups[key] = table.to_pylist()
+                while len(self._groups) > 4:
+                    self._groups.popitem(last=False)
+            self._groups.move_to_end(key)
+            record = self._groups[key][number - starts[group]]
+            for entry in (record["images"] or []) + (record["files"] or []):
+                if entry["path"] == rel:
+                    return entry["bytes"]
+            return None
+
+
+_READERS: dict[Path, ShardReader] = {}
+_READERS_LOCK = threading.Lock()
+
+
+def reader(root: Path) -> ShardReader:
+    """The one ``ShardReader`` of a run folder in this process."""
+    key = Path(root).resolve()
+    with _READERS_LOCK:
+        if key not in _READERS:
+            _READERS[key] = ShardReader(key)
+        return _READERS[key]
+
+
+def read_stored(root: Path, rel: str, *, where: str, field: str, **context: str) -> bytes:
+    """``rel`` from the run's shards; an ItemError naming ``where`` and ``field`` when no
+    shard holds it, or a shard cannot be read."""
+    try:
+        data = reader(root).read(rel)
+    except (OSError, ValueError) as err:
+        raise ItemError(f"{root / SHARDS}: cannot read the shard holding {rel} ({err})",
+                        where=where, field=field, **context) from None
+    if data is None:
+        raise ItemError(f"{rel} is in no shard of {root / SHARDS}", where=where, field=field,
+                        **context)
+    return data

@@ -1,0 +1,196 @@
+"""``--store shards``: Parquet shards read by ``datasets`` as they are, the same manifest and
+bytes as a files run, every command that reads a run reading them, and resuming shard by
+shard after a kill, a torn shard or an unrecorded one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import mmconvert
+from mmconvert.cli import main
+from mmconvert.manifest import JsonlLog
+from mmconvert.shards import shard_files
+from tests.conftest import REDUX_CSV
+from tests.test_converter import files, long_items
+
+CONFIG = {"corpus": "mmlu-redux", "source": REDUX_CSV, "pdf": True, "limit": 14}
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def shard_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in shard_files(folder)}
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    """The same render as files and as shards of 4 rows."""
+    root = tmp_path_factory.mktemp("runs")
+    mmconvert.convert(CONFIG, out=root / "files")
+    mmconvert.convert({**CONFIG, "store": "shards", "shard_rows": 4}, out=root / "shards")
+    return root / "files", root / "shards"
+
+
+def test_the_manifest_is_a_files_runs_and_the_files_are_in_the_shards(both):
+    plain, sharded = both
+    assert (sharded / "manifest.jsonl").read_bytes() == (plain / "manifest.jsonl").read_bytes()
+    assert not (sharded / "images").exists() and not (sharded / "layout").exists()
+    rows = JsonlLog(plain / "manifest.jsonl").read()
+    assert len(shard_files(sharded)) == -(-len(rows) // 4)
+    from mmconvert.runfolder import read_run_file
+
+    for row in rows:
+        for rel in [i["path"] for i in row["images"]] + [row["layout"]["path"], row["pdf"]]:
+            assert read_run_file(sharded, rel) == (plain / rel).read_bytes()
+
+
+def test_datasets_reads_the_shards_as_they_are(both, tmp_path, monkeypatch):
+    import datasets
+    from PIL import Image
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    datasets.disable_progress_bars()
+    plain, sharded = both
+    loaded = datasets.load_dataset("parquet", data_files=str(sharded / "shards" / "*.parquet"),
+                                   split="train", cache_dir=str(tmp_path / "cache"))
+    rows = JsonlLog(plain / "manifest.jsonl").read()
+    assert loaded["id"] == [r["id"] for r in rows]
+    first = loaded[0]
+    assert isinstance(first["images"][0], Image.Image)
+    assert json.loads(first["row"]) == rows[0]
+    raw = loaded.cast_column("images", datasets.List(datasets.Image(decode=False)))[0]
+    assert raw["images"][0]["bytes"] == (plain / rows[0]["images"][0]["path"]).read_bytes()
+    assert {f["path"] for f in first["files"]} == {rows[0]["layout"]["path"], rows[0]["pdf"]}
+
+
+def test_same_shards_for_any_worker_count(both, tmp_path):
+    _, sharded = both
+    mmconvert.convert({**CONFIG, "store": "shards", "shard_rows": 4}, out=tmp_path / "w2",
+                      workers=2)
+    assert shard_bytes(tmp_path / "w2") == shard_bytes(sharded)
+
+
+def test_every_command_that_reads_a_run_reads_the_shards(both, tmp_path):
+    plain, sharded = both
+    made = {}
+    for name, run_dir in (("files", plain), ("shards", sharded)):
+        out = tmp_path / name
+        assert run("sweep", run_dir, "--ppi", "72", "--out", out / "sweep").exit_code == 0
+        assert run("transform", run_dir, "--apply", "blur:1", "--out",
+                   out / "transform").exit_code == 0
+        for fmt in ("hf", "vlmevalkit", "lmms-eval", "jsonl"):
+            result = run("export", run_dir, "--format", fmt, "--out", out / fmt)
+            assert result.exit_code == 0, result.output
+        made[name] = out
+    for part in ("sweep", "transform"):
+        made_here = files(made["shards"] / part)
+        made_there = files(made["files"] / part)
+        made_here.pop("sweep.json", None), made_there.pop("sweep.json", None)  # base's path
+        assert made_here == made_there
+    # the jsonl export of a sharded run writes its files out beside the manifest
+    exported = JsonlLog(made["shards"] / "jsonl" / "manifest.jsonl").read()
+    for row in exported:
+        assert (made["shards"] / "jsonl" / row["images"][0]["path"]).is_file()
+        assert (made["shards"] / "jsonl" / row["layout"]["path"]).is_file()
+    assert [p.read_bytes() for p in sorted((made["shards"] / "hf").rglob("*.parquet"))] == \
+        [p.read_bytes() for p in sorted((made["files"] / "hf").rglob("*.parquet"))]
+    assert run("stats", sharded).exit_code == 0
+
+    from mmconvert.qa.review import ReviewState
+
+    row = JsonlLog(plain / "manifest.jsonl").read()[0]
+    state = ReviewState(sharded)
+    assert state.file(row["images"][0]["path"]) == (plain / row["images"][0]["path"]).read_bytes()
+    assert state.file("images/nothing.png") is None and state.file("../run.json") is None
+
+
+def test_qa_check_reads_the_shards(both, tmp_path):
+    import shutil
+
+    plain, sharded = both
+    events = {}
+    for name, run_dir in (("files", plain), ("shards", sharded)):
+        copy = tmp_path / name
+        shutil.copytree(run_dir, copy)
+        result = run("qa", "check", copy, "--checks", "image,ocr,text_layer")
+        assert result.exit_code == 0, result.output
+        events[name] = [{k: v for k, v in e.items() if k not in ("at", "detail")}
+                        for e in JsonlLog(copy / "qa.jsonl").read()]
+    assert events["shards"] == events["files"]
+    assert {e["verdict"] for e in events["shards"]} == {"accept"}
+
+
+def test_a_torn_shard_and_everything_after_it_are_made_again(both, tmp_path):
+    import shutil
+
+    _, sharded = both
+    out = tmp_path / "run"
+    shutil.copytree(sharded, out)
+    second = shard_files(out)[1]
+    second.write_bytes(second.read_bytes()[:len(second.read_bytes()) // 2])  # torn
+    log = []
+    summary = mmconvert.convert({**CONFIG, "store": "shards", "shard_rows": 4}, out=out,
+                                log=log.append)
+    assert summary.already_done == 4
+    assert any("removed" in line and "shard" in line for line in log)
+    assert shard_bytes(out) == shard_bytes(sharded)
+    assert (out / "manifest.jsonl").read_bytes() == (sharded / "manifest.jsonl").read_bytes()
+
+
+def test_a_shard_the_manifest_never_recorded_is_made_again(both, tmp_path):
+    import shutil
+
+    _, sharded = both
+    out = tmp_path / "run"
+    shutil.copytree(sharded, out)
+    rows = JsonlLog(out / "manifest.jsonl").read()
+    JsonlLog(out / "manifest.jsonl").rewrite(rows[:4])  # killed after shard 1's rename
+    (out / "shards" / ".shard-000002.parquet.tmp").write_bytes(b"PAR1 half")
+    summary = mmconvert.convert({**CONFIG, "store": "shards", "shard_rows": 4}, out=out)
+    assert summary.already_done == 4
+    assert shard_bytes(out) == shard_bytes(sharded)
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_a_killed_sharded_run_resumes_shard_by_shard(tmp_path):
+    source = long_items(tmp_path / "docs.jsonl")
+    config = {"corpus": str(source), "store": "shards", "shard_rows": 3}
+    fresh = tmp_path / "fresh"
+    mmconvert.convert(config, out=fresh)
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "mmconvert", "render", str(source), "--out", str(out),
+               "--workers", "2", "--store", "shards", "--shard-rows", "3"]
+    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(shard_files(out)) < 2:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    recorded = len(JsonlLog(out / "manifest.jsonl").read())
+    assert recorded % 3 == 0 and 3 <= recorded < 24, "the kill should land mid-run"
+    summary = mmconvert.convert(config, out=out, workers=2)
+    assert summary.already_done == recorded and summary.rendered == 24 - recorded
+    assert shard_bytes(out) == shard_bytes(fresh)
+    assert (out / "manifest.jsonl").read_bytes() == (fresh / "manifest.jsonl").read_bytes()
+
+
+def test_a_folder_keeps_the_store_it_was_made_with(both, tmp_path):
+    out = tmp_path / "run"
+    mmconvert.convert({**CONFIG, "limit": 2}, out=out)
+    result = CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
+                                       "--pdf", "--limit", "2", "--out", str(out),
+                                       "--store", "shards"])
+    assert not (out / "shards").exists()
+    assert result.exit_code != 0 and "store" in result.output
+    assert len(result.output.strip().splitlines()) == 1
