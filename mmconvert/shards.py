@@ -183,6 +183,7 @@ class ShardReader:
         self._seen: dict[Path, int] = {}
         self._groups: OrderedDict[tuple[Path, int], list[dict[str, Any]]] = OrderedDict()
         self._starts: dict[Path, list[int]] = {}
+        self.broken: dict[Path, str] = {}  # shards that could not be read, and why
 
     def _refresh(self) -> None:
         import pyarrow.parquet as pq
@@ -193,8 +194,15 @@ class ShardReader:
                 continue
             for key in [k for k in self._groups if k[0] == path]:  # a shard made again
                 del self._groups[key]
-            shard = pq.ParquetFile(path)
-            table = shard.read(columns=["images.list.element.path", "files.list.element.path"])
+            try:
+                shard = pq.ParquetFile(path)
+                table = shard.read(columns=["images.list.element.path",
+                                            "files.list.element.path"])
+            except (OSError, ValueError) as err:  # torn: the others are still read
+                self.broken[path] = str(err).splitlines()[0][:200]
+                self._seen[path] = size
+                continue
+            self.broken.pop(path, None)
             for number, (images, files) in enumerate(zip(
                     table.column("images").to_pylist(), table.column("files").to_pylist(),
                     strict=True)):
@@ -263,6 +271,9 @@ def read_stored(root: Path, rel: str, *, where: str, field: str, **context: str)
         raise ItemError(f"{root / SHARDS}: cannot read the shard holding {rel} ({err})",
                         where=where, field=field, **context) from None
     if data is None:
-        raise ItemError(f"{rel} is in no shard of {root / SHARDS}", where=where, field=field,
-                        **context)
+        broken = reader(root).broken
+        why = "".join(f"; {path.name} cannot be read ({message})"
+                      for path, message in sorted(broken.items())[:1])
+        raise ItemError(f"{rel} is in no shard of {root / SHARDS}{why}", where=where,
+                        field=field, **context)
     return data

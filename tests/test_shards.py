@@ -194,3 +194,20 @@ def test_a_folder_keeps_the_store_it_was_made_with(both, tmp_path):
     assert not (out / "shards").exists()
     assert result.exit_code != 0 and "store" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_torn_shard_is_one_line_for_a_reader_and_the_other_shards_still_read(both, tmp_path):
+    import shutil
+
+    _, sharded = both
+    out = tmp_path / "run"
+    shutil.copytree(sharded, out)
+    second = shard_files(out)[1]
+    second.write_bytes(second.read_bytes()[:500])
+    result = CliRunner().invoke(main, ["export", str(out), "--format", "hf", "--out",
+                                       str(tmp_path / "hf")])
+    assert result.exit_code != 0
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1 and "line 5" in line and "shard-000001.parquet" in line
+    result = run("export", out, "--format", "hf", "--out", tmp_path / "hf", "--on-error", "skip")
+    assert result.exit_code == 0 and "10 item(s) exported" in result.output
