@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
+import os
 import platform
 import sys
 import time
-from collections import defaultdict
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,21 +85,29 @@ def select(items: list[Item], sample: int | None, limit: int | None, seed: int,
            group=lambda item: item.subset) -> list[Item]:
     """``--sample N`` per subset (or per the corpus' own groups, e.g. LongBench's length bins;
     seeded, source order kept), then ``--limit N`` overall."""
+    counts = Counter(group(item) for item in items) if sample is not None else None
+    return list(selected(items, counts, sample, limit, seed, group))
+
+
+def selected(items: Iterable[Item], counts: Counter | None, sample: int | None,
+             limit: int | None, seed: int, group=lambda item: item.subset) -> Iterator[Item]:
+    """``select`` as a stream: ``counts`` (items per group, from a first pass) decide which
+    positions of each group ``--sample`` keeps, so nothing is held but the chosen positions."""
     if sample is not None:
-        by_subset: dict[str, list[Item]] = defaultdict(list)
-        for item in items:
-            by_subset[group(item)].append(item)
-        chosen: set[str] = set()
-        for key, members in by_subset.items():
-            if len(members) <= sample:
-                chosen.update(i.id for i in members)
-            else:
-                picks = rng(seed, "sample", key).sample(range(len(members)), sample)
-                chosen.update(members[i].id for i in picks)
-        items = [i for i in items if i.id in chosen]
-    if limit is not None:
-        items = items[:limit]
-    return items
+        picks = {key: None if count <= sample else
+                 set(rng(seed, "sample", key).sample(range(count), sample))
+                 for key, count in counts.items()}
+        seen: Counter = Counter()
+
+        def chosen(item: Item) -> bool:
+            key = group(item)
+            position = seen[key]
+            seen[key] += 1
+            wanted = picks.get(key, set())
+            return wanted is None or position in wanted
+
+        items = (item for item in items if chosen(item))
+    return itertools.islice(items, limit) if limit is not None else iter(items)
 
 
 # --- worker side -------------------------------------------------------------------------
@@ -159,32 +170,82 @@ def _write_remotely(out: str, results: list[tuple[str, Any]]) -> list[tuple[str,
 def load_selection(config: Selection, corpus: Corpus | None = None, *, log=None,
                    progress: bool = False, dedup_file: Path | None = None,
                    reuse_dedup: bool = True) -> tuple[list[Item], LoadReport]:
-    """Load → corpus filters → shuffle → dedup → sample → limit: the items a run works on.
+    """Load → corpus filters → shuffle → dedup → sample → limit: the items a run works on, as
+    a list (``stream_selection`` gives them one at a time); the load's notes are logged.
 
     The dedup report comes back as ``report.dedup``; a resumed run that finds one made with
     the same options at ``dedup_file`` reads it back instead of embedding the corpus again.
     """
     log = log or (lambda message: print(message, file=sys.stderr))
+    selection = stream_selection(config, corpus, progress=progress, dedup_file=dedup_file,
+                                 reuse_dedup=reuse_dedup, log=log)
+    for note in selection.report.notes:
+        log(note)
+    return list(selection.items), selection.report
+
+
+@dataclass
+class Selected:
+    """What ``stream_selection`` found: the chosen items, read one at a time as they are
+    consumed; how many there are; the load's report (complete); and, when asked for, the id
+    of every item the corpus gave (to check a resumed run's manifest against)."""
+
+    items: Iterator[Item]
+    count: int
+    report: LoadReport
+    ids: set[str] | None = None
+
+
+def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=None,
+                     progress: bool = False, dedup_file: Path | None = None,
+                     reuse_dedup: bool = True, ids: bool = False) -> Selected:
+    """Load → corpus filters → shuffle → dedup → sample → limit, holding no list of the
+    corpus (for a corpus that loads lazily, as the generic files do).
+
+    A first pass reads the whole source: every bad row is met (raised, or recorded under
+    ``--on-error skip``) before any work, and only each group's count (for ``--sample``) and,
+    with ``ids``, the ids are kept. The items are then read again as they are consumed.
+    ``--dedup`` holds every item, as it compares them all."""
+    log = log or (lambda message: print(message, file=sys.stderr))
     corpus = corpus or resolve(config.corpus)
     check_corpus_options(corpus, config.model_dump())
-    report = LoadReport()
     request = LoadRequest(source=config.source, subsets=config.subsets, split=config.split,
                           keep_flagged=config.keep_flagged, on_error=config.on_error,
                           seed=config.seed, language=config.language,
                           max_length=config.max_length, all_captions=config.all_captions)
-    items = corpus.load(request, report)
-    if config.shuffle_options:
-        items = [item if "original_options" in item.metadata
-                 else shuffle_options(item, config.seed) for item in items]
+
+    def loaded(report: LoadReport) -> Iterator[Item]:
+        items = iter(corpus.load(request, report))
+        if config.shuffle_options:
+            items = (item if "original_options" in item.metadata
+                     else shuffle_options(item, config.seed) for item in items)
+        return items
+
+    def chosen(items: Iterable[Item], counts: Counter) -> Iterator[Item]:
+        return selected(items, counts, config.sample, config.limit, config.seed,
+                        corpus.group)
+
+    report = LoadReport()
     if config.dedup is not None:
-        items, dedup = _dedup(items, config.dedup, dedup_file, reuse_dedup, progress, log)
+        kept, dedup = _dedup(list(loaded(report)), config.dedup, dedup_file, reuse_dedup,
+                             progress, log)
         report.dropped["dedup"] += dedup["removed_count"]
         report.dedup = dedup
         report.notes.append(DedupReport.summary_line(dedup))
-    items = select(items, config.sample, config.limit, config.seed, corpus.group)
-    for note in report.notes:
-        log(note)
-    return items, report
+        items = list(chosen(kept, Counter(corpus.group(item) for item in kept)))
+        return Selected(iter(items), len(items), report,
+                        {item.id for item in kept} if ids else None)
+    counts: Counter = Counter()
+    seen: set[str] | None = set() if ids else None
+    for item in loaded(report):
+        counts[corpus.group(item)] += 1
+        if seen is not None:
+            seen.add(item.id)
+    count = sum(min(n, config.sample) for n in counts.values()) if config.sample is not None \
+        else sum(counts.values())
+    if config.limit is not None:
+        count = min(count, config.limit)
+    return Selected(chosen(loaded(LoadReport()), counts), count, report, seen)
 
 
 def _dedup(items: list[Item], options: DedupOptions, path: Path | None, reuse: bool,
@@ -222,11 +283,17 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     folder = RunFolder(execution.out)
     folder.check(config.identity(), execution.overwrite)
 
-    items, report = load_selection(config, corpus, log=log,
-                                   progress=show_progress(execution.progress),
-                                   dedup_file=execution.out / DEDUP,
-                                   reuse_dedup=not execution.overwrite)
-    summary.selected = len(items)
+    # a folder with rows: the selection's ids are kept, to check its manifest against
+    resuming = not execution.overwrite and folder.manifest.path.is_file() and \
+        folder.manifest.path.stat().st_size > 0
+    selection = stream_selection(config, corpus, log=log,
+                                 progress=show_progress(execution.progress),
+                                 dedup_file=execution.out / DEDUP,
+                                 reuse_dedup=not execution.overwrite, ids=resuming)
+    report = selection.report
+    for note in report.notes:
+        log(note)
+    summary.selected = selection.count
     summary.load = report.as_dict()
     summary.notes.extend(report.notes)
 
@@ -240,7 +307,8 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
         if api is not None and api.retry_failed:
             folder.skipped.rewrite([r for r in folder.skipped.read()
                                     if r.get("stage") != "generate"])
-        repaired, done = folder.resume({item.id for item in items})
+        repaired, done = folder.resume(selection.ids)
+        selection.ids = None
         if folder.shards_removed:
             note = (f"{execution.out / 'shards'}: removed {folder.shards_removed} shard(s) torn "
                     "or never recorded in the manifest; their items are made again")
@@ -253,9 +321,13 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             summary.notes.append(note)
         new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
         folder.skipped.append(*new_skips)
-        todo = [i for i in items if i.id not in done]
-        summary.already_done = len(items) - len(todo)
-        tasks = [(item, job.part(item, corpus), corpus.prompt_keys(item)) for item in todo]
+
+        def todo() -> Iterator[tuple[Item, RenderPart, tuple[str, ...]]]:
+            for item in selection.items:
+                if item.id in done:
+                    summary.already_done += 1
+                else:
+                    yield item, job.part(item, corpus), corpus.prompt_keys(item)
 
         try:
             # files and rows made durable in groups; not for work that waits on the network
@@ -267,7 +339,7 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             else:
                 grouped = folder.grouped()
             with grouped:
-                _sink(folder, _run_tasks(tasks, config, execution, job), config, summary)
+                _sink(folder, _run_tasks(todo(), config, execution, job), config, summary)
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
@@ -314,31 +386,36 @@ def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary) ->
             raise payload
 
 
-def _run_tasks(tasks, config: RunConfig, execution: ExecutionOptions, job):
+def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, job):
     """Results in task order, through the executor for this run: inline, processes, or (for a
-    job that waits on the network) threads sharing ``job``."""
+    job that waits on the network) threads sharing ``job``. Tasks go in groups of
+    ``job.batch``, cut in task order, as they come."""
     threads = getattr(job, "threads", None)
     api = getattr(job, "api_options", None)
     if api is not None and api.budget is not None and BACKEND.get()[0] != "local":
         raise UsageError("--budget is kept by one process, and --executor ray runs the "
                          "requests in several; leave out one or the other")
-    size = job.batch
-    groups = [tasks[start:start + size] for start in range(0, len(tasks), size)]
-    executor = executor_for(execution.workers, len(groups), threads=threads)
+    groups = iter(lambda: list(itertools.islice(tasks, job.batch)), [])
+    # enough groups to choose the executor (one group: inline; fewer than the workers: as
+    # many processes as groups)
+    head = list(itertools.islice(groups, max(1, execution.workers or os.cpu_count() or 1)))
+    executor = executor_for(execution.workers, len(head), threads=threads)
     # a files run's workers on a cluster write their files where they run; a sharded run's
     # files travel back to the one writer of its shards
     remote = None if config.store == "shards" else functools.partial(
         _write_remotely, str(execution.out.resolve()))
-    results = executor.map(JobWorker(config, job), groups, remote=remote)
-    yield from progress_bar((result for group in results for result in group), len(tasks),
+    results = executor.map(JobWorker(config, job), itertools.chain(head, groups),
+                           remote=remote)
+    yield from progress_bar((result for group in results for result in group), None,
                             show_progress(execution.progress))
 
 
-def progress_bar(results, total: int, show: bool):
-    """``results`` as they come, with a progress bar on stderr when ``show``."""
+def progress_bar(results, total: int | None, show: bool):
+    """``results`` as they come, with a progress bar on stderr when ``show`` (a count when
+    ``total`` is not known)."""
     from tqdm import tqdm
 
-    with tqdm(total=total, unit="item", disable=not show or not total,
+    with tqdm(total=total, unit="item", disable=not show or total == 0,
               file=sys.stderr) as bar:
         for result in results:
             yield result

@@ -105,6 +105,34 @@ class JsonlLog:
                                          f"({reason}); the file is damaged") from None
         return rows
 
+    def ids(self) -> list[Any]:
+        """The ``id`` of every complete row, in order, read a line at a time (a run's rows
+        are never all in memory at once); a torn last line is removed, as ``read`` does."""
+        if not self.path.exists():
+            return []
+        out: list[Any] = []
+        offset = 0
+        with open(self.path, "rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.endswith(b"\n"):
+                    break  # torn by a kill
+                offset += len(line)
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                    from .errors import RunFolderError
+
+                    reason = getattr(err, "msg", None) or str(err)
+                    raise RunFolderError(f"{self.path} line {number}: not a JSON row "
+                                         f"({reason}); the file is damaged") from None
+                out.append(row.get("id") if isinstance(row, dict) else None)
+        if offset < self.path.stat().st_size:
+            with open(self.path, "r+b") as handle:
+                handle.truncate(offset)
+        return out
+
     def rewrite(self, rows: list[dict[str, Any]]) -> None:
         """Replace the whole log (atomically) with ``rows``."""
         atomic_write(self.path, _lines(rows).encode("utf-8"))

@@ -288,33 +288,38 @@ class RunFolder:
             except OSError:
                 pass
 
-    def resume(self, selected: set[str]) -> tuple[int, set[str]]:
-        """Where a run into this folder stands, from one reading of the manifest: rows of an
-        id the manifest holds twice (two runs that once shared the folder) are removed, the
-        first kept; a row of an item outside ``selected`` is refused. Returns how many rows
-        were removed, and the ids that need no more work (in the manifest or skipped)."""
-        rows = self.manifest.read()
-        shards_removed = 0
-        if is_sharded(self.path):  # rows past the shards that hold them are made again
-            whole, shards_removed = check_shards(self.path, rows)
-            if whole < len(rows):
-                self.manifest.rewrite(rows[:whole])
-                rows = rows[:whole]
-        self.shards_removed = shards_removed
+    def resume(self, selected: set[str] | None) -> tuple[int, set[str]]:
+        """Where a run into this folder stands, from the manifest's ids (read a line at a
+        time): in a sharded run, rows past the shards that hold them are cut (made again);
+        rows of an id the manifest holds twice (two runs that once shared the folder) are
+        removed, the first kept; a row of an item outside ``selected`` (when given) is
+        refused. Returns how many repeated rows were removed, and the ids that need no more
+        work (in the manifest or skipped)."""
+        ids = self.manifest.ids()
+        self.shards_removed = 0
+        if is_sharded(self.path):
+            whole, self.shards_removed = check_shards(self.path, ids)
+            if whole < len(ids):
+                self.manifest.rewrite(self.manifest.read()[:whole])
+                ids = ids[:whole]
         seen: set[str] = set()
-        kept = []
-        for number, row in enumerate(rows, start=1):
-            item_id = row.get("id") if isinstance(row, dict) else None
-            if item_id not in selected:
+        repeated = 0
+        for number, item_id in enumerate(ids, start=1):
+            if selected is not None and item_id not in selected:
                 raise RunFolderError(f"{self.manifest.path} row {number}: item {item_id!r} is "
                                      "not in this run's selection; use --overwrite to start "
                                      "again")
-            if item_id not in seen:
-                seen.add(item_id)
-                kept.append(row)
-        if len(kept) < len(rows):
+            if item_id in seen:
+                repeated += 1
+            seen.add(item_id)
+        if repeated:
+            kept, first = [], set()
+            for row in self.manifest.read():
+                if row.get("id") not in first:
+                    first.add(row.get("id"))
+                    kept.append(row)
             self.manifest.rewrite(kept)
-        return len(rows) - len(kept), seen | {r["id"] for r in self.skipped.read()}
+        return repeated, seen | {r["id"] for r in self.skipped.read()}
 
     def take(self, status: str, payload, item_id: str, stage: str, on_error: str) -> str:
         """One worker result of a run made from another run (sweep, transform): an ``ok``

@@ -154,11 +154,10 @@ def shard_ids(path: Path) -> list[str] | None:
         return None
 
 
-def check(root: Path, rows: list[dict[str, Any]]) -> tuple[int, int]:
-    """Keep the shards that hold the manifest's rows in order, from the first; remove the first
-    one that does not (torn, or never recorded) and every one after it, and cut the manifest
-    rows they would hold. Returns (rows kept, shards removed)."""
-    ids = [row.get("id") for row in rows]
+def check(root: Path, ids: list[Any]) -> tuple[int, int]:
+    """Keep the shards that hold the manifest's rows (``ids``, in order) from the first;
+    remove the first one that does not (torn, or never recorded) and every one after it.
+    Returns (manifest rows the kept shards hold, shards removed)."""
     position, removed = 0, 0
     files = shard_files(root)
     for index, path in enumerate(files):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -101,7 +102,10 @@ class Corpus:
     default_split: ClassVar[str] = "test"
     subsets: ClassVar[tuple[str, ...]] = ()
 
-    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+    def load(self, request: LoadRequest, report: LoadReport) -> Iterable[Item]:
+        """The corpus' items in source order: a list, or an iterator that reads the source as
+        it is consumed (the generic files), read once. A source that cannot be read at all is
+        refused here, before the first item; ``report`` is complete once the items are."""
         raise NotImplementedError
 
     def part_for(self, item: Item) -> RenderPart:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import ItemError, SourceError
@@ -42,11 +43,15 @@ class LocalFile(Corpus):
         free-form question) shows its question."""
         return "context" if item.context else "options" if item.options else "all"
 
-    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+    def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
         if not self.path.is_file():
             raise SourceError(f"{self.path}: no such file")
+        return self._items(request, report)
+
+    def _items(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
+        """The file's items as its rows are read (only the ids seen are held, to refuse a
+        repeated one)."""
         guard = RowGuard(request, report)
-        items: list[Item] = []
         seen: dict[str, str] = {}
         for row in read_table(self.path):
             if row.index == 0 and not row.error:
@@ -69,8 +74,7 @@ class LocalFile(Corpus):
             if request.split and item.split != request.split:
                 report.dropped["split"] += 1
                 continue
-            items.append(item)
-        return items
+            yield item
 
     def item(self, row: Row, request: LoadRequest) -> Item:
         where = row.where

@@ -110,8 +110,9 @@ def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -
 
 
 def read_jsonl(path: Path) -> Iterator[Row]:
-    text = decode(path)
-    if path.suffix == ".json" and text.lstrip().startswith("["):
+    """Rows of a JSONL file, read a line at a time (a ``.json`` array is read whole)."""
+    if path.suffix == ".json" and _starts_with(path, b"["):
+        text = decode(path)
         try:
             records = parse_json(text)
         except ValueError as err:
@@ -122,17 +123,34 @@ def read_jsonl(path: Path) -> Iterator[Row]:
                       None if ok else "not a JSON object")
         return
     index = 0
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{path} line {number}"
-        try:
-            record = parse_json(line)
-            error = None if isinstance(record, dict) else "not a JSON object"
-        except ValueError as err:
-            record, error = {}, str(err)
-        yield Row(index, where, record if error is None else {}, error)
-        index += 1
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below, after the last row)
+    except OSError as err:
+        raise SourceError(f"{path}: cannot read ({err.strerror})") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8",
+                              errors="surrogateescape").rstrip("\n")
+            if not line.strip():
+                continue
+            where = f"{path} line {number}"
+            try:
+                record = parse_json(line)
+                error = None if isinstance(record, dict) else "not a JSON object"
+            except ValueError as err:
+                record, error = {}, str(err)
+            yield Row(index, where, record if error is None else {}, error)
+            index += 1
+
+
+def _starts_with(path: Path, prefix: bytes) -> bool:
+    """Whether the file's first non-blank bytes (after a UTF-8 BOM) are ``prefix``."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError as err:
+        raise SourceError(f"{path}: cannot read ({err.strerror})") from None
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(prefix)
 
 
 def read_parquet(path: Path) -> Iterator[Row]:

@@ -21,7 +21,7 @@ ROWS = [
 def load(path, **request):
     report = LoadReport()
     corpus = resolve(str(path))
-    return corpus, corpus.load(LoadRequest(**request), report), report
+    return corpus, list(corpus.load(LoadRequest(**request), report)), report
 
 
 def test_jsonl(tmp_path):

@@ -1,0 +1,96 @@
+"""Peak RSS of the driver of ``mmconvert render`` on 10k and 100k synthetic items, each a whole
+process: streaming holds no list of the corpus, so the 100k run should peak within 1.3x of the
+10k one. The driver's own peak is read inside it (``getrusage(RUSAGE_SELF)``), apart from its
+worker processes, which render.
+
+    python bench/stream_memory.py [--sizes 10000,100000] [--workers 2] [--store files|shards]
+        [--baseline PATH]
+
+Items are short multiple-choice questions in the generic JSONL schema (a 20-word question, four
+6-word options), written to a temporary folder. ``--baseline PATH`` also runs the same driver
+from another checkout of mmconvert (its source folder), for a before/after comparison in the
+same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda")
+
+DRIVER = """
+import resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from mmconvert.converter import convert
+config = {"corpus": sys.argv[2]}
+if sys.argv[5] == "shards":
+    config["store"] = "shards"
+started = time.perf_counter()
+summary = convert(config, out=sys.argv[3], workers=int(sys.argv[4]), log=lambda m: None)
+print(summary.rendered, time.perf_counter() - started,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def write_items(path: Path, count: int) -> None:
+    draw = random.Random(0)
+
+    def words(n: int) -> str:
+        return " ".join(draw.choice(WORDS) for _ in range(n))
+
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(count):
+            handle.write(json.dumps({"id": f"q{i:06d}", "subset": f"s{i % 20}",
+                                     "question": words(20) + "?",
+                                     "options": [words(6) for _ in range(4)],
+                                     "answer": "B"}) + "\n")
+
+
+def driver(code: Path, items: Path, out: Path, workers: int, store: str):
+    done = subprocess.run([sys.executable, "-c", DRIVER, str(code), str(items), str(out),
+                           str(workers), store], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr.strip().splitlines()[-1])
+    made, seconds, peak = done.stdout.split()
+    return int(made), float(seconds), float(peak)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--store", choices=["files", "shards"], default="files")
+    parser.add_argument("--baseline", type=Path, help="another mmconvert checkout")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    codes = [("this checkout", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            write_items(Path(tmp) / f"items-{size}.jsonl", size)
+        for label, code in codes:
+            peaks = {}
+            for size in sizes:
+                out = Path(tmp) / f"run-{label.replace(' ', '-')}-{size}"
+                started = time.perf_counter()
+                made, seconds, peak = driver(code, Path(tmp) / f"items-{size}.jsonl", out,
+                                             args.workers, args.store)
+                peaks[size] = peak
+                print(f"  {label}: {size} items ({made} made, {args.store}, --workers "
+                      f"{args.workers}) in {time.perf_counter() - started:.0f} s: driver "
+                      f"peak RSS {peak:.0f} MB", flush=True)
+                subprocess.run(["rm", "-rf", str(out)], check=False)
+            if len(sizes) > 1:
+                print(f"  {label}: peak at {sizes[-1]} / peak at {sizes[0]} = "
+                      f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f} (target <= 1.3)")
+
+
+if __name__ == "__main__":
+    main()
