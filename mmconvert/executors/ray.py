@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import logging
 import pickle
 import socket
@@ -26,6 +27,8 @@ from .base import Executor
 INSTALL_HINT = "--executor ray needs Ray: pip install 'mmconvert[ray]'"
 # tasks a batch (an actor call); small, so that results stream back in order soon
 BATCH = 4
+# tasks a Ray Data stage: what the driver holds at once (each stage starts its actors again)
+WINDOW = 10_000
 RETRIES = 1
 
 
@@ -116,10 +119,11 @@ class RayExecutor(Executor):
                    "--ray-address")
 
     def __init__(self, workers: int = 1, *, address: str | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, window: int = WINDOW):
         super().__init__(workers)
         self.address = address
         self.threads = threads
+        self.window = window
 
     def start(self) -> bool:
         """Join the cluster (or start a local one); whether this call started it."""
@@ -159,13 +163,36 @@ class RayExecutor(Executor):
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
         context.print_on_execution_start = False
-        rows = [{"index": index, "task": pickle.dumps(task)}
-                for index, task in enumerate(tasks)]
-        if not rows:
-            return
         actor = type("MMConvertWorker", (_Actor,),
                      {"payload": pickle.dumps(make_worker), "threads": self.threads,
                       "remote": pickle.dumps(remote)})
+        tasks = iter(tasks)
+        start = 0
+        # the tasks go in windows of ``window``, each one Ray Data stage: the driver never
+        # holds more than a window of them (a long run is not read into memory at once)
+        while True:
+            rows = [{"index": start + n, "task": pickle.dumps(task)}
+                    for n, task in enumerate(itertools.islice(tasks, self.window))]
+            if not rows:
+                return
+            try:
+                yield from self._stage(ray, actor, rows, start)
+            except _Raised as raised:
+                raise raised.error from None
+            except MMConvertError:
+                raise
+            except Exception as err:  # noqa: BLE001 - a worker died, or a task raised
+                raised = _task_error(err)
+                if raised is not None:  # the task's own exception, as local executors give
+                    raise raised from None
+                message = f"{err.__class__.__name__}: {err}".splitlines()[0]
+                raise MMConvertError(f"a Ray worker failed ({message}); what was written "
+                                     "stays, and running the command again resumes") from None
+            start += len(rows)
+
+    def _stage(self, ray, actor, rows: list[dict[str, Any]], start: int) -> Iterator[Any]:
+        """One window of tasks as a ``map_batches`` stage over an actor pool; results in
+        task order, a task's exception raised (as ``_Raised``) in its turn."""
         # an actor that dies (killed, out of memory) is restarted and its batch tried once
         # more; a task that kills its worker every time fails the run, instead of Ray's
         # default of retrying for ever
@@ -175,28 +202,16 @@ class RayExecutor(Executor):
                 actor, batch_size=BATCH, concurrency=min(self.workers, len(rows)),
                 num_cpus=1 if not self.threads else 0.5, max_restarts=RETRIES,
                 max_task_retries=RETRIES)
-        expected = 0
-        try:
-            for row in dataset.iter_rows():
-                if row["index"] != expected:  # preserve_order guarantees it; be sure
-                    raise MMConvertError(f"Ray returned task {row['index']} where "
-                                         f"{expected} was due")
-                expected += 1
-                ok, value = pickle.loads(row["result"])
-                if not ok:
-                    raise _Raised(value)
-                yield value
-        except _Raised as raised:
-            raise raised.error from None
-        except MMConvertError:
-            raise
-        except Exception as err:  # noqa: BLE001 - a worker died, or a task raised
-            raised = _task_error(err)
-            if raised is not None:  # the task's own exception, as the local executors give
-                raise raised from None
-            message = f"{err.__class__.__name__}: {err}".splitlines()[0]
-            raise MMConvertError(f"a Ray worker failed ({message}); what was written "
-                                 "stays, and running the command again resumes") from None
+        expected = start
+        for row in dataset.iter_rows():
+            if row["index"] != expected:  # preserve_order guarantees it; be sure
+                raise MMConvertError(f"Ray returned task {row['index']} where "
+                                     f"{expected} was due")
+            expected += 1
+            ok, value = pickle.loads(row["result"])
+            if not ok:
+                raise _Raised(value)
+            yield value
 
 
 class _Raised(Exception):  # noqa: N818 - a carrier, not an error of its own

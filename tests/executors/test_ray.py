@@ -158,3 +158,27 @@ def test_a_worker_that_dies_every_time_is_one_line_not_an_endless_retry():
     assert "\n" not in message and message.startswith("a Ray worker failed (ActorDiedError")
     assert "running the command again resumes" in message
     assert time.perf_counter() - started < 120
+
+
+def test_tasks_go_to_ray_in_windows_and_come_back_in_order():
+    import functools
+
+    from mmconvert.executors.ray import RayExecutor
+    from tests.executors.test_local import _worker
+
+    executor = RayExecutor(2, window=7)
+    consumed = []
+
+    def tasks():
+        for x in range(40):
+            if x != 13:
+                consumed.append(x)
+                yield x
+
+    results = executor.map(functools.partial(_worker, 0.0), tasks())
+    first = [next(results) for _ in range(3)]
+    assert first == [0, 1, 4] and len(consumed) <= 7  # one window read, not the whole list
+    wanted = [x * x for x in range(40) if x != 13]
+    assert first + list(results) == wanted
+    with pytest.raises(ValueError, match="thirteen"):  # raised in its turn, in a later window
+        list(executor.map(functools.partial(_worker, 0.0), range(20)))
