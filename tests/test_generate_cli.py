@@ -384,3 +384,21 @@ def test_a_killed_run_repeats_only_the_requests_in_flight(fake, tmp_path):
     assert counts == {f"Q-{n:04d}": 2 if n in (5, 6) else 1 for n in range(10)}
     assert [r["id"] for r in rows(out)] == [f"item-{n:04d}" for n in range(10)]
     assert not list(out.rglob(".*.tmp"))
+
+
+def test_a_sharded_generate_run_holds_what_a_files_run_writes(fake, tmp_path):
+    from mmconvert.runfolder import read_run_file
+    from mmconvert.shards import shard_files
+
+    items = write_items(tmp_path / "items.jsonl", 4)
+    plain, sharded = tmp_path / "files", tmp_path / "shards"
+    assert generate(fake, items, plain).exit_code == 0
+    sent = len(fake.requests())
+    result = generate(fake, items, sharded, "--store", "shards", "--shard-rows", "3")
+    assert result.exit_code == 0, result.output
+    assert len(fake.requests()) == sent  # the same requests, answered from the cache
+    assert len(shard_files(sharded)) == 2 and not (sharded / "images").exists()
+    assert (sharded / "manifest.jsonl").read_bytes() == (plain / "manifest.jsonl").read_bytes()
+    for row in rows(plain):
+        rel = row["images"][0]["path"]
+        assert read_run_file(sharded, rel) == (plain / rel).read_bytes()
