@@ -4,12 +4,16 @@ process: streaming holds no list of the corpus, so the 100k run should peak with
 worker processes, which render.
 
     python bench/stream_memory.py [--sizes 10000,100000] [--workers 2] [--store files|shards]
-        [--baseline PATH]
+        [--baseline PATH] [--captions]
 
 Items are short multiple-choice questions in the generic JSONL schema (a 20-word question, four
 6-word options), written to a temporary folder. ``--baseline PATH`` also runs the same driver
 from another checkout of mmconvert (its source folder), for a before/after comparison in the
 same run.
+
+``--captions`` measures the load of image-caption pairs instead (VCR-wiki's layout: Parquet
+with the image bytes in an ``image`` column, here a 2.4 KB JPEG each): the driver's selection
+of every pair, both passes, without occluding them (that would take 9 minutes at 100k).
 """
 
 from __future__ import annotations
@@ -38,6 +42,48 @@ summary = convert(config, out=sys.argv[3], workers=int(sys.argv[4]), log=lambda 
 print(summary.rendered, time.perf_counter() - started,
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
+
+
+SELECTION = """
+import resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from mmconvert import converter
+from mmconvert.config import run_config
+started = time.perf_counter()
+config = run_config({"corpus": "captions", "source": sys.argv[2], "renderer": "occlude"})
+if hasattr(converter, "stream_selection"):
+    items = converter.stream_selection(config, log=lambda m: None).items
+else:  # a checkout from before streaming
+    items = converter.load_selection(config, log=lambda m: None)[0]
+count = sum(1 for item in items if item.image)
+print(count, time.perf_counter() - started,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def write_pairs(folder: Path, count: int) -> None:
+    """A VCR-wiki-like Parquet of ``count`` image-caption pairs."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.radial_gradient("L").resize((96, 64)).convert("RGB").save(buffer, "JPEG")
+    image = buffer.getvalue()
+    draw = random.Random(0)
+    folder.mkdir(parents=True)
+    writer = None
+    for start in range(0, count, 10_000):
+        rows = [{"image": {"bytes": image, "path": f"{n}.jpg"},
+                 "caption": " ".join(draw.choice(WORDS) for _ in range(14))}
+                for n in range(start, min(count, start + 10_000))]
+        table = pa.Table.from_pylist(rows)
+        writer = writer or pq.ParquetWriter(folder / "test-00000-of-00001.parquet",
+                                            table.schema)
+        writer.write_table(table)
+    writer.close()
 
 
 def write_items(path: Path, count: int) -> None:
@@ -69,10 +115,28 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--store", choices=["files", "shards"], default="files")
     parser.add_argument("--baseline", type=Path, help="another mmconvert checkout")
+    parser.add_argument("--captions", action="store_true",
+                        help="the selection of image-caption pairs (Parquet), not a render")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     codes = [("this checkout", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     with tempfile.TemporaryDirectory() as tmp:
+        if args.captions:
+            for label, code in codes:
+                peaks = {}
+                for size in sizes:
+                    pairs = Path(tmp) / f"pairs-{size}"
+                    if not pairs.exists():
+                        write_pairs(pairs, size)
+                    done = subprocess.run([sys.executable, "-c", SELECTION, str(code),
+                                           str(pairs)], capture_output=True, text=True,
+                                          check=True)
+                    count, seconds, peaks[size] = map(float, done.stdout.split())
+                    print(f"  {label}: {int(count)} pairs selected in {float(seconds):.1f} s: "
+                          f"driver peak RSS {peaks[size]:.0f} MB", flush=True)
+                print(f"  {label}: peak at {sizes[-1]} / peak at {sizes[0]} = "
+                      f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f} (target <= 1.3)")
+            return
         for size in sizes:
             write_items(Path(tmp) / f"items-{size}.jsonl", size)
         for label, code in codes:

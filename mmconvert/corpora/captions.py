@@ -5,14 +5,26 @@ and WIT layouts) as a hub id, a ``save_to_disk`` folder or parquet files."""
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ItemError, SourceError
 from ..items import Item, check_name, row_id, safe_name
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, text_field
-from .sources import Row, decode, discover, is_saved_dataset, load_hub, parse_json, read_table
+from .sources import (
+    Row,
+    count_rows,
+    decode,
+    discover,
+    is_saved_dataset,
+    load_hub,
+    parse_json,
+    read_table,
+)
 
 # caption columns in the order they are looked for (VCR-wiki: caption; WIT: the reference
 # description, then the attribution and alt-text ones)
@@ -21,6 +33,14 @@ CAPTION_COLUMNS = ("caption", "caption_reference_description", "caption_attribut
 IMAGE_COLUMNS = ("image", "img", "image_path", "file_name")
 # a COCO-CN sentence's image: COCO_<split>2014_<12-digit id>#<sentence number>
 COCO_CN_NAME = re.compile(r"^COCO_(train|val)2014_(\d{12})(?:#\d+)?$")
+
+
+@dataclass(frozen=True)
+class Part:
+    """Some of a group's rows (a file, a saved dataset): how many, and how to read them."""
+
+    count: int
+    rows: Callable[[], Iterator[Row]]
 
 
 class CaptionsOptions(CorpusOptions):
@@ -36,7 +56,9 @@ class Captions(Corpus):
     default_split = ""
     language_prompts = True
 
-    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+    def load(self, request: LoadRequest, report: LoadReport) -> Iterable[Item]:
+        """A COCO folder's items as a list (its annotation file is read whole); a TSV's,
+        a dataset's and Parquet or JSONL files' as they are read."""
         source = request.source
         if source is None:
             raise SourceError("captions: pass --source DIR (a COCO-style folder), FILE.tsv, a "
@@ -46,22 +68,23 @@ class Captions(Corpus):
         if source.is_file() and source.suffix.lower() in (".tsv", ".txt"):
             return self.tsv_items(source, guard, request.language)
         if not source.exists() and "/" in str(source) and not str(source).startswith((".", "/")):
-            groups = {safe_name(str(source).split("/")[-1], "captions"): load_hub(
-                str(source), None, request.split or "test")}
+            rows = load_hub(str(source), None, request.split or "test")
+            groups = {safe_name(str(source).split("/")[-1], "captions"):
+                      [Part(len(rows), lambda: iter(rows))]}
             return self.dataset_items(groups, guard, language)
         if is_saved_dataset(source):
-            rows = _saved_rows(source, request.split)
-            return self.dataset_items({safe_name(source.name, "captions"): rows}, guard,
+            part = _saved_rows(source, request.split)
+            return self.dataset_items({safe_name(source.name, "captions"): [part]}, guard,
                                       language)
         if source.is_dir() and sorted(source.glob("annotations/captions_*.json")):
             return self.coco_items(source, request, report, guard, language)
         if source.exists():
-            groups: dict[str, list[Row]] = {}
+            groups: dict[str, list[Part]] = {}
             for found in discover(source, suffixes=(".parquet", ".jsonl")):
                 if request.split and found.split not in (None, request.split):
                     continue
-                groups.setdefault(safe_name(found.subset, "captions"), []).extend(
-                    read_table(found.path))
+                groups.setdefault(safe_name(found.subset, "captions"), []).append(
+                    Part(count_rows(found.path), functools.partial(read_table, found.path)))
             return self.dataset_items(groups, guard, language)
         raise SourceError(f"{source}: no such file or folder")
 
@@ -139,15 +162,23 @@ class Captions(Corpus):
 
     # -- TSV
 
-    def tsv_items(self, path: Path, guard: RowGuard, language: str | None) -> list[Item]:
-        rows = []
-        for number, line in enumerate(decode(path).split("\n"), start=1):
-            fields = line.rstrip("\r").split("\t")
-            if not line.strip() or (number == 1 and fields[0].strip().lower() in IMAGE_COLUMNS):
-                continue  # blank, or a header
-            rows.append(Row(len(rows), f"{path} line {number}", {"fields": fields}))
-        return guard.convert_all(rows, self.tsv_item, path.parent,
-                                 safe_name(path.stem, "captions"), language)
+    def tsv_items(self, path: Path, guard: RowGuard, language: str | None) -> Iterator[Item]:
+        """The file's pairs as its lines are read."""
+        subset = safe_name(path.stem, "captions")
+        index = 0
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8",
+                                  errors="surrogateescape").rstrip("\n")
+                fields = line.rstrip("\r").split("\t")
+                if not line.strip() or (number == 1 and
+                                        fields[0].strip().lower() in IMAGE_COLUMNS):
+                    continue  # blank, or a header
+                row = Row(index, f"{path} line {number}", {"fields": fields})
+                index += 1
+                item = guard.convert(self.tsv_item, row, path.parent, subset, language)
+                if item is not None:
+                    yield item
 
     def tsv_item(self, row: Row, base: Path, subset: str, language: str | None) -> Item:
         item_id = row_id(subset, row.index)
@@ -178,16 +209,23 @@ class Captions(Corpus):
 
     # -- datasets with an image column
 
-    def dataset_items(self, groups: dict[str, list[Row]], guard: RowGuard,
-                      language: str) -> list[Item]:
-        items = []
-        for subset, rows in groups.items():
-            if rows and not rows[0].error:
-                _columns(rows[0].data, rows[0].where)
-            width = max(4, len(str(len(rows) - 1)))
-            numbered = [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
-            items += guard.convert_all(numbered, self.dataset_item, subset, width, language)
-        return items
+    def dataset_items(self, groups: dict[str, list[Part]], guard: RowGuard,
+                      language: str) -> Iterator[Item]:
+        """Each group's rows, numbered across its parts (files), as they are read: the
+        parts' row counts (a Parquet footer's) set the width of the ids before any row."""
+        for subset, parts in groups.items():
+            width = max(4, len(str(sum(part.count for part in parts) - 1)))
+            index = 0
+            for part in parts:
+                for row in part.rows():
+                    if index == 0 and not row.error:
+                        _columns(row.data, row.where)
+                    item = guard.convert(self.dataset_item,
+                                         Row(index, row.where, row.data, row.error), subset,
+                                         width, language)
+                    index += 1
+                    if item is not None:
+                        yield item
 
     def dataset_item(self, row: Row, subset: str, width: int, language: str) -> Item:
         item_id = row_id(subset, row.index, width)
@@ -249,9 +287,9 @@ def _image_bytes(value: Any, where: str, field: str) -> str | bytes:
     raise ItemError("no image data in this row", where=where, field=field)
 
 
-def _saved_rows(path: Path, split: str | None) -> list[Row]:
-    """Rows of a saved dataset with its images left encoded (decoding every image only to
-    encode it again would waste the load)."""
+def _saved_rows(path: Path, split: str | None) -> Part:
+    """The rows of a saved dataset, read as they are consumed, with its images left encoded
+    (decoding every image only to encode it again would waste the load)."""
     from datasets import Dataset, Image, load_from_disk
 
     try:
@@ -265,7 +303,12 @@ def _saved_rows(path: Path, split: str | None) -> list[Row]:
     for column, feature in data.features.items():
         if isinstance(feature, Image):
             data = data.cast_column(column, Image(decode=False))
-    return [Row(i, f"{path} row {i}", r) for i, r in enumerate(data)]
+
+    def rows() -> Iterator[Row]:
+        for i, record in enumerate(data):
+            yield Row(i, f"{path} row {i}", record)
+
+    return Part(len(data), rows)
 
 
 def _key(value: Any) -> bool:

@@ -154,14 +154,34 @@ def _starts_with(path: Path, prefix: bytes) -> bool:
 
 
 def read_parquet(path: Path) -> Iterator[Row]:
+    """Rows of a Parquet file, read a batch at a time (a file of images is never all in
+    memory)."""
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        batches = pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH)
+        index = 0
+        for batch in batches:
+            for record in batch.to_pylist():
+                yield Row(index, f"{path} row {index}", record)
+                index += 1
     except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds
         raise SourceError(f"{path}: not a readable Parquet file ({err})") from None
-    for index, record in enumerate(table.to_pylist()):
-        yield Row(index, f"{path} row {index}", record)
+
+
+PARQUET_BATCH = 256
+
+
+def count_rows(path: Path) -> int:
+    """Rows of a table file: a Parquet file's from its footer, others by reading it."""
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(path).metadata.num_rows
+        except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds
+            raise SourceError(f"{path}: not a readable Parquet file ({err})") from None
+    return sum(1 for _ in read_table(path))
 
 
 def read_table(path: Path, **csv_args: Any) -> Iterator[Row]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import itertools
 import logging
 import pickle
 import socket
@@ -27,8 +26,10 @@ from .base import Executor
 INSTALL_HINT = "--executor ray needs Ray: pip install 'mmconvert[ray]'"
 # tasks a batch (an actor call); small, so that results stream back in order soon
 BATCH = 4
-# tasks a Ray Data stage: what the driver holds at once (each stage starts its actors again)
+# tasks a Ray Data stage, and their pickled bytes at most (captions carry their photos): what
+# the driver holds at once (each stage starts its actors again)
 WINDOW = 10_000
+WINDOW_BYTES = 256 * 2**20
 RETRIES = 1
 
 
@@ -168,11 +169,15 @@ class RayExecutor(Executor):
                       "remote": pickle.dumps(remote)})
         tasks = iter(tasks)
         start = 0
-        # the tasks go in windows of ``window``, each one Ray Data stage: the driver never
-        # holds more than a window of them (a long run is not read into memory at once)
+        # the tasks go in windows of ``window`` (or WINDOW_BYTES), each one Ray Data stage:
+        # the driver never holds more than a window of them (a run is not read in at once)
         while True:
-            rows = [{"index": start + n, "task": pickle.dumps(task)}
-                    for n, task in enumerate(itertools.islice(tasks, self.window))]
+            rows, size = [], 0
+            for task in tasks:
+                rows.append({"index": start + len(rows), "task": pickle.dumps(task)})
+                size += len(rows[-1]["task"])
+                if len(rows) >= self.window or size >= WINDOW_BYTES:
+                    break
             if not rows:
                 return
             try:

@@ -17,7 +17,7 @@ from tests.conftest import FIXTURES, make_item
 
 def load(name, **request):
     report = LoadReport()
-    items = resolve(name).load(LoadRequest(**request), report)
+    items = list(resolve(name).load(LoadRequest(**request), report))  # may be read lazily
     return items, report
 
 
