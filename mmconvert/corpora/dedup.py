@@ -136,14 +136,41 @@ def deduplicate(items: list[Item], options: DedupOptions, *, progress: bool = Fa
 # --- embeddings ----------------------------------------------------------------------------
 
 
+# texts an embedding task: the blocks are cut in item order, the same for every executor, so
+# a run embeds the same batches on this machine as on a cluster (the model batches within one)
+EMBED_BLOCK = 4096
+
+
 def embed(texts: list[str], options: DedupOptions, *, progress: bool = False) -> np.ndarray:
-    """Unit-length float32 embeddings, one row per text."""
+    """Unit-length float32 embeddings, one row per text, made in blocks of ``EMBED_BLOCK``
+    through the run's executor: in this process (the model uses every core, or the GPU), or
+    on a cluster's actors, one per GPU when it has GPUs (``executor_for(gpu=True)``)."""
+    import functools
+
+    import numpy as np
+
+    from ..executors import executor_for
+
+    blocks = [texts[start:start + EMBED_BLOCK] for start in range(0, len(texts), EMBED_BLOCK)]
+    executor = executor_for(0, len(blocks), gpu=True)
+    parts = list(executor.map(functools.partial(embedder, options, progress), blocks))
+    if not parts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+
+def embedder(options: DedupOptions, progress: bool = False):
+    """A worker that embeds a block of texts (its model loaded once)."""
     import numpy as np
 
     model = load_model(options.model, options.device, progress=progress)
-    vectors = model.encode(texts, batch_size=options.batch_size, show_progress_bar=progress,
-                           convert_to_numpy=True, normalize_embeddings=True)
-    return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def encode(texts: list[str]) -> np.ndarray:
+        vectors = model.encode(texts, batch_size=options.batch_size, show_progress_bar=progress,
+                               convert_to_numpy=True, normalize_embeddings=True)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    return encode
 
 
 def default_device() -> str:

@@ -34,15 +34,20 @@ def use(name: str, address: str | None = None) -> None:
     BACKEND.set((name, address))
 
 
-def executor_for(workers: int, tasks: int, *, threads: int | None = None) -> Executor:
+def executor_for(workers: int, tasks: int, *, threads: int | None = None,
+                 gpu: bool = False) -> Executor:
     """The executor for ``tasks`` tasks: the local one (``local_executor``), or the chosen
     cluster executor with ``workers`` workers (0: one per core of this machine), each running
-    ``threads`` threads when the work waits on the network."""
+    ``threads`` threads when the work waits on the network. ``gpu``: work a GPU speeds up,
+    which without one uses every core of its machine by itself (embedding): in this process
+    here; on a cluster, one worker per GPU when it has GPUs."""
     name, address = BACKEND.get()
     if name == "local":
+        if gpu:
+            return EXECUTORS.get("inline")(1)
         return local_executor(workers, tasks, threads=threads)
     return EXECUTORS.get(name)(workers or os.cpu_count() or 1, address=address,
-                               threads=threads)
+                               threads=threads, gpu=gpu)
 
 
 def local_executor(workers: int, tasks: int, *, threads: int | None = None) -> Executor:

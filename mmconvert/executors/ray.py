@@ -120,11 +120,12 @@ class RayExecutor(Executor):
                    "--ray-address")
 
     def __init__(self, workers: int = 1, *, address: str | None = None,
-                 threads: int | None = None, window: int = WINDOW):
+                 threads: int | None = None, window: int = WINDOW, gpu: bool = False):
         super().__init__(workers)
         self.address = address
         self.threads = threads
         self.window = window
+        self.gpu = gpu  # one actor per GPU of the cluster, when it has GPUs
 
     def start(self) -> bool:
         """Join the cluster (or start a local one); whether this call started it."""
@@ -201,12 +202,17 @@ class RayExecutor(Executor):
         # an actor that dies (killed, out of memory) is restarted and its batch tried once
         # more; a task that kills its worker every time fails the run, instead of Ray's
         # default of retrying for ever
+        resources: dict[str, float] = {"num_cpus": 1 if not self.threads else 0.5}
+        actors = self.workers
+        gpus = int(ray.cluster_resources().get("GPU", 0)) if self.gpu else 0
+        if gpus:
+            resources["num_gpus"] = 1
+            actors = gpus
         with warnings.catch_warnings():  # Ray 2.60 warns of its own keyword handling
             warnings.simplefilter("ignore")
             dataset = ray.data.from_items(rows).map_batches(
-                actor, batch_size=BATCH, concurrency=min(self.workers, len(rows)),
-                num_cpus=1 if not self.threads else 0.5, max_restarts=RETRIES,
-                max_task_retries=RETRIES)
+                actor, batch_size=BATCH, concurrency=min(actors, len(rows)),
+                max_restarts=RETRIES, max_task_retries=RETRIES, **resources)
         expected = start
         for row in dataset.iter_rows():
             if row["index"] != expected:  # preserve_order guarantees it; be sure

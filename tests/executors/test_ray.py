@@ -182,3 +182,27 @@ def test_tasks_go_to_ray_in_windows_and_come_back_in_order():
     assert first + list(results) == wanted
     with pytest.raises(ValueError, match="thirteen"):  # raised in its turn, in a later window
         list(executor.map(functools.partial(_worker, 0.0), range(20)))
+
+
+def test_dedup_embeds_on_ray_and_the_run_is_the_local_one(tmp_path):
+    from tests.corpora.test_dedup import MODEL
+
+    texts = ["The committee approved the new budget for the city library after a long debate.",
+             "The committee approved the new budget for the town library after a long debate.",
+             "A red fox jumped over the sleeping dog near the old wooden barn at dawn.",
+             "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen.",
+             "The committee approved the new budget for the city library after a long debate."]
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps({"id": f"t{n}", "question": "Which?", "context": text,
+                                          "answer": "x"}) + "\n"
+                              for n, text in enumerate(texts)), encoding="utf-8")
+    folders = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        folders[name] = tmp_path / name
+        made = mmconvert("render", source, "--dedup", "--embedding-model", MODEL,
+                         "--dedup-threshold", "0.9", "--out", folders[name], "--workers", "2",
+                         "--no-progress", *extra)
+        assert made.returncode == 0, made.stderr
+    same(folders["local"], folders["ray"])
+    report = json.loads((folders["ray"] / "dedup.json").read_text())
+    assert {(r["id"], r["kind"]) for r in report["removed"]} == {("t1", "near"), ("t4", "exact")}
