@@ -204,7 +204,8 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
 
     A first pass reads the whole source: every bad row is met (raised, or recorded under
     ``--on-error skip``) before any work, and only each group's count (for ``--sample``) and,
-    with ``ids``, the ids are kept. The items are then read again as they are consumed.
+    with ``ids``, the ids are kept. The items are then read again as they are consumed (a
+    corpus whose ``load`` builds a list anyway is read once, and its list kept).
     ``--dedup`` holds every item, as it compares them all."""
     log = log or (lambda message: print(message, file=sys.stderr))
     corpus = corpus or resolve(config.corpus)
@@ -214,20 +215,26 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
                           seed=config.seed, language=config.language,
                           max_length=config.max_length, all_captions=config.all_captions)
 
-    def loaded(report: LoadReport) -> Iterator[Item]:
-        items = iter(corpus.load(request, report))
+    def shuffled(items: Iterable[Item]) -> Iterator[Item]:
+        items = iter(items)
         if config.shuffle_options:
             items = (item if "original_options" in item.metadata
                      else shuffle_options(item, config.seed) for item in items)
         return items
 
+    report = LoadReport()
+    first = corpus.load(request, report)
+    held = first if isinstance(first, list) else None  # a corpus that builds a list: read once
+
+    def again() -> Iterator[Item]:
+        return shuffled(held if held is not None else corpus.load(request, LoadReport()))
+
     def chosen(items: Iterable[Item], counts: Counter) -> Iterator[Item]:
         return selected(items, counts, config.sample, config.limit, config.seed,
                         corpus.group)
 
-    report = LoadReport()
     if config.dedup is not None:
-        kept, dedup = _dedup(list(loaded(report)), config.dedup, dedup_file, reuse_dedup,
+        kept, dedup = _dedup(list(shuffled(first)), config.dedup, dedup_file, reuse_dedup,
                              progress, log)
         report.dropped["dedup"] += dedup["removed_count"]
         report.dedup = dedup
@@ -237,7 +244,7 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
                         {item.id for item in kept} if ids else None)
     counts: Counter = Counter()
     seen: set[str] | None = set() if ids else None
-    for item in loaded(report):
+    for item in shuffled(first):
         counts[corpus.group(item)] += 1
         if seen is not None:
             seen.add(item.id)
@@ -245,7 +252,7 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
         else sum(counts.values())
     if config.limit is not None:
         count = min(count, config.limit)
-    return Selected(chosen(loaded(LoadReport()), counts), count, report, seen)
+    return Selected(chosen(again(), counts), count, report, seen)
 
 
 def _dedup(items: list[Item], options: DedupOptions, path: Path | None, reuse: bool,
