@@ -346,7 +346,10 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             else:
                 grouped = folder.grouped()
             with grouped:
-                _sink(folder, _run_tasks(todo(), config, execution, job), config, summary)
+                # the bar's total is known for a fresh run (a resumed one counts up)
+                total = None if done else selection.count
+                _sink(folder, _run_tasks(todo(), config, execution, job, total), config,
+                      summary)
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
@@ -393,7 +396,8 @@ def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary) ->
             raise payload
 
 
-def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, job):
+def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, job,
+               total: int | None = None):
     """Results in task order, through the executor for this run: inline, processes, or (for a
     job that waits on the network) threads sharing ``job``. Tasks go in groups of
     ``job.batch``, cut in task order, as they come."""
@@ -413,7 +417,7 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
         _write_remotely, str(execution.out.resolve()))
     results = executor.map(JobWorker(config, job), itertools.chain(head, groups),
                            remote=remote)
-    yield from progress_bar((result for group in results for result in group), None,
+    yield from progress_bar((result for group in results for result in group), total,
                             show_progress(execution.progress))
 
 
