@@ -5,7 +5,9 @@ figures this script measures on this machine:
 - the bytes an item writes (stacked PNG, text-only PNG, manifest row) and the worker's peak RSS;
 - the driver's sink alone, fed made items as fast as it takes them, for each store: files
   written by the workers where they run (only rows reach the driver, which checks the files
-  are there and appends the rows) and shards (the bytes reach the driver, which writes them).
+  are there and appends the rows) and shards (the bytes reach the driver, which writes them);
+- the driver's load of VCR-wiki-style pairs (Parquet with the photos' bytes, here the COCO
+  sample's JPEGs over again), both passes of the selection, as the workers would consume it.
 
     python bench/vcr_wiki_cost.py [--items 300] [--source DIR] [--machines 1,8,64]
 
@@ -69,6 +71,37 @@ def sink_rate(rows: list[dict], files: dict[str, bytes], store: str, count: int)
         return count / (time.perf_counter() - started)
 
 
+def load_rate(source: Path, count: int) -> tuple[float, float]:
+    """(pairs/s, mean photo KiB) of the selection of ``count`` pairs from a Parquet file whose
+    rows hold the source's photos, both passes, every item consumed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mmconvert.config import run_config
+    from mmconvert.converter import stream_selection
+
+    photos = [p.read_bytes() for p in sorted(source.rglob("*.jpg"))][:50]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "vcr" / "default"
+        folder.mkdir(parents=True)
+        writer = None
+        for start in range(0, count, 500):
+            table = pa.Table.from_pylist([
+                {"image": {"bytes": photos[n % len(photos)], "path": f"{n}.jpg"},
+                 "caption": "A man rides a red bicycle along the river on a sunny morning."}
+                for n in range(start, min(count, start + 500))])
+            writer = writer or pq.ParquetWriter(folder / "test-00000-of-00001.parquet",
+                                                table.schema)
+            writer.write_table(table, row_group_size=500)
+        writer.close()
+        started = time.perf_counter()
+        selection = stream_selection(run_config({"corpus": "captions", "source": str(
+            folder.parent), "renderer": "occlude"}), log=lambda m: None)
+        consumed = sum(1 for _ in selection.items)
+        rate = consumed / (time.perf_counter() - started)
+    return rate, sum(map(len, photos)) / len(photos) / 1024
+
+
 def size_on_disk(sizes: list[int]) -> int:
     return sum(-(-size // BLOCK) * BLOCK for size in sizes)
 
@@ -96,6 +129,7 @@ def main() -> None:
     row_bytes = manifest / len(rows)
     per_item_files = size_on_disk([len(d) for d in files.values()]) / len(rows)
     sinks = {store: sink_rate(rows, files, store, 2000) for store in ("files", "shards")}
+    loading, photo_kib = load_rate(args.source, 3000)
 
     print(f"measured on this machine ({cores} cores), {len(rows)} COCO captions made of "
           f"{args.items}:")
@@ -108,6 +142,8 @@ def main() -> None:
         what = ("rows of files the workers wrote" if store == "files"
                 else "rows and their bytes, into shards")
         print(f"  the driver's sink alone, {store}: {rate:,.0f} items/s ({what})")
+    print(f"  the driver's load of Parquet pairs ({photo_kib:.0f} KiB photos), both passes: "
+          f"{loading:,.0f} items/s")
 
     machine_rate = rates[max(rates)]
     print(f"\nprojected for {ITEMS:,} items, each machine like this one ({cores} workers, "
@@ -118,19 +154,24 @@ def main() -> None:
     for machines in (int(m) for m in args.machines.split(",")):
         for store in ("files", "shards"):
             workers_rate = machines * machine_rate
-            rate = min(workers_rate, sinks[store])
+            rate = min(workers_rate, sinks[store], loading)
             hours = ITEMS / rate / 3600
             disk = ITEMS * ((per_item_files if store == "files" else per_item) + row_bytes)
             count = f"{2 * ITEMS / 1e6:.1f} M" if store == "files" else \
                 f"{-(-ITEMS // 1000):,} shards"
-            if workers_rate <= sinks[store]:
+            if workers_rate <= min(sinks[store], loading):
                 neck = "the workers' drawing (spaCy, photo decode, PNG)"
+            elif loading < sinks[store]:
+                neck = "the driver's load: every photo read (twice) and sent to the workers"
             elif store == "files":
                 neck = "the driver's sink (a file check and a row per item)"
             else:
                 neck = "the one shard writer: every image's bytes through the driver"
+            # the streaming driver (bench/stream_memory.py: ~0.1-0.2 GB), plus on a cluster
+            # Ray's window of pickled tasks (at most 256 MiB)
+            driver = "~0.2 GB" if machines == 1 else "~0.5 GB"
             print(f"| {machines} | {store} | {rate:,.0f} | "
-                  f"{hours:.1f} h | ~0.1 GB | {machines * cores * worker_rss / 1024:.1f} GB | "
+                  f"{hours:.1f} h | {driver} | {machines * cores * worker_rss / 1024:.1f} GB | "
                   f"{disk / 1e9:.0f} GB | {count} | {neck} |")
 
 
