@@ -32,6 +32,14 @@ from mmconvert.renderers.occlude import CaptionOccluder, OccludeOptions  # noqa:
 SHARED = Path("/work/shared/data/image-caption/coco-mini")
 
 
+def caption_options(parser: argparse.ArgumentParser, items: int) -> None:
+    """``--source`` (the shared COCO sample when present, else the test fixture) and
+    ``--items``, as the occlusion benches take them."""
+    parser.add_argument("--source", type=Path,
+                        default=SHARED if SHARED.exists() else ROOT / "tests/fixtures/coco")
+    parser.add_argument("--items", type=int, default=items)
+
+
 def load_items(source: Path, count: int):
     items = resolve("captions").load(LoadRequest(source=source, all_captions=True),
                                      LoadReport())
@@ -135,9 +143,7 @@ def pillow_baseline(items, font_path: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path,
-                        default=SHARED if SHARED.exists() else ROOT / "tests/fixtures/coco")
-    parser.add_argument("--items", type=int, default=300)
+    caption_options(parser, 300)
     args = parser.parse_args()
     items = load_items(args.source, args.items)
     print(f"{len(items)} English captions from {args.source} (repeated under new ids)")

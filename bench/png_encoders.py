@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.occlude_speed import SHARED, load_items  # noqa: E402
+from bench.occlude_speed import caption_options, load_items  # noqa: E402
 from mmconvert.renderers import occlude as occlude_module  # noqa: E402
 from mmconvert.renderers.drawing import encode_png  # noqa: E402
 
@@ -120,9 +120,7 @@ def candidates():
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path,
-                        default=SHARED if SHARED.exists() else ROOT / "tests/fixtures/coco")
-    parser.add_argument("--items", type=int, default=200)
+    caption_options(parser, 200)
     args = parser.parse_args()
     from PIL import Image
 

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.occlude_speed import SHARED, end_to_end  # noqa: E402
+from bench.occlude_speed import caption_options, end_to_end  # noqa: E402
 from mmconvert.runfolder import Output, RunFolder  # noqa: E402
 
 ITEMS = 2_100_000
@@ -108,9 +108,7 @@ def size_on_disk(sizes: list[int]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path,
-                        default=SHARED if SHARED.exists() else ROOT / "tests/fixtures/coco")
-    parser.add_argument("--items", type=int, default=600)
+    caption_options(parser, 600)
     parser.add_argument("--machines", default="1,8,64")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
