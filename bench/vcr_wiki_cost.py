@@ -7,7 +7,8 @@ figures this script measures on this machine:
   written by the workers where they run (only rows reach the driver, which checks the files
   are there and appends the rows) and shards (the bytes reach the driver, which writes them);
 - the driver's load of VCR-wiki-style pairs (Parquet with the photos' bytes, here the COCO
-  sample's JPEGs over again), both passes of the selection, as the workers would consume it.
+  sample's JPEGs over again), both passes of the selection, as the workers would consume it
+  (the driver reads the captions; each worker reads its items' photos).
 
     python bench/vcr_wiki_cost.py [--items 300] [--source DIR] [--machines 1,8,64]
 
@@ -165,9 +166,10 @@ def main() -> None:
                 neck = "the driver's sink (a file check and a row per item)"
             else:
                 neck = "the one shard writer: every image's bytes through the driver"
-            # the streaming driver (bench/stream_memory.py: ~0.1-0.2 GB), plus on a cluster
-            # Ray's window of pickled tasks (at most 256 MiB)
-            driver = "~0.2 GB" if machines == 1 else "~0.5 GB"
+            # the streaming driver (bench/stream_memory.py: ~0.1-0.2 GB); on a cluster, Ray's
+            # window of 10,000 pickled tasks adds ~10 MB (a Parquet pair's task carries a
+            # reference to its photo, not the bytes)
+            driver = "~0.2 GB"
             print(f"| {machines} | {store} | {rate:,.0f} | "
                   f"{hours:.1f} h | {driver} | {machines * cores * worker_rss / 1024:.1f} GB | "
                   f"{disk / 1e9:.0f} GB | {count} | {neck} |")

@@ -13,6 +13,15 @@ LETTERS = string.ascii_uppercase
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+class StoredImage:
+    """An image left where the corpus keeps it (a cell of a Parquet file), so that the driver
+    reads only the text and the worker that draws the item reads the image: ``load()`` gives
+    the encoded bytes or a file path, or raises an ItemError naming the row and field."""
+
+    def load(self) -> str | bytes:
+        raise NotImplementedError
+
+
 @dataclass
 class Item:
     """One benchmark item. ``answer`` is a letter for MCQ, else a list of accepted strings."""
@@ -29,8 +38,9 @@ class Item:
     metadata: dict[str, Any] = field(default_factory=dict)
     # where the item came from, for error messages: "file.csv line 12"
     origin: str = ""
-    # image-caption corpora: the image, as a file path or the encoded bytes of a dataset cell
-    image: str | bytes | None = None
+    # image-caption corpora: the image, as a file path, the encoded bytes of a dataset cell, or
+    # a cell left in its file (``StoredImage``) for the worker that draws it to read
+    image: str | bytes | StoredImage | None = None
 
     def __post_init__(self) -> None:
         # ids name the item's files: every corpus's ids and subsets are checked here, once,

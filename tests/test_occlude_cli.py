@@ -123,3 +123,45 @@ def test_chinese_captions_from_coco_cn(tmp_path):
     assert row["metadata"] == {"coco_cn_name": "COCO_train2014_000000000790#0", "image_id": 790}
     assert row["font"] == "Droid Sans Fallback" and "白色横条" in row["prompt"]
     assert all(len(span["text"]) == 5 for span in row["masked_spans"])
+
+
+def test_pairs_in_parquet_are_drawn_from_photos_the_workers_read(tmp_path):
+    """VCR-wiki's layout: the photos' bytes in a Parquet column. The driver reads the captions
+    only; each worker reads the photos of its items (a row group at a time)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mmconvert.renderers.occlude import CaptionOccluder
+    from tests.conftest import make_item
+
+    photos = sorted((COCO / "val2017").glob("*.jpg"))
+    captions = ["A man standing in front of a mirror in a small bright room with a lamp.",
+                "Two people walk along a sandy beach beside the calm blue sea at sunset.",
+                "A man standing in front of a mirror in a small bright room with a lamp."]
+    folder = tmp_path / "vcr" / "default"
+    folder.mkdir(parents=True)
+    cells = [{"bytes": photos[n % len(photos)].read_bytes(), "path": "x.jpg"} for n in range(3)]
+    cells[2] = {"bytes": None, "path": None}  # a row with no image
+    pq.write_table(pa.table({"image": cells, "caption": captions}),
+                   folder / "test-00000-of-00001.parquet", row_group_size=2)
+    outputs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        result = run("occlude", "captions", "--source", tmp_path / "vcr", "--out", out,
+                     "--workers", workers, "--on-error", "skip")
+        assert result.exit_code == 0, result.output
+        assert "2 item(s) rendered" in result.output and "1 skipped" in result.output
+        outputs[workers] = sorted((p.name, p.read_bytes()) for p in (out / "images").iterdir())
+    assert outputs[1] == outputs[2]
+    (skip,) = [json.loads(line) for line in (tmp_path / "w1" / "skipped.jsonl").read_text()
+               .splitlines()]
+    assert skip["stage"] == "render" and "row 2: field image: no image data" in skip["reason"]
+    # the same pixels as an item that carries its photo's bytes
+    row = rows(tmp_path / "w1")[0]
+    alone = CaptionOccluder().render(make_item(id=row["id"], subset=row["subset"],
+                                               corpus="captions", context=captions[0],
+                                               image=photos[0].read_bytes()), 0)
+    assert (tmp_path / "w1" / row["images"][0]["path"]).read_bytes() == alone.stacked
+    result = run("occlude", "captions", "--source", tmp_path / "vcr", "--out", tmp_path / "f")
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "test-00000-of-00001.parquet row 2: field image: no image data" in result.output

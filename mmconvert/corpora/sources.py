@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HubUnavailableError, ItemError, SourceError
+from ..items import StoredImage
 
 TABLE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 _SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.-]+?)-\d{5}-of-\d{5}$")
@@ -153,13 +154,13 @@ def _starts_with(path: Path, prefix: bytes) -> bool:
     return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(prefix)
 
 
-def read_parquet(path: Path) -> Iterator[Row]:
-    """Rows of a Parquet file, read a batch at a time (a file of images is never all in
-    memory)."""
+def read_parquet(path: Path, columns: list[str] | None = None) -> Iterator[Row]:
+    """Rows of a Parquet file (``columns`` of it, or all), read a batch at a time (a file of
+    images is never all in memory)."""
     import pyarrow.parquet as pq
 
     try:
-        batches = pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH)
+        batches = pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH, columns=columns)
         index = 0
         for batch in batches:
             for record in batch.to_pylist():
@@ -170,6 +171,69 @@ def read_parquet(path: Path) -> Iterator[Row]:
 
 
 PARQUET_BATCH = 256
+
+
+def parquet_columns(path: Path) -> list[str]:
+    """The column names of a Parquet file, from its footer."""
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.ParquetFile(path).schema_arrow.names)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds
+        raise SourceError(f"{path}: not a readable Parquet file ({err})") from None
+
+
+@dataclass(frozen=True)
+class ParquetCell(StoredImage):
+    """One cell of a Parquet file, read when it is needed (by the worker that draws the item):
+    the row group that holds it is read, and the last one read is kept for the next rows."""
+
+    path: str
+    row: int
+    column: str
+
+    def load(self) -> str | bytes:
+        where = f"{self.path} row {self.row}"
+        try:
+            value = _parquet_row(self.path, self.row, self.column)
+        except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds
+            raise ItemError(f"{self.path}: cannot read row {self.row} ({err})".splitlines()[0],
+                            where=where, field=self.column) from None
+        if isinstance(value, dict):
+            value = value.get("bytes") or value.get("path")
+        if isinstance(value, (bytes, bytearray)) and value:
+            return bytes(value)
+        if isinstance(value, str) and value and Path(value).is_file():
+            return value
+        raise ItemError("no image data in this row", where=where, field=self.column)
+
+
+_ROW_GROUPS: dict[str, tuple[int, list]] = {}
+
+
+def _parquet_row(path: str, row: int, column: str):
+    """The value of ``column`` in row ``row``, through a one-row-group cache per file and
+    column (a worker draws consecutive rows)."""
+    import bisect
+
+    import pyarrow.parquet as pq
+
+    key = f"{path}\0{column}"
+    start, values = _ROW_GROUPS.get(key, (-1, []))
+    if not start <= row < start + len(values):
+        shard = pq.ParquetFile(path)
+        starts, at = [], 0
+        for group in range(shard.metadata.num_row_groups):
+            starts.append(at)
+            at += shard.metadata.row_group(group).num_rows
+        group = bisect.bisect_right(starts, row) - 1
+        if group < 0 or row >= at:
+            raise IndexError(f"the file has {at} rows")
+        values = shard.read_row_group(group, columns=[column]).column(column).to_pylist()
+        start = starts[group]
+        _ROW_GROUPS.clear()  # one row group held at a time
+        _ROW_GROUPS[key] = (start, values)
+    return values[row - start]
 
 
 def count_rows(path: Path) -> int:

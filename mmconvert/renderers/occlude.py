@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ItemError, ItemFiltered, UsageError
-from ..items import Item, base_language
+from ..items import Item, StoredImage, base_language
 from ..rows import OcclusionRow
 from ..seeds import rng
 from .base import Renderer
@@ -474,6 +474,8 @@ def open_image(source, where: str, max_pixels: int):
 
     if source is None:
         raise ItemError("the item has no image", where=where, field="image")
+    if isinstance(source, StoredImage):  # left in the corpus' file: read here, in the worker
+        source = source.load()
     name = "the image" if isinstance(source, bytes) else str(source)
     try:
         with warnings.catch_warnings():
