@@ -307,7 +307,7 @@ def _file_rows(path: Path) -> Callable[[], Iterator[Row]]:
     def rows() -> Iterator[Row]:
         others = [name for name in names if name != image]
         for row in read_parquet(path, others):
-            row.data[image] = ParquetCell(str(path), row.index, image)
+            row.data[image] = ParquetCell(str(path.resolve()), row.index, image)
             yield row
 
     return rows
