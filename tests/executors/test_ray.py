@@ -206,3 +206,26 @@ def test_dedup_embeds_on_ray_and_the_run_is_the_local_one(tmp_path):
     same(folders["local"], folders["ray"])
     report = json.loads((folders["ray"] / "dedup.json").read_text())
     assert {(r["id"], r["kind"]) for r in report["removed"]} == {("t1", "near"), ("t4", "exact")}
+
+
+def test_parquet_pairs_on_ray_read_their_photos_in_the_workers(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    photos = sorted((FIXTURES / "coco" / "val2017").glob("*.jpg"))
+    folder = tmp_path / "vcr" / "default"
+    folder.mkdir(parents=True)
+    captions = [f"A man standing in front of a mirror in a small bright room number {n}."
+                for n in range(6)]
+    pq.write_table(pa.table({"image": [{"bytes": photos[n % len(photos)].read_bytes(),
+                                        "path": "x.jpg"} for n in range(6)],
+                             "caption": captions}),
+                   folder / "test-00000-of-00001.parquet", row_group_size=4)
+    folders = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        folders[name] = tmp_path / name
+        made = mmconvert("occlude", "captions", "--source", tmp_path / "vcr", "--out",
+                         folders[name], "--workers", "2", *extra)
+        assert made.returncode == 0, made.stderr
+    same(folders["local"], folders["ray"])
+    assert len(list((folders["ray"] / "images").iterdir())) == 12
