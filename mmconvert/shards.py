@@ -218,12 +218,6 @@ class ShardReader:
             self._starts[path] = starts
             self._seen[path] = size
 
-    def has(self, rel: str) -> bool:
-        with self._lock:
-            if rel not in self._index:
-                self._refresh()
-            return rel in self._index
-
     def read(self, rel: str) -> bytes | None:
         """The bytes of ``rel``, or None when no shard holds it."""
         import bisect
