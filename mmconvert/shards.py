@@ -191,6 +191,8 @@ class ShardReader:
     def _refresh(self) -> None:
         import pyarrow.parquet as pq
 
+        from .corpora.sources import row_group_starts
+
         for path in shard_files(self.root):
             size = path.stat().st_size
             if self._seen.get(path) == size:
@@ -211,11 +213,7 @@ class ShardReader:
                     strict=True)):
                 for entry in (images or []) + (files or []):
                     self._index[entry["path"]] = (path, number)
-            starts, at = [], 0
-            for group in range(shard.metadata.num_row_groups):
-                starts.append(at)
-                at += shard.metadata.row_group(group).num_rows
-            self._starts[path] = starts
+            self._starts[path] = row_group_starts(shard.metadata)
             self._seen[path] = size
 
     def read(self, rel: str) -> bytes | None:

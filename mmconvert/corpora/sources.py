@@ -221,19 +221,25 @@ def _parquet_row(path: str, row: int, column: str):
     key = f"{path}\0{column}"
     start, values = _ROW_GROUPS.get(key, (-1, []))
     if not start <= row < start + len(values):
-        shard = pq.ParquetFile(path)
-        starts, at = [], 0
-        for group in range(shard.metadata.num_row_groups):
-            starts.append(at)
-            at += shard.metadata.row_group(group).num_rows
+        table = pq.ParquetFile(path)
+        starts = row_group_starts(table.metadata)
         group = bisect.bisect_right(starts, row) - 1
-        if group < 0 or row >= at:
-            raise IndexError(f"the file has {at} rows")
-        values = shard.read_row_group(group, columns=[column]).column(column).to_pylist()
+        if group < 0 or row >= table.metadata.num_rows:
+            raise IndexError(f"the file has {table.metadata.num_rows} rows")
+        values = table.read_row_group(group, columns=[column]).column(column).to_pylist()
         start = starts[group]
         _ROW_GROUPS.clear()  # one row group held at a time
         _ROW_GROUPS[key] = (start, values)
     return values[row - start]
+
+
+def row_group_starts(metadata) -> list[int]:
+    """The first row of each row group of a Parquet file (its ``FileMetaData``)."""
+    starts, at = [], 0
+    for group in range(metadata.num_row_groups):
+        starts.append(at)
+        at += metadata.row_group(group).num_rows
+    return starts
 
 
 def count_rows(path: Path) -> int:
