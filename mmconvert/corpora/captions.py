@@ -27,6 +27,7 @@ from .sources import (
     parse_json,
     read_parquet,
     read_table,
+    text_lines,
 )
 
 # caption columns in the order they are looked for (VCR-wiki: caption; WIT: the reference
@@ -169,19 +170,15 @@ class Captions(Corpus):
         """The file's pairs as its lines are read."""
         subset = safe_name(path.stem, "captions")
         index = 0
-        with open(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8",
-                                  errors="surrogateescape").rstrip("\n")
-                fields = line.rstrip("\r").split("\t")
-                if not line.strip() or (number == 1 and
-                                        fields[0].strip().lower() in IMAGE_COLUMNS):
-                    continue  # blank, or a header
-                row = Row(index, f"{path} line {number}", {"fields": fields})
-                index += 1
-                item = guard.convert(self.tsv_item, row, path.parent, subset, language)
-                if item is not None:
-                    yield item
+        for number, line in text_lines(path):
+            fields = line.rstrip("\r").split("\t")
+            if not line.strip() or (number == 1 and fields[0].strip().lower() in IMAGE_COLUMNS):
+                continue  # blank, or a header
+            row = Row(index, f"{path} line {number}", {"fields": fields})
+            index += 1
+            item = guard.convert(self.tsv_item, row, path.parent, subset, language)
+            if item is not None:
+                yield item
 
     def tsv_item(self, row: Row, base: Path, subset: str, language: str | None) -> Item:
         item_id = row_id(subset, row.index)

@@ -124,24 +124,30 @@ def read_jsonl(path: Path) -> Iterator[Row]:
                       None if ok else "not a JSON object")
         return
     index = 0
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path} line {number}"
+        try:
+            record = parse_json(line)
+            error = None if isinstance(record, dict) else "not a JSON object"
+        except ValueError as err:
+            record, error = {}, str(err)
+        yield Row(index, where, record if error is None else {}, error)
+        index += 1
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line without its newline) of a UTF-8 text file, read a line at a time;
+    a BOM is dropped and undecodable bytes survive as surrogates, as ``decode`` does."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed below, after the last row)
+        handle = open(path, "rb")  # noqa: SIM115 (closed below, after the last line)
     except OSError as err:
         raise SourceError(f"{path}: cannot read ({err.strerror})") from None
     with handle:
         for number, raw in enumerate(handle, start=1):
-            line = raw.decode("utf-8-sig" if number == 1 else "utf-8",
-                              errors="surrogateescape").rstrip("\n")
-            if not line.strip():
-                continue
-            where = f"{path} line {number}"
-            try:
-                record = parse_json(line)
-                error = None if isinstance(record, dict) else "not a JSON object"
-            except ValueError as err:
-                record, error = {}, str(err)
-            yield Row(index, where, record if error is None else {}, error)
-            index += 1
+            yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8",
+                                     errors="surrogateescape").rstrip("\n")
 
 
 def _starts_with(path: Path, prefix: bytes) -> bool:
