@@ -21,6 +21,7 @@ from .sources import (
     count_rows,
     decode,
     discover,
+    image_cell,
     is_saved_dataset,
     load_hub,
     parquet_columns,
@@ -269,25 +270,9 @@ def _columns(data: dict, where: str) -> tuple[str, str]:
 
 
 def _image_bytes(value: Any, where: str, field: str) -> str | bytes | StoredImage:
-    """A dataset image cell: ``{"bytes", "path"}``, raw bytes, a path, or a cell left in its
-    file for the worker to read."""
-    if isinstance(value, StoredImage):
-        return value
-    if isinstance(value, dict):
-        if value.get("bytes"):
-            return bytes(value["bytes"])
-        value = value.get("path")
-    if isinstance(value, (bytes, bytearray)) and value:
-        return bytes(value)
-    if hasattr(value, "save"):  # a decoded PIL image (hub datasets decode on access)
-        import io
-
-        buffer = io.BytesIO()
-        value.save(buffer, format="PNG")
-        return buffer.getvalue()
-    if isinstance(value, str) and value and Path(value).is_file():
-        return value
-    raise ItemError("no image data in this row", where=where, field=field)
+    """A dataset image cell (``sources.image_cell``), or a cell left in its file for the
+    worker to read."""
+    return value if isinstance(value, StoredImage) else image_cell(value, where, field)
 
 
 def _file_rows(path: Path) -> Callable[[], Iterator[Row]]:

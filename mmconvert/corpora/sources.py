@@ -205,13 +205,26 @@ class ParquetCell(StoredImage):
         except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds
             raise ItemError(f"{self.path}: cannot read row {self.row} ({err})".splitlines()[0],
                             where=where, field=self.column) from None
-        if isinstance(value, dict):
-            value = value.get("bytes") or value.get("path")
-        if isinstance(value, (bytes, bytearray)) and value:
-            return bytes(value)
-        if isinstance(value, str) and value and Path(value).is_file():
-            return value
-        raise ItemError("no image data in this row", where=where, field=self.column)
+        return image_cell(value, where, self.column)
+
+
+def image_cell(value: Any, where: str, field: str) -> str | bytes:
+    """A dataset's image cell as encoded bytes or a file path: ``{"bytes", "path"}``, raw
+    bytes, a decoded PIL image (hub datasets decode on access; encoded again as PNG), or a
+    path to an existing file; otherwise an ItemError naming ``where`` and ``field``."""
+    if isinstance(value, dict):
+        if value.get("bytes"):
+            return bytes(value["bytes"])
+        value = value.get("path")
+    if isinstance(value, (bytes, bytearray)) and value:
+        return bytes(value)
+    if hasattr(value, "save"):
+        buffer = io.BytesIO()
+        value.save(buffer, format="PNG")
+        return buffer.getvalue()
+    if isinstance(value, str) and value and Path(value).is_file():
+        return value
+    raise ItemError("no image data in this row", where=where, field=field)
 
 
 _ROW_GROUPS: dict[str, tuple[int, list]] = {}
