@@ -30,8 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import ItemError, MMConvertError
 from ..renderers import row_renderer
-from ..runfolder import inside, open_run, read_run_file
-from ..shards import is_sharded
+from ..runfolder import open_run, read_run_file
 from .checks import ocr_images
 from .events import REVIEW_REASONS, REVIEWER, QaLog, check_reviewer, event
 
@@ -148,11 +147,8 @@ class ReviewState:
         links followed), or a sharded run's copy; None when it is neither (also for a link
         loop, or a name the file system refuses)."""
         try:
-            target = inside(self.run, rel).resolve()
-            if target.is_file():
-                return target.read_bytes()
-            return read_run_file(self.run, rel) if is_sharded(self.run) else None
-        except (ItemError, OSError, ValueError):  # outside; a name too long
+            return read_run_file(self.run, rel)
+        except (ItemError, OSError, ValueError):  # outside, missing; a name too long
             return None
 
 
