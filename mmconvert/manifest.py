@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,53 +86,50 @@ class JsonlLog:
 
     def read_numbered(self) -> list[tuple[int, dict[str, Any]]]:
         """(line number, row) of every complete row; a torn last line is removed."""
-        if not self.path.exists():
-            return []
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            with open(self.path, "r+b") as handle:
-                handle.truncate(end)
-        rows = []
-        for number, line in enumerate(data[:end].splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append((number, json.loads(line)))
-                except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                    from .errors import RunFolderError
-
-                    reason = getattr(err, "msg", None) or str(err)
-                    raise RunFolderError(f"{self.path} line {number}: not a JSON row "
-                                         f"({reason}); the file is damaged") from None
-        return rows
+        return list(self._numbered())
 
     def ids(self) -> list[Any]:
         """The ``id`` of every complete row, in order, read a line at a time (a run's rows
         are never all in memory at once); a torn last line is removed, as ``read`` does."""
+        return [row.get("id") if isinstance(row, dict) else None
+                for _, row in self._numbered()]
+
+    def _numbered(self) -> Iterator[tuple[int, Any]]:
+        """(line number, row) of every complete row, parsed a line at a time, after a torn
+        last line (from a kill) is cut from the file."""
         if not self.path.exists():
-            return []
-        out: list[Any] = []
-        offset = 0
+            return
+        self._cut_torn_line()
         with open(self.path, "rb") as handle:
             for number, line in enumerate(handle, start=1):
-                if not line.endswith(b"\n"):
-                    break  # torn by a kill
-                offset += len(line)
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    yield number, json.loads(line)
                 except (json.JSONDecodeError, UnicodeDecodeError) as err:
                     from .errors import RunFolderError
 
                     reason = getattr(err, "msg", None) or str(err)
                     raise RunFolderError(f"{self.path} line {number}: not a JSON row "
                                          f"({reason}); the file is damaged") from None
-                out.append(row.get("id") if isinstance(row, dict) else None)
-        if offset < self.path.stat().st_size:
+
+    def _cut_torn_line(self) -> None:
+        """Remove what follows the last newline (a row a kill tore), reading from the end;
+        the file is opened for writing only when there is something to cut."""
+        with open(self.path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            end = size
+            while end > 0:
+                step = min(end, 1 << 16)
+                handle.seek(end - step)
+                found = handle.read(step).rfind(b"\n")
+                if found >= 0:
+                    end = end - step + found + 1
+                    break
+                end -= step
+        if end < size:
             with open(self.path, "r+b") as handle:
-                handle.truncate(offset)
-        return out
+                handle.truncate(end)
 
     def rewrite(self, rows: list[dict[str, Any]]) -> None:
         """Replace the whole log (atomically) with ``rows``."""
