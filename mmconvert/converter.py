@@ -18,7 +18,7 @@ import platform
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from .config import (
 )
 from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import check_corpus_options, shuffle_options
-from .corpora.dedup import DedupOptions, DedupReport, deduplicate
+from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
 from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
 from .executors import BACKEND, executor_for
 from .items import Item, RenderPart
@@ -206,7 +206,8 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
     ``--on-error skip``) before any work, and only each group's count (for ``--sample``) and,
     with ``ids``, the ids are kept. The items are then read again as they are consumed (a
     corpus whose ``load`` builds a list anyway is read once, and its list kept).
-    ``--dedup`` holds every item, as it compares them all."""
+    ``--dedup`` embeds the items in the first pass, holding their ids and embeddings (which
+    it compares all together), not the items."""
     log = log or (lambda message: print(message, file=sys.stderr))
     corpus = corpus or resolve(config.corpus)
     check_corpus_options(corpus, config.model_dump())
@@ -234,41 +235,66 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
                         corpus.group)
 
     if config.dedup is not None:
-        kept, dedup = _dedup(list(shuffled(first)), config.dedup, dedup_file, reuse_dedup,
-                             progress, log)
+        groups: list[str] = []  # each item's --sample group, by position
+        passes = itertools.chain([lambda: shuffled(first)], itertools.repeat(again))
+
+        def read() -> Iterator[Item]:  # the first pass, then the source read again
+            groups.clear()
+            return _noting(next(passes)(), groups, corpus.group)
+
+        keep, dedup = _dedup(read, config.dedup, dedup_file, reuse_dedup, progress, log)
         report.dropped["dedup"] += dedup["removed_count"]
         report.dedup = dedup
         report.notes.append(DedupReport.summary_line(dedup))
-        items = list(chosen(kept, Counter(corpus.group(item) for item in kept)))
-        return Selected(iter(items), len(items), report,
-                        {item.id for item in kept} if ids else None)
+        counts = Counter(group for i, group in enumerate(groups) if keep(i))
+        kept = (item for i, item in enumerate(again()) if keep(i))
+        return Selected(chosen(kept, counts), _count(counts, config), report,
+                        set(dedup["kept"]) if ids else None)
     counts: Counter = Counter()
     seen: set[str] | None = set() if ids else None
     for item in shuffled(first):
         counts[corpus.group(item)] += 1
         if seen is not None:
             seen.add(item.id)
+    return Selected(chosen(again(), counts), _count(counts, config), report, seen)
+
+
+def _count(counts: Counter, config: Selection) -> int:
+    """How many items ``selected`` gives from groups of ``counts`` items."""
     count = sum(min(n, config.sample) for n in counts.values()) if config.sample is not None \
         else sum(counts.values())
-    if config.limit is not None:
-        count = min(count, config.limit)
-    return Selected(chosen(again(), counts), count, report, seen)
+    return count if config.limit is None else min(count, config.limit)
 
 
-def _dedup(items: list[Item], options: DedupOptions, path: Path | None, reuse: bool,
-           progress: bool, log) -> tuple[list[Item], dict]:
+def _noting(items: Iterable[Item], groups: list[str], group) -> Iterator[Item]:
+    """``items``, each one's group appended to ``groups`` as it passes."""
+    for item in items:
+        groups.append(group(item))
+        yield item
+
+
+def _dedup(read: Callable[[], Iterable[Item]], options: DedupOptions, path: Path | None,
+           reuse: bool, progress: bool, log) -> tuple[Callable[[int], bool], dict]:
+    """The dedup of the items ``read()`` gives (each call reads them again from the start):
+    whether it keeps the item at a position, and its report. A report saved at ``path`` with
+    the same options, and whose items are these, is reused instead of embedding again."""
     if reuse and path is not None and path.is_file():
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError:
             saved = None
-        if saved and saved.get("options") == options.identity() and \
-                saved.get("items") == len(items):
-            removed = {r["id"] for r in saved["removed"]}
-            log(f"dedup: reusing {path}")
-            return [i for i in items if i.id not in removed], saved
-    kept, report = deduplicate(items, options, progress=progress, log=log)
-    return kept, report.as_dict()
+        if saved and saved.get("options") == options.identity():
+            removed_ids = {r["id"] for r in saved["removed"]}
+            count, removed = 0, set()
+            for position, item in enumerate(read()):
+                count += 1
+                if item.id in removed_ids:
+                    removed.add(position)
+            if saved.get("items") == count and len(removed) == len(removed_ids):
+                log(f"dedup: reusing {path}")
+                return (lambda position: position not in removed), saved
+    report, removed = dedup_positions(read(), options, progress=progress, log=log)
+    return (lambda position: position not in removed), report.as_dict()
 
 
 def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,

@@ -11,9 +11,11 @@ kept items instead, for corpora where N² products take too long.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -98,39 +100,54 @@ def normalise(text: str) -> str:
 
 def deduplicate(items: list[Item], options: DedupOptions, *, progress: bool = False,
                 log=None) -> tuple[list[Item], DedupReport]:
-    report = DedupReport(options=options.identity(), items=len(items))
-    texts = [text_of(item, options.field) for item in items]
-    first_of: dict[str, int] = {}
+    """The items ``dedup_positions`` keeps, as a list, and its report."""
+    report, removed = dedup_positions(items, options, progress=progress, log=log)
+    return [item for i, item in enumerate(items) if i not in removed], report
+
+
+def dedup_positions(items: Iterable[Item], options: DedupOptions, *, progress: bool = False,
+                    log=None) -> tuple[DedupReport, set[int]]:
+    """Greedy dedup of ``items``, read once as they come (a corpus is not held): the report,
+    and the positions removed. What is held is one id and one hash an item, the texts of
+    the block being embedded, and the embeddings, which the search compares all together."""
+    report = DedupReport(options=options.identity())
+    ids: list[str] = []
+    first_of: dict[bytes, int] = {}
     removed: dict[int, tuple[int, float, str]] = {}
     candidates: list[int] = []
-    for i, text in enumerate(texts):
-        key = normalise(text)
-        if not key:
-            report.no_text.append(items[i].id)
-            continue
-        digest = hashlib.sha256(key.encode()).hexdigest()
-        if digest in first_of:
-            removed[i] = (first_of[digest], 1.0, "exact")
-        else:
-            first_of[digest] = i
-            candidates.append(i)
-    if report.no_text and len(report.no_text) == len(items) and log:
+
+    def texts() -> Iterator[str]:
+        for i, item in enumerate(items):
+            ids.append(item.id)
+            text = text_of(item, options.field)
+            key = normalise(text)
+            if not key:
+                report.no_text.append(item.id)
+                continue
+            digest = hashlib.sha256(key.encode()).digest()
+            if digest in first_of:
+                removed[i] = (first_of[digest], 1.0, "exact")
+            else:
+                first_of[digest] = i
+                candidates.append(i)
+                yield text
+
+    vectors = embed(texts(), options, progress=progress)
+    report.items = len(ids)
+    if report.no_text and len(report.no_text) == len(ids) and log:
         log(f"dedup: no item has a {options.field}; choose another --dedup-field")
     if len(candidates) > 1:
-        vectors = embed([texts[i] for i in candidates], options, progress=progress)
         search = near_duplicates_faiss if options.index == "faiss" else near_duplicates
         for local, (nearest, score) in search(vectors, options.threshold,
                                               progress=progress).items():
             removed[candidates[local]] = (candidates[nearest], score, "near")
-    kept = []
-    for i, item in enumerate(items):
+    for i, item_id in enumerate(ids):
         if i in removed:
             nearest, score, kind = removed[i]
-            report.removed.append(Removal(item.id, kind, items[nearest].id, score))
+            report.removed.append(Removal(item_id, kind, ids[nearest], score))
         else:
-            kept.append(item)
-            report.kept.append(item.id)
-    return kept, report
+            report.kept.append(item_id)
+    return report, set(removed)
 
 
 # --- embeddings ----------------------------------------------------------------------------
@@ -141,21 +158,27 @@ def deduplicate(items: list[Item], options: DedupOptions, *, progress: bool = Fa
 EMBED_BLOCK = 4096
 
 
-def embed(texts: list[str], options: DedupOptions, *, progress: bool = False) -> np.ndarray:
+def embed(texts: Iterable[str], options: DedupOptions, *,
+          progress: bool = False) -> np.ndarray:
     """Unit-length float32 embeddings, one row per text, made in blocks of ``EMBED_BLOCK``
-    through the run's executor: in this process (the model uses every core, or the GPU), or
-    on a cluster's actors, one per GPU when it has GPUs (``executor_for(gpu=True)``)."""
+    (``texts`` is read a block at a time) through the run's executor: in this process (the
+    model uses every core, or the GPU), or on a cluster's actors, one per GPU when it has
+    GPUs (``executor_for(gpu=True)``). Fewer than two texts load no model: nothing to
+    compare."""
     import functools
 
     import numpy as np
 
     from ..executors import executor_for
 
-    blocks = [texts[start:start + EMBED_BLOCK] for start in range(0, len(texts), EMBED_BLOCK)]
-    executor = executor_for(0, len(blocks), gpu=True)
-    parts = list(executor.map(functools.partial(embedder, options, progress), blocks))
-    if not parts:
-        return np.zeros((0, 0), dtype=np.float32)
+    texts = iter(texts)
+    blocks = iter(lambda: list(itertools.islice(texts, EMBED_BLOCK)), [])
+    first = next(blocks, [])
+    if len(first) < 2:
+        return np.zeros((len(first), 0), dtype=np.float32)
+    executor = executor_for(0, 2, gpu=True)
+    parts = list(executor.map(functools.partial(embedder, options, progress),
+                              itertools.chain([first], blocks)))
     return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 

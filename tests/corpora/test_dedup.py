@@ -166,3 +166,43 @@ def test_no_progress_silences_the_embedding_model_s_bars(tmp_path):
     assert "\r" not in result.stderr and "Loading" not in result.stderr
     assert all(line.startswith(("logiqa2", "dedup", "1 item", "2 item", "3 item"))
                for line in result.stderr.splitlines()), result.stderr
+
+
+def test_dedup_of_a_lazy_corpus_holds_ids_not_items(tmp_path):
+    """A corpus that loads as it is read (the generic JSONL) is deduplicated in the first
+    pass without keeping its items, then read again: the kept items, and --sample's choice
+    among them, are those of the list the corpus would give."""
+    import gc
+    import weakref
+
+    from mmconvert.config import run_config
+    from mmconvert.converter import select, stream_selection
+    from mmconvert.corpora import LoadReport, LoadRequest, resolve
+    from mmconvert.corpora.files import LocalFile
+
+    passages = [item.context for item in items_with_duplicates()]
+    rows = [{"id": f"{subset}-{n}", "context": passage, "question": "Which is true?",
+             "subset": subset}
+            for n, passage in enumerate(passages) for subset in ("a", "b")]
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    alive: list[weakref.ref] = []
+
+    class Watched(LocalFile):
+        def load(self, request, report):
+            for item in super().load(request, report):
+                alive.append(weakref.ref(item))
+                yield item
+
+    options = DedupOptions(model=MODEL)
+    config = run_config({"corpus": str(path), "dedup": options.model_dump(), "sample": 2})
+    selection = stream_selection(config, Watched(path), log=lambda m: None)
+    gc.collect()
+    assert len(alive) == len(rows) and all(ref() is None for ref in alive)
+    items = list(resolve(str(path)).load(LoadRequest(), LoadReport()))
+    kept, report = deduplicate(items, options)
+    assert selection.report.dedup == report.as_dict()
+    # b's five passages copy a's; a's upper-cased copy is exact too, its rewording near
+    assert (selection.report.dedup["exact"], selection.report.dedup["near"]) == (6, 1)
+    assert [i.id for i in selection.items] == [i.id for i in select(kept, 2, None, 0)]
+    assert selection.count == len(select(kept, 2, None, 0))
