@@ -58,7 +58,7 @@ def main() -> None:
         corpus = resolve("mmlu-pro")
 
         def ours():
-            items = corpus.load(LoadRequest(source=path), LoadReport())
+            items = list(corpus.load(LoadRequest(source=path), LoadReport()))
             assert len(items) == args.rows
 
         baseline = best_of(args.repeat, lambda: pq.read_table(path).to_pylist())

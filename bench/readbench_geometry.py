@@ -152,7 +152,8 @@ def main() -> None:
     parser.add_argument("--ppi", default="92.9,300")
     parser.add_argument("--datagen", type=Path, help="ReadBench's datagen.py")
     args = parser.parse_args()
-    items = resolve("mmlu-redux").load(LoadRequest(source=args.data.resolve()), LoadReport())
+    items = list(resolve("mmlu-redux").load(LoadRequest(source=args.data.resolve()),
+                                            LoadReport()))
     reference = datagen_sizes(args.datagen.resolve()) if args.datagen else readbench_sizes
     what = f"ReadBench's datagen.py ({args.datagen})" if args.datagen else "our model of it"
     print(f"{len(items)} MMLU-Redux items of {args.data}; against {what}")

@@ -91,7 +91,7 @@ class PillowBaseline:
 
 def sample_items(copies: int) -> list[Item]:
     report = LoadReport()
-    items = resolve("mmlu-redux").load(LoadRequest(source=SAMPLE), report)
+    items = list(resolve("mmlu-redux").load(LoadRequest(source=SAMPLE), report))
     return [item for _ in range(copies) for item in items]
 
 

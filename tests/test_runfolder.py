@@ -27,7 +27,7 @@ def files_under(folder):
 
 def load(name, **request):
     report = LoadReport()
-    return resolve(name).load(LoadRequest(**request), report), report
+    return list(resolve(name).load(LoadRequest(**request), report)), report
 
 
 @pytest.mark.parametrize("field", ["id", "subset"])

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -227,6 +228,8 @@ def answer_letter(value: Any, n_options: int, where: str, field: str = "answer")
 # --- corpora made of named subsets (hub configs) ----------------------------------------
 
 SPLIT_ALIASES = {"val": "validation", "validation": "val"}
+# a subset's rows, or how to read them (a subset's local files are read when its turn comes)
+Rows = list[Row] | Callable[[], list[Row]]
 
 
 class SubsetCorpus(Corpus):
@@ -244,7 +247,11 @@ class SubsetCorpus(Corpus):
     split_aliases: ClassVar[dict[str, str]] = SPLIT_ALIASES
     default_subsets: ClassVar[tuple[str, ...] | None] = None  # hub default, if not all
 
-    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+    def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
+        """The chosen subsets' items, a subset at a time: only one subset's rows are held
+        (a release that keeps every subset in one file, MMLU's ``all``, is read whole), and
+        its items are given as they are made. Missing subsets and sources are refused here,
+        before the first item."""
         split = request.split or self.default_split
         self.check_subsets(request)
         groups = self.groups(request, split, report)
@@ -264,15 +271,19 @@ class SubsetCorpus(Corpus):
                 raise SourceError(f"{request.source}: no {split} rows for subset {missing[0]!r} "
                                   f"(found: {', '.join(sorted(groups)) or 'none'})")
             groups = {s: groups[s] for s in wanted}
+        return self._items(groups, split, request, report)
+
+    def _items(self, groups: dict[str, Rows], split: str, request: LoadRequest,
+               report: LoadReport) -> Iterator[Item]:
         guard = RowGuard(request, report)
-        items: list[Item] = []
         for subset, rows in groups.items():
+            rows = rows() if callable(rows) else rows
             width = max(3, len(str(len(rows) - 1)))
-            items += [item for item in guard.convert_all(rows, self._item, subset, split, width,
-                                                         request)
-                      if self.keep(item, request, report)]
-        self.finish(items, request, report)
-        return items
+            for row in rows:
+                item = guard.convert(self._item, row, subset, split, width, request)
+                if item is not None and self.keep(item, request, report):
+                    yield item
+        self.finish(request, report)
 
     def _item(self, row: Row, subset: str, split: str, width: int,
               request: LoadRequest) -> Item:
@@ -295,7 +306,7 @@ class SubsetCorpus(Corpus):
         """A corpus filter after conversion (MMLU-Redux error_type, LongBench length…)."""
         return True
 
-    def finish(self, items: list[Item], request: LoadRequest, report: LoadReport) -> None:
+    def finish(self, request: LoadRequest, report: LoadReport) -> None:
         """Notes for the summary, once every row is read."""
 
     # -- where rows come from
@@ -311,7 +322,8 @@ class SubsetCorpus(Corpus):
             raise UsageError(f"{self.name}: " + names.unknown_message(unknown[0]))
 
     def groups(self, request: LoadRequest, split: str,
-               report: LoadReport | None = None) -> dict[str, list[Row]]:
+               report: LoadReport | None = None) -> dict[str, Rows]:
+        """Each subset's rows, or (local files) how to read them when their turn comes."""
         if request.source is None:
             return self.hub_groups(request.subsets or list(self.defaults(request)
                                                            or self.subsets), split)
@@ -328,9 +340,22 @@ class SubsetCorpus(Corpus):
                 return self.regroup(groups)
         every = discover(source, self.locate)
         found = [f for f in every if self.same_split(f.split, split)]
+        files: dict[str, list[SourceFile]] = {}
         for one in self.one_format(source, found, every, report):
-            groups.setdefault(one.subset, []).extend(self.read(one))
-        return self.regroup(groups)
+            files.setdefault(one.subset, []).append(one)
+        lazy: dict[str, Rows] = {}
+        for name, ones in files.items():
+            if self.subset_column and name not in self.subsets:  # one file for all, maybe
+                rows = [row for one in ones for row in self.read(one)]
+                lazy.update(self.regroup({name: rows}))
+            else:  # read when its turn comes
+                lazy[name] = functools.partial(self._read_subset, ones)
+        return lazy
+
+    def _read_subset(self, ones: list[SourceFile]) -> list[Row]:
+        """A subset's rows, from its files, numbered from 0 in source order."""
+        rows = (row for one in ones for row in self.read(one))
+        return [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
 
     def one_format(self, source: Path, found: list[SourceFile], every: list[SourceFile],
                    report: LoadReport | None) -> list[SourceFile]:
@@ -361,14 +386,14 @@ class SubsetCorpus(Corpus):
         splits = sorted({f.split or "no split" for f in files})
         return f"{len(files)} table file(s), of split(s) {', '.join(splits)}"
 
-    def hub_groups(self, subsets: list[str], split: str) -> dict[str, list[Row]]:
+    def hub_groups(self, subsets: list[str], split: str) -> dict[str, Rows]:
         if self.hub_id is None:
             raise SourceError(f"{self.name} has no hub copy: pass --source PATH")
         if self.hub_single_config is not None:
             rows = load_hub(self.hub_id, self.hub_single_config, split)
             groups = self.regroup({self.hub_single_config: rows})
             return {s: groups[s] for s in subsets if s in groups}
-        return {s: load_hub(self.hub_id, s, split) for s in subsets}
+        return {s: functools.partial(load_hub, self.hub_id, s, split) for s in subsets}
 
     def locate(self, rel: Path) -> tuple[str, str | None]:
         stem, split = split_of_path(rel)

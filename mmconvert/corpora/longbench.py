@@ -129,7 +129,7 @@ class LongBench(SubsetCorpus):
             return False
         return True
 
-    def finish(self, items, request, report) -> None:
+    def finish(self, request, report) -> None:
         limit = request.max_length or DEFAULT_MAX_LENGTH
         long = report.dropped.get(f"length>={limit}", 0)
         if long:

@@ -135,7 +135,7 @@ class MMLURedux(SubsetCorpus):
             return False
         return True
 
-    def finish(self, items, request, report) -> None:
+    def finish(self, request, report) -> None:
         dropped = sum(v for k, v in report.dropped.items() if k.startswith("error_type="))
         if dropped:
             report.notes.append(f"{self.name}: dropped {dropped} of {report.rows} rows flagged "

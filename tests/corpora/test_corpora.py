@@ -324,7 +324,7 @@ def test_gpqa_order_does_not_depend_on_the_process(tmp_path):
     code = ("from mmconvert.corpora import LoadReport, LoadRequest, resolve; import sys, json; "
             "from pathlib import Path; items = resolve('gpqa').load(LoadRequest("
             "source=Path(sys.argv[1])), LoadReport()); print(json.dumps([i.options for i in "
-            "items]))")
+            "list(items)]))")
     outputs = {subprocess.run([sys.executable, "-c", code, str(FIXTURES / "gpqa")],
                               env={**os.environ, "PYTHONHASHSEED": str(salt)},
                               capture_output=True, text=True, check=True).stdout

@@ -13,7 +13,7 @@ from tests.conftest import REDUX_CSV, REDUX_HUB
 
 def load(**request):
     report = LoadReport()
-    items = resolve("mmlu-redux").load(LoadRequest(**request), report)
+    items = list(resolve("mmlu-redux").load(LoadRequest(**request), report))
     return items, report
 
 
@@ -172,3 +172,24 @@ def test_an_unreachable_hub_fails_in_seconds_with_one_line(tmp_path):
         f"Error: cannot load edinburgh-dawg/mmlu-redux-2.0 config anatomy split test: the "
         f"Hugging Face hub (http://127.0.0.1:{port}) does not answer within 5 s and the local "
         "datasets cache does not hold it; pass --source PATH with a local copy\n")
+
+
+def test_subsets_are_read_one_at_a_time(tmp_path):
+    """A subset's file is read when its turn comes, and its items are given as they are made:
+    the first subset's items are out while the second's file is not yet opened (here it is
+    broken), and the loader holds none but the last one it gave."""
+    import gc
+    import shutil
+    import weakref
+
+    for name in ("mmlu_abstract_algebra.csv", "mmlu_high_school_biology.csv"):
+        shutil.copy(REDUX_CSV / name, tmp_path / name)
+    broken = tmp_path / "mmlu_high_school_biology.csv"
+    broken.write_text("question,choices\nWhat?,\"[1, 2]\"\n", encoding="utf-8")
+    items = resolve("mmlu-redux").load(LoadRequest(source=tmp_path), LoadReport())
+    first = [weakref.ref(next(items)) for _ in range(3)]
+    gc.collect()
+    assert [ref() is None for ref in first] == [True, True, False]  # the last one given
+    with pytest.raises(SourceError, match="mmlu_high_school_biology.csv: missing column"):
+        for item in items:
+            assert item.subset == "abstract_algebra"

@@ -29,8 +29,8 @@ def write_pages(tmp_path, result):
 
 
 def test_english_option_blocks_read_back_with_low_cer(tmp_path):
-    items = resolve("mmlu-redux").load(LoadRequest(source=REDUX_CSV / "mmlu_high_school_biology"
-                                                   ".csv"), LoadReport())[:12]
+    items = list(resolve("mmlu-redux").load(LoadRequest(
+        source=REDUX_CSV / "mmlu_high_school_biology.csv"), LoadReport()))[:12]
     renderer = PageRenderer()
     reference, hypothesis = [], []
     for item in items:

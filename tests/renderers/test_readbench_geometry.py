@@ -26,7 +26,7 @@ WRAPPED_BY_WHOLE_PIXEL_TYPE = {"high_school_biology-004", "high_school_biology-0
 
 @pytest.fixture(scope="module")
 def redux():
-    items = resolve("mmlu-redux").load(LoadRequest(source=REDUX_CSV), LoadReport())
+    items = list(resolve("mmlu-redux").load(LoadRequest(source=REDUX_CSV), LoadReport()))
     assert len(items) == 185
     return items
 
