@@ -6,12 +6,22 @@ context is the story's facts before it, joined with spaces."""
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import ItemError, SourceError
 from ..items import Item, row_id
-from .base import Corpus, LoadReport, LoadRequest, RowGuard, check_columns, text_field
+from .base import (
+    Corpus,
+    LoadReport,
+    LoadRequest,
+    RowGuard,
+    Rows,
+    check_columns,
+    text_field,
+)
 from .sources import (
     Row,
     decode,
@@ -79,9 +89,11 @@ class BABILong(Corpus):
         return pairs + [(length, task) for length in lengths for task in tasks
                         if (length, task) not in pairs]
 
-    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+    def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
+        """The chosen (length, task) groups' items, a group at a time: a group's file or hub
+        config is read when its turn comes (a saved dataset's are read at once)."""
         if request.source is None:
-            groups = {pair: load_hub(self.hub_id, pair[0], pair[1])
+            groups = {pair: functools.partial(load_hub, self.hub_id, pair[0], pair[1])
                       for pair in self.wanted(request)}
         else:
             found = self.local_groups(request.source)
@@ -93,12 +105,13 @@ class BABILong(Corpus):
                 raise SourceError(f"{request.source}: no rows for {'-'.join(missing[0])}{raw}; "
                                   f"found: {', '.join('-'.join(p) for p in sorted(found))}")
             groups = {p: found[p] for p in wanted}
-        guard = RowGuard(request, report)
-        items = []
+        return self._items(groups, RowGuard(request, report))
+
+    def _items(self, groups: dict[tuple[str, str], Rows], guard: RowGuard) -> Iterator[Item]:
         for (length, task), rows in groups.items():
+            rows = rows() if callable(rows) else rows
             width = max(3, len(str(len(rows) - 1)))
-            items += guard.convert_all(rows, self.item, length, task, width)
-        return items
+            yield from guard.convert_each(rows, self.item, length, task, width)
 
     def item(self, row: Row, length: str, task: str, width: int) -> Item:
         subset = f"{length}-{task}"
@@ -121,17 +134,17 @@ class BABILong(Corpus):
 
     # -- local copies
 
-    def local_groups(self, source: Path) -> dict[tuple[str, str], list[Row]]:
+    def local_groups(self, source: Path) -> dict[tuple[str, str], Rows]:
         if not source.exists():
             raise SourceError(f"{source}: no such file or folder")
         raw = sorted(source.rglob("qa*_*.txt")) if source.is_dir() else [source]
         raw = [p for p in raw if _RAW_TASK.match(p.name) and p.name.endswith("_test.txt")]
         if raw:
-            groups: dict[tuple[str, str], list[Row]] = {}
+            groups: dict[tuple[str, str], Rows] = {}
             for path in raw:
                 task = _RAW_TASK.match(path.name).group(1)
                 if ("0k", task) not in groups:  # en/ and en-10k/ hold the same test questions
-                    groups[("0k", task)] = read_babi(path)
+                    groups[("0k", task)] = functools.partial(read_babi, path)
             return groups
         if is_saved_dataset(source):
             return {(source.name, task): rows for task, rows in read_saved(source, None).items()}
@@ -140,14 +153,20 @@ class BABILong(Corpus):
             if saved:
                 return {(p.name, task): rows for p in saved
                         for task, rows in read_saved(p, None).items()}
-        groups = {}
+        files: dict[tuple[str, str], list[Path]] = {}
         for found in discover(source, _hub_place):
-            rows = list(read_table(found.path))
-            if rows and not rows[0].error:
-                check_columns(rows[0].data, COLUMNS, str(found.path), self.name)
-            groups.setdefault((found.subset, found.split or "qa1"), []).extend(rows)
-        return {key: [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
-                for key, rows in groups.items()}
+            files.setdefault((found.subset, found.split or "qa1"), []).append(found.path)
+        return {key: functools.partial(self._read_group, paths) for key, paths in files.items()}
+
+    def _read_group(self, paths: list[Path]) -> list[Row]:
+        """A group's rows, from its hub-layout files, numbered from 0 in source order."""
+        rows: list[Row] = []
+        for path in paths:
+            read = list(read_table(path))
+            if read and not read[0].error:
+                check_columns(read[0].data, COLUMNS, str(path), self.name)
+            rows += read
+        return [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
 
 
 def _order(known: tuple[str, ...]):

@@ -137,9 +137,10 @@ class RowGuard:
         self.on_error = request.on_error
         self.report = report
 
-    def convert_all(self, rows, fn, *args) -> list[Item]:
-        """``fn(row, *args)`` for each row; the items that converted."""
-        return [item for row in rows if (item := self.convert(fn, row, *args)) is not None]
+    def convert_each(self, rows, fn, *args) -> Iterator[Item]:
+        """``fn(row, *args)`` for each row, as the items are consumed: the items that
+        converted."""
+        return (item for row in rows if (item := self.convert(fn, row, *args)) is not None)
 
     def convert(self, fn, *args) -> Item | None:
         self.report.rows += 1
@@ -279,10 +280,9 @@ class SubsetCorpus(Corpus):
         for subset, rows in groups.items():
             rows = rows() if callable(rows) else rows
             width = max(3, len(str(len(rows) - 1)))
-            for row in rows:
-                item = guard.convert(self._item, row, subset, split, width, request)
-                if item is not None and self.keep(item, request, report):
-                    yield item
+            yield from (item for item in guard.convert_each(rows, self._item, subset, split,
+                                                            width, request)
+                        if self.keep(item, request, report))
         self.finish(request, report)
 
     def _item(self, row: Row, subset: str, split: str, width: int,

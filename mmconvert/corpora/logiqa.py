@@ -4,6 +4,7 @@ Chinese: a passage, a question and four options, as LogicOCR draws them."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -48,7 +49,7 @@ class _LogiQABase(Corpus):
 
     language_prompts = True
 
-    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+    def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
         language = request.language or "en"
         if language not in LANGUAGES:
             raise UsageError(f"{self.name}: --language {language!r} (en or zh)")
@@ -64,7 +65,8 @@ class _LogiQABase(Corpus):
             rows = self.local_rows(request.source, language, split)
         guard = RowGuard(request, report)
         width = max(4, len(str(len(rows) - 1)))
-        return guard.convert_all(rows, self._item, language, split, width)
+        # items as they are made (the file's rows are held: their count names the ids)
+        return guard.convert_each(rows, self._item, language, split, width)
 
     def hub_rows(self, split: str) -> list[Row]:
         return load_hub(self.hub_id, self.hub_config, split)

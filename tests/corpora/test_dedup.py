@@ -73,7 +73,7 @@ def test_normalised_text_ignores_case_width_and_spacing():
 def items_with_duplicates():
     from mmconvert.corpora import LoadReport, LoadRequest, resolve
 
-    items = resolve("logiqa2").load(LoadRequest(source=FIXTURES / "logiqa2"), LoadReport())
+    items = list(resolve("logiqa2").load(LoadRequest(source=FIXTURES / "logiqa2"), LoadReport()))
     first = items[0]
     exact = make_item(id="copy-exact", context="  " + first.context.upper() + "\n")
     # our own rewording of the first passage
