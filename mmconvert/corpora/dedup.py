@@ -179,7 +179,15 @@ def embed(texts: Iterable[str], options: DedupOptions, *,
     executor = executor_for(0, 2, gpu=True)
     parts = list(executor.map(functools.partial(embedder, options, progress),
                               itertools.chain([first], blocks)))
-    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+    # one array, each block let go once copied (a concatenation would hold all twice)
+    vectors = np.empty((sum(len(part) for part in parts), parts[0].shape[1]), dtype=np.float32)
+    row = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        vectors[row:row + len(part)] = part
+        row += len(part)
+    return vectors
 
 
 def embedder(options: DedupOptions, progress: bool = False):
@@ -237,7 +245,7 @@ def load_model(name: str, device: str | None, *, progress: bool = False):
 
 
 def near_duplicates(vectors: np.ndarray, threshold: float, *, block: int = 2048,
-                    column_block: int = 16384, progress: bool = False
+                    column_block: int = 4096, progress: bool = False
                     ) -> dict[int, tuple[int, float]]:
     """Exact greedy search: {removed row: (nearest kept earlier row, cosine)}."""
     import numpy as np
