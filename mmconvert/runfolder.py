@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -50,6 +51,13 @@ def item_file(folder: str, item_id: str, suffix: str) -> str:
     return f"{folder}/{item_id}{suffix}"
 
 
+@functools.lru_cache(maxsize=64)
+def _resolved(root: Path) -> Path:
+    """``root.resolve()``, once a run folder (a sink checks every file of every row against
+    it: resolving the folder each time was most of its cost)."""
+    return root.resolve()
+
+
 def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
            **context: str) -> Path:
     """``root / rel``, refused (an ItemError naming ``where`` and ``field``) unless ``rel`` is
@@ -62,7 +70,7 @@ def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
         raise ItemError(f"{rel!r} is not a path inside the run folder", where=where,
                         field=field, **context)
     try:
-        base = root.resolve()
+        base = _resolved(root)
         target = (base / rel).resolve()
     except (OSError, RuntimeError) as err:  # a symlink loop, a name the system refuses
         raise ItemError(f"{rel!r} cannot be resolved ({err})", where=where, field=field,
