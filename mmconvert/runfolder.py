@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import hashlib
@@ -52,10 +53,10 @@ def item_file(folder: str, item_id: str, suffix: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _resolved(root: Path) -> Path:
-    """``root.resolve()``, once a run folder (a sink checks every file of every row against
-    it: resolving the folder each time was most of its cost)."""
-    return root.resolve()
+def _resolved(root: str) -> str:
+    """The absolute path ``root`` resolved, once a run folder (a sink checks every file of
+    every row against it: resolving the folder each time was most of its cost)."""
+    return os.path.realpath(root)
 
 
 def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
@@ -65,17 +66,21 @@ def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
     Every file a run writes, and every file a manifest row names, goes through here
     (``context``: the ItemError's ``item_id`` and ``stage``)."""
     parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
-    if (not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel
-            or "\0" in rel):
+    if not parts or parts[0] == "/" or ".." in parts or "\\" in rel or "\0" in rel:
         raise ItemError(f"{rel!r} is not a path inside the run folder", where=where,
                         field=field, **context)
     try:
-        base = _resolved(root)
-        target = (base / rel).resolve()
+        base = _resolved(os.path.abspath(root))
+        target = os.path.realpath(os.path.join(base, rel))
+        try:
+            os.stat(target)  # realpath leaves a symlink loop as it is; stat meets it
+        except OSError as err:  # a file not yet written is fine; a loop is not
+            if err.errno == errno.ELOOP:
+                raise RuntimeError(f"Symlink loop from {err.filename!r}") from None
     except (OSError, RuntimeError) as err:  # a symlink loop, a name the system refuses
         raise ItemError(f"{rel!r} cannot be resolved ({err})", where=where, field=field,
                         **context) from None
-    if not target.is_relative_to(base):
+    if not target.startswith(base.rstrip(os.sep) + os.sep):
         raise ItemError(f"{rel!r} leads outside the run folder {root} (to {target})",
                         where=where, field=field, **context)
     return root / rel
