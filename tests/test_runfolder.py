@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -188,6 +189,22 @@ def test_output_names_are_made_from_checked_ids_and_stay_inside(tmp_path):
         write_file(run_dir, "pdf/x.pdf", b"%PDF")
     write_file(run_dir, "layout/x.json", b"{}")
     assert (run_dir / "layout" / "x.json").read_bytes() == b"{}"
+
+
+def test_a_relative_run_folder_is_checked_where_it_is_now(tmp_path, monkeypatch):
+    """The same relative folder name in two working directories: the second one's escaping
+    symlink is refused, though the first was checked (and its real path kept) before."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("a", "b"):
+        (tmp_path / name / "run").mkdir(parents=True)
+    (tmp_path / "b" / "run" / "images").symlink_to(outside)
+    monkeypatch.chdir(tmp_path / "a")
+    write_file(Path("run"), "images/x.png", b"png")
+    monkeypatch.chdir(tmp_path / "b")
+    with pytest.raises(ItemError, match="leads outside the run folder"):
+        write_file(Path("run"), "images/x.png", b"png")
+    assert files_under(outside) == []
 
 
 def test_a_sweep_or_export_of_a_manifest_naming_outside_paths_writes_nothing_there(tmp_path):
