@@ -130,7 +130,8 @@ def selection_peaks(label: str, code: Path, runs: list[tuple[int, list[str]]]) -
         print(f"  {label}: {size} items, {int(count)} selected, in {seconds:.1f} s: driver "
               f"peak RSS {peaks[size]:.0f} MB", flush=True)
     first, last = runs[0][0], runs[-1][0]
-    print(f"  {label}: peak at {last} / peak at {first} = {peaks[last] / peaks[first]:.2f}")
+    print(f"  {label}: peak at {last} / peak at {first} = {peaks[last] / peaks[first]:.2f} "
+          f"(target <= 1.3); difference {peaks[last] - peaks[first]:.0f} MB")
 
 
 def write_pairs(folder: Path, count: int) -> None:
@@ -206,46 +207,24 @@ def main() -> None:
     sizes = [int(s) for s in (args.sizes or default).split(",")]
     codes = [("this checkout", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     with tempfile.TemporaryDirectory() as tmp:
-        if args.captions:
-            for label, code in codes:
-                peaks = {}
-                for size in sizes:
-                    pairs = Path(tmp) / f"pairs-{size}"
-                    if not pairs.exists():
-                        write_pairs(pairs, size)
-                    done = subprocess.run([sys.executable, "-c", SELECTION, str(code),
-                                           str(pairs)], capture_output=True, text=True,
-                                          check=True)
-                    count, seconds, peaks[size] = map(float, done.stdout.split())
-                    print(f"  {label}: {int(count)} pairs selected in {float(seconds):.1f} s: "
-                          f"driver peak RSS {peaks[size]:.0f} MB", flush=True)
-                print(f"  {label}: peak at {sizes[-1]} / peak at {sizes[0]} = "
-                      f"{peaks[sizes[-1]] / peaks[sizes[0]]:.2f} (target <= 1.3)")
-            return
-        if args.longbench:
+        if args.captions or args.longbench or args.dedup:  # the selection alone
+            runs = []
             for size in sizes:
-                write_longbench(Path(tmp) / f"longbench-{size}", size)
+                source = Path(tmp) / f"source-{size}"
+                if args.captions:
+                    write_pairs(source, size)
+                    runs.append((size, [SELECTION, str(source)]))
+                elif args.longbench:
+                    write_longbench(source, size)
+                    runs.append((size, [LONGBENCH, str(source), ",".join(LONGBENCH_SUBSETS)]))
+                else:
+                    source = source.with_suffix(".jsonl")
+                    write_items(source, size, context=4000)
+                    runs.append((size, [DEDUP, str(source)]))
+                    print(f"  {size} items: {source.stat().st_size / 2**20:.0f} MiB of JSONL, "
+                          f"embeddings {size * 384 * 4 / 1e6:.0f} MB")
             for label, code in codes:
-                selection_peaks(label, code, [
-                    (size, [LONGBENCH, str(Path(tmp) / f"longbench-{size}"),
-                            ",".join(LONGBENCH_SUBSETS)]) for size in sizes])
-            return
-        if args.dedup:
-            for label, code in codes:
-                peaks = {}
-                for size in sizes:
-                    items = Path(tmp) / f"context-items-{size}.jsonl"
-                    if not items.exists():
-                        write_items(items, size, context=4000)
-                    done = subprocess.run([sys.executable, "-c", DEDUP, str(code), str(items)],
-                                          capture_output=True, text=True, check=True)
-                    count, seconds, peaks[size] = map(float, done.stdout.split())
-                    print(f"  {label}: {size} items ({items.stat().st_size / 2**20:.0f} MiB), "
-                          f"{int(count)} kept by dedup, in {seconds:.1f} s: driver peak RSS "
-                          f"{peaks[size]:.0f} MB (embeddings {size * 384 * 4 / 1e6:.0f} MB)",
-                          flush=True)
-                print(f"  {label}: peak at {sizes[-1]} - peak at {sizes[0]} = "
-                      f"{peaks[sizes[-1]] - peaks[sizes[0]]:.0f} MB")
+                selection_peaks(label, code, runs)
             return
         for size in sizes:
             write_items(Path(tmp) / f"items-{size}.jsonl", size)
