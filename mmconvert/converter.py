@@ -372,9 +372,9 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             else:
                 grouped = folder.grouped()
             with grouped:
-                # the bar's total is known for a fresh run (a resumed one counts up)
-                total = None if done else selection.count
-                _sink(folder, _run_tasks(todo(), config, execution, job, total), config,
+                # the bar counts the items already done as the selection passes them
+                _sink(folder, _run_tasks(todo(), config, execution, job, selection.count,
+                                         lambda: summary.already_done), config,
                       summary)
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
@@ -423,7 +423,7 @@ def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary) ->
 
 
 def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, job,
-               total: int | None = None):
+               total: int | None = None, passed: Callable[[], int] | None = None):
     """Results in task order, through the executor for this run: inline, processes, or (for a
     job that waits on the network) threads sharing ``job``. Tasks go in groups of
     ``job.batch``, cut in task order, as they come."""
@@ -444,19 +444,24 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
     results = executor.map(JobWorker(config, job), itertools.chain(head, groups),
                            remote=remote)
     yield from progress_bar((result for group in results for result in group), total,
-                            show_progress(execution.progress))
+                            show_progress(execution.progress), passed)
 
 
-def progress_bar(results, total: int | None, show: bool):
+def progress_bar(results, total: int | None, show: bool,
+                 passed: Callable[[], int] | None = None):
     """``results`` as they come, with a progress bar on stderr when ``show`` (a count when
-    ``total`` is not known)."""
+    ``total`` is not known). ``passed()``: the items counted though they give no result (a
+    resumed run's items already done), so far."""
     from tqdm import tqdm
 
     with tqdm(total=total, unit="item", disable=not show or total == 0,
               file=sys.stderr) as bar:
+        made = 0
         for result in results:
             yield result
-            bar.update()
+            made += 1
+            bar.update(made + (passed() if passed else 0) - bar.n)
+        bar.update(made + (passed() if passed else 0) - bar.n)
 
 
 def _versions() -> dict[str, str]:

@@ -57,6 +57,19 @@ def test_finished_run_redoes_nothing(tmp_path):
     assert stamps == {p: p.stat().st_mtime_ns for p in out.rglob("*.png")}
 
 
+def test_a_resumed_run_s_progress_bar_counts_the_items_already_done(tmp_path, capsys):
+    out = tmp_path / "run"
+    config = {"corpus": "mmlu-redux", "source": REDUX_CSV, "limit": 5}
+    mmconvert.convert(config, out=out)
+    manifest = out / "manifest.jsonl"
+    manifest.write_bytes(b"\n".join(manifest.read_bytes().split(b"\n")[:3]) + b"\n")
+    capsys.readouterr()
+    summary = mmconvert.convert(config, out=out, progress=True)
+    assert (summary.rendered, summary.already_done) == (2, 3)
+    assert capsys.readouterr().err.replace("\r", "\n").splitlines()[-1].startswith(
+        "100%|██████████| 5/5 ")
+
+
 def test_killed_run_resumes_to_the_same_output(tmp_path):
     source = long_items(tmp_path / "docs.jsonl")
     fresh = tmp_path / "fresh"
