@@ -20,6 +20,8 @@ from .base import (
     RowGuard,
     Rows,
     check_columns,
+    numbered,
+    read_rows,
     text_field,
 )
 from .sources import (
@@ -109,8 +111,7 @@ class BABILong(Corpus):
 
     def _items(self, groups: dict[tuple[str, str], Rows], guard: RowGuard) -> Iterator[Item]:
         for (length, task), rows in groups.items():
-            rows = rows() if callable(rows) else rows
-            width = max(3, len(str(len(rows) - 1)))
+            rows, width = read_rows(rows)
             yield from guard.convert_each(rows, self.item, length, task, width)
 
     def item(self, row: Row, length: str, task: str, width: int) -> Item:
@@ -166,7 +167,7 @@ class BABILong(Corpus):
             if read and not read[0].error:
                 check_columns(read[0].data, COLUMNS, str(path), self.name)
             rows += read
-        return [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
+        return numbered(rows)
 
 
 def _order(known: tuple[str, ...]):

@@ -233,6 +233,18 @@ SPLIT_ALIASES = {"val": "validation", "validation": "val"}
 Rows = list[Row] | Callable[[], list[Row]]
 
 
+def numbered(rows: Iterable[Row]) -> list[Row]:
+    """``rows`` numbered from 0 in the order given (the row-id rule)."""
+    return [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
+
+
+def read_rows(rows: Rows) -> tuple[list[Row], int]:
+    """A group's rows (read now, if they are read when their turn comes) and the digits of
+    its ids' numbers (at least 3)."""
+    rows = rows() if callable(rows) else rows
+    return rows, max(3, len(str(len(rows) - 1)))
+
+
 class SubsetCorpus(Corpus):
     """A corpus whose subsets are hub configs and, in a local copy, files or folders.
 
@@ -278,8 +290,7 @@ class SubsetCorpus(Corpus):
                report: LoadReport) -> Iterator[Item]:
         guard = RowGuard(request, report)
         for subset, rows in groups.items():
-            rows = rows() if callable(rows) else rows
-            width = max(3, len(str(len(rows) - 1)))
+            rows, width = read_rows(rows)
             yield from (item for item in guard.convert_each(rows, self._item, subset, split,
                                                             width, request)
                         if self.keep(item, request, report))
@@ -354,8 +365,7 @@ class SubsetCorpus(Corpus):
 
     def _read_subset(self, ones: list[SourceFile]) -> list[Row]:
         """A subset's rows, from its files, numbered from 0 in source order."""
-        rows = (row for one in ones for row in self.read(one))
-        return [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
+        return numbered(row for one in ones for row in self.read(one))
 
     def one_format(self, source: Path, found: list[SourceFile], every: list[SourceFile],
                    report: LoadReport | None) -> list[SourceFile]:
@@ -426,8 +436,7 @@ class SubsetCorpus(Corpus):
                 if combined and not row.error:
                     key = self.subset_of(row.data.get(column), row)
                 out.setdefault(key, []).append(row)
-        return {name: [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
-                for name, rows in out.items()}
+        return {name: numbered(rows) for name, rows in out.items()}
 
     def subset_of(self, value: Any, row: Row) -> str:
         if not isinstance(value, str) or not value.strip():
