@@ -24,8 +24,11 @@ from ..errors import MMConvertError, UsageError
 from .base import Executor
 
 INSTALL_HINT = "--executor ray needs Ray: pip install 'mmconvert[ray]'"
-# tasks a batch (an actor call); small, so that results stream back in order soon
+# tasks a batch (an actor call) at most; small, so that results stream back in order soon
 BATCH = 4
+# batches each actor gets in a window at least (a smaller window gets smaller batches): the
+# window's last batches leave the other actors idle, at most about 1/16 of its time
+BATCHES_PER_ACTOR = 16
 # tasks a Ray Data stage, and their pickled bytes at most (captions carry their photos): what
 # the driver holds at once (each stage starts its actors again)
 WINDOW = 10_000
@@ -211,7 +214,8 @@ class RayExecutor(Executor):
         with warnings.catch_warnings():  # Ray 2.60 warns of its own keyword handling
             warnings.simplefilter("ignore")
             dataset = ray.data.from_items(rows).map_batches(
-                actor, batch_size=BATCH, concurrency=min(actors, len(rows)),
+                actor, batch_size=batch_size(len(rows), actors),
+                concurrency=min(actors, len(rows)),
                 max_restarts=RETRIES, max_task_retries=RETRIES, **resources)
         expected = start
         for row in dataset.iter_rows():
@@ -223,6 +227,13 @@ class RayExecutor(Executor):
             if not ok:
                 raise _Raised(value)
             yield value
+
+
+def batch_size(tasks: int, actors: int) -> int:
+    """Tasks an actor call takes in a window of ``tasks``: ``BATCH``, or fewer when the window
+    is too small to give every actor ``BATCHES_PER_ACTOR`` calls (a call costs a few ms, so
+    fast items want batches; a short run of slow ones wants its work spread evenly)."""
+    return max(1, min(BATCH, tasks // (actors * BATCHES_PER_ACTOR)))
 
 
 class _Raised(Exception):  # noqa: N818 - a carrier, not an error of its own

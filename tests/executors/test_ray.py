@@ -184,6 +184,15 @@ def test_tasks_go_to_ray_in_windows_and_come_back_in_order():
         list(executor.map(functools.partial(_worker, 0.0), range(20)))
 
 
+def test_a_small_window_gets_smaller_batches_so_every_actor_keeps_working():
+    from mmconvert.executors.ray import BATCH, batch_size
+
+    assert batch_size(10_000, 2) == BATCH == 4  # fast items: few calls
+    assert batch_size(60, 2) == 1  # 60 slow items on 2 actors: 30 calls each, not 8 and 7
+    assert batch_size(100, 1) == 4 and batch_size(40, 1) == 2
+    assert batch_size(1, 8) == 1
+
+
 def test_dedup_embeds_on_ray_and_the_run_is_the_local_one(tmp_path):
     from tests.corpora.test_dedup import MODEL
 
