@@ -128,6 +128,7 @@ class Reading:
 
     results: list[OcrResult]
     measure: dict[str, Any]
+    languages: str  # the Tesseract languages it was read with
 
 
 @dataclass
@@ -228,7 +229,7 @@ class Checker:
         def read(psm: int) -> Reading:
             results = [ocr(got, langs, psm=psm, scale=ocr_scale(image))
                        for image, got in zip(images, data, strict=True)]
-            return Reading(results, self.measure(row, results))
+            return Reading(results, self.measure(row, results), langs)
 
         first = read(renderer.ocr_psm)
         if first.measure["errors"] <= first.measure["allowed"]:
@@ -283,13 +284,12 @@ class Checker:
     def check_ocr(self, row: dict[str, Any], reading: Reading | str | None) -> Result:
         if not isinstance(reading, Reading) or not reading.results:
             return Result("ocr", "reject", "missing_image", {"error": reading or "no image"})
-        renderer, language = row_renderer(row), row.get("language") or "en"
+        renderer = row_renderer(row)
         read, m = reading.results, reading.measure
         source, wrong, chars = m["source"], m["errors"], m["chars"]
         detail = {"cer": round(wrong / chars if chars else 0.0, 4), "errors": wrong,
                   "chars": chars, "max": m["max"], "slack": SLACK,
-                  "engine": f"{tesseract_version()} "
-                            f"{ocr_languages(language, renderer.ocr_text(row))}",
+                  "engine": f"{tesseract_version()} {reading.languages}",
                   "psm": read[0].psm, "scale": read[0].scale,
                   "words": word_count(source), "density": density(word_count(source)),
                   "words_read": sum(len(r.words) for r in read),
