@@ -38,23 +38,21 @@ def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
             if sharded:
                 for index, data in files.items():
                     write_file(staging, record.row["images"][index]["path"], data)
-                for rel in other_files(record.row):
+                for _, rel in other_files(record.row):
                     write_file(staging, rel, read_run_file(source.run, rel,
                                                            where=f"item {record.id}"))
             row = dict(record.row)
             row["images"] = [{**img, "path": moved(img["path"])} for img in row["images"]]
-            for key in ("layout", "original"):
-                if isinstance(row.get(key), dict) and row[key].get("path"):
-                    row[key] = {**row[key], "path": moved(row[key]["path"])}
-            if row.get("pdf"):
-                row["pdf"] = moved(row["pdf"])
+            for key, rel in other_files(row):
+                row[key] = moved(rel) if key == "pdf" else {**row[key], "path": moved(rel)}
             handle.write(dumps(row) + "\n")
             count += 1
     return count
 
 
-def other_files(row: dict) -> list[str]:
-    """The files a row names besides its images: its layout, original and PDF."""
-    rels = [row[key]["path"] for key in ("layout", "original")
-            if isinstance(row.get(key), dict) and row[key].get("path")]
-    return rels + ([row["pdf"]] if row.get("pdf") else [])
+def other_files(row: dict) -> list[tuple[str, str]]:
+    """The files a row names besides its images, as (key, path): its layout and original
+    (``{"path": …}`` entries) and its PDF (a path)."""
+    found = [(key, row[key]["path"]) for key in ("layout", "original")
+             if isinstance(row.get(key), dict) and row[key].get("path")]
+    return found + ([("pdf", row["pdf"])] if row.get("pdf") else [])
