@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ItemError
+from .manifest import dumps
 
 SHARDS = "shards"
 SHARD_ROWS = 1000  # rows a shard (``--shard-rows``)
@@ -88,7 +89,7 @@ class ShardWriter:
         images = {entry["path"] for entry in row.get("images") or []}
         self._group.append({
             "id": row["id"],
-            "row": json.dumps(row, ensure_ascii=False, separators=(", ", ": ")),
+            "row": dumps(row),  # the manifest's own line
             "images": [{"bytes": data, "path": rel} for rel, data in files if rel in images],
             "files": [{"path": rel, "bytes": data} for rel, data in files if rel not in images],
         })
