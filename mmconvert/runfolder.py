@@ -103,6 +103,15 @@ def read_run_file(root: Path, rel: str, *, where: str = "", field: str = "path",
                         **context) from None
 
 
+def run_file_or_none(root: Path, rel: str) -> bytes | None:
+    """``read_run_file``, or None when the file is missing, outside the run or unreadable
+    (for readers that report a missing file in their own way: QA checks, the review page)."""
+    try:
+        return read_run_file(root, rel)
+    except (ItemError, OSError, ValueError):  # ValueError: a name the system refuses
+        return None
+
+
 def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
                   hashed: bool = False, **context: str) -> bytes:
     """The bytes of a file a manifest row records (``entry["path"]`` in the run ``root``,

@@ -31,14 +31,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import ItemError, UsageError
+from ..errors import UsageError
 from ..executors import executor_for
 from ..items import option_letter
 from ..manifest import MANIFEST
 from ..renderers import row_renderer
 from ..renderers.base import item_from_row
 from ..renderers.layout import is_wide
-from ..runfolder import open_run, read_run_file
+from ..runfolder import open_run, run_file_or_none
 from .events import AUTO, QaLog, event
 from .ocr import (
     OcrResult,
@@ -201,10 +201,7 @@ class Checker:
     def file(self, rel: str) -> bytes | None:
         """The bytes of a file a row names (a file of the run, or a shard's copy), or None
         when it is missing or outside the run."""
-        try:
-            return read_run_file(self.run, rel)
-        except ItemError:
-            return None
+        return run_file_or_none(self.run, rel)
 
     def _reading(self, task) -> Reading | str | None:
         row, todo = task

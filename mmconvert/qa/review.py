@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..errors import ItemError, MMConvertError
+from ..errors import MMConvertError
 from ..renderers import row_renderer
-from ..runfolder import open_run, read_run_file
+from ..runfolder import open_run, run_file_or_none
 from .checks import ocr_images
 from .events import REVIEW_REASONS, REVIEWER, QaLog, check_reviewer, event
 
@@ -146,10 +146,7 @@ class ReviewState:
         """The bytes of ``rel``: a file inside the run folder (``runfolder.inside``: symbolic
         links followed), or a sharded run's copy; None when it is neither (also for a link
         loop, or a name the file system refuses)."""
-        try:
-            return read_run_file(self.run, rel)
-        except (ItemError, OSError, ValueError):  # outside, missing; a name too long
-            return None
+        return run_file_or_none(self.run, rel)
 
 
 def page_html() -> bytes:
