@@ -169,17 +169,8 @@ class Captions(Corpus):
 
     def tsv_items(self, path: Path, guard: RowGuard, language: str | None) -> Iterator[Item]:
         """The file's pairs as its lines are read."""
-        subset = safe_name(path.stem, "captions")
-        index = 0
-        for number, line in text_lines(path):
-            fields = line.rstrip("\r").split("\t")
-            if not line.strip() or (number == 1 and fields[0].strip().lower() in IMAGE_COLUMNS):
-                continue  # blank, or a header
-            row = Row(index, f"{path} line {number}", {"fields": fields})
-            index += 1
-            item = guard.convert(self.tsv_item, row, path.parent, subset, language)
-            if item is not None:
-                yield item
+        return guard.convert_each(_tsv_rows(path), self.tsv_item, path.parent,
+                                  safe_name(path.stem, "captions"), language)
 
     def tsv_item(self, row: Row, base: Path, subset: str, language: str | None) -> Item:
         item_id = row_id(subset, row.index)
@@ -216,17 +207,8 @@ class Captions(Corpus):
         parts' row counts (a Parquet footer's) set the width of the ids before any row."""
         for subset, parts in groups.items():
             width = max(4, len(str(sum(part.count for part in parts) - 1)))
-            index = 0
-            for part in parts:
-                for row in part.rows():
-                    if index == 0 and not row.error:
-                        _columns(row.data, row.where)
-                    item = guard.convert(self.dataset_item,
-                                         Row(index, row.where, row.data, row.error), subset,
-                                         width, language)
-                    index += 1
-                    if item is not None:
-                        yield item
+            yield from guard.convert_each(_numbered_rows(parts), self.dataset_item, subset,
+                                          width, language)
 
     def dataset_item(self, row: Row, subset: str, width: int, language: str) -> Item:
         item_id = row_id(subset, row.index, width)
@@ -273,6 +255,27 @@ def _image_bytes(value: Any, where: str, field: str) -> str | bytes | StoredImag
     """A dataset image cell (``sources.image_cell``), or a cell left in its file for the
     worker to read."""
     return value if isinstance(value, StoredImage) else image_cell(value, where, field)
+
+
+def _tsv_rows(path: Path) -> Iterator[Row]:
+    """A TSV's pairs as rows (``fields``), numbered from 0, as its lines are read; blank lines
+    and a header are passed over."""
+    index = 0
+    for number, line in text_lines(path):
+        fields = line.rstrip("\r").split("\t")
+        if not line.strip() or (number == 1 and fields[0].strip().lower() in IMAGE_COLUMNS):
+            continue  # blank, or a header
+        yield Row(index, f"{path} line {number}", {"fields": fields})
+        index += 1
+
+
+def _numbered_rows(parts: list[Part]) -> Iterator[Row]:
+    """A group's rows across its parts, numbered from 0 as they are read; the first row's
+    columns are checked before it is given."""
+    for index, row in enumerate(row for part in parts for row in part.rows()):
+        if index == 0 and not row.error:
+            _columns(row.data, row.where)
+        yield Row(index, row.where, row.data, row.error)
 
 
 def _file_rows(path: Path) -> Callable[[], Iterator[Row]]:
