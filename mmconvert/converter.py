@@ -38,13 +38,14 @@ from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
 from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
-from .executors import BACKEND, executor_for
+from .executors import BACKEND, executor_for, side_tasks
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import MANIFEST, write_json
 from .rows import SCHEMA
 from .runfolder import DEDUP, RunFolder
 from .seeds import rng
+from .shards import SPOOL
 
 
 @dataclass
@@ -156,11 +157,13 @@ def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str,
         return "stopped", err
 
 
-def _write_remotely(out: str, results: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """On a cluster worker: write a group's made items' files into the run folder there."""
+def _write_remotely(out: str, under: str, results: list[tuple[str, Any]]
+                    ) -> list[tuple[str, Any]]:
+    """On a cluster worker: write a group's made items' files into the run folder there, or
+    ``under`` its spool for a sharded run (synced with their shard, not each)."""
     for status, payload in results:
         if status == "ok":
-            payload.write_into(Path(out))
+            payload.write_into(Path(out), under=under, durable=not under)
     return results
 
 
@@ -366,7 +369,7 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             # files and rows made durable in groups; not for work that waits on the network
             # (generate), whose rows must be on disk as soon as each paid response is
             if config.store == "shards":
-                grouped = folder.sharded(config.shard_rows)
+                grouped = folder.sharded(config.shard_rows, side_tasks().submit)
             elif getattr(job, "threads", None):
                 grouped = contextlib.nullcontext()
             else:
@@ -437,10 +440,10 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
     # many processes as groups)
     head = list(itertools.islice(groups, max(1, execution.workers or os.cpu_count() or 1)))
     executor = executor_for(execution.workers, len(head), threads=threads)
-    # a files run's workers on a cluster write their files where they run; a sharded run's
-    # files travel back to the one writer of its shards
-    remote = None if config.store == "shards" else functools.partial(
-        _write_remotely, str(execution.out.resolve()))
+    # a run's workers on a cluster write their files where they run (a sharded run's into
+    # its spool, which the cluster packs into shards): only rows travel back
+    remote = functools.partial(_write_remotely, str(execution.out.resolve()),
+                               SPOOL if config.store == "shards" else "")
     results = executor.map(JobWorker(config, job), itertools.chain(head, groups),
                            remote=remote)
     yield from progress_bar((result for group in results for result in group), total,

@@ -12,7 +12,8 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -30,7 +31,7 @@ from .manifest import (
     sync,
     write_json,
 )
-from .shards import SHARD_ROWS, SHARDS, ShardWriter, is_sharded, read_stored
+from .shards import SHARD_ROWS, SHARDS, SPOOL, ShardWriter, is_sharded, read_stored
 from .shards import check as check_shards
 
 DEDUP = "dedup.json"
@@ -140,12 +141,13 @@ class Output:
         self.files: list[tuple[str, bytes]] = []
         self.written: list[str] = []  # files a worker elsewhere already wrote (``write_into``)
 
-    def write_into(self, root: Path) -> None:
+    def write_into(self, root: Path, *, under: str = "", durable: bool = True) -> None:
         """Write the files here, where the worker runs (a cluster node that reaches the run
         folder), atomically, and keep only their names: the sink then appends the row
-        without the bytes crossing the cluster."""
+        without the bytes crossing the cluster. ``under``: a folder of the run they go in
+        (a sharded run's spool), under the names the row gives them."""
         for rel, data in self.files:
-            write_file(root, rel, data)
+            write_file(root, f"{under}/{rel}" if under else rel, data, durable=durable)
         self.written += [rel for rel, _ in self.files]
         self.files = []
 
@@ -378,12 +380,17 @@ class RunFolder:
             self._pending = None
 
     @contextmanager
-    def sharded(self, rows: int = SHARD_ROWS) -> Iterator[None]:
+    def sharded(self, rows: int = SHARD_ROWS,
+                submit: Callable[..., Future] | None = None) -> Iterator[None]:
         """Inside the block, ``write`` puts files into Parquet shards of ``rows`` rows
         (``shards.ShardWriter``): a shard's rows reach the manifest once it is on disk. A
-        shard cut short by an error is dropped, and its items are made again on resume."""
+        shard cut short by an error is dropped, and its items are made again on resume.
+        ``submit`` runs a side task on the cluster whose workers wrote their files into the
+        spool (``Executor.submit``): it packs their shards there."""
         (self.path / SHARDS).mkdir(parents=True, exist_ok=True)
-        self._shards = ShardWriter(self.path, rows, lambda made: self.manifest.append(*made))
+        shutil.rmtree(self.path / SPOOL, ignore_errors=True)  # a stopped run's, never packed
+        self._shards = ShardWriter(self.path, rows, lambda made: self.manifest.append(*made),
+                                   submit)
         try:
             yield
         except BaseException:
@@ -391,6 +398,7 @@ class RunFolder:
             raise
         else:
             self._shards.finish()
+            shutil.rmtree(self.path / SPOOL, ignore_errors=True)
         finally:
             self._shards = None
 
@@ -413,27 +421,32 @@ class RunFolder:
                                  f"field {found[0]}: {found[1]} (a row made by this version "
                                  "of mmconvert does not fit its schema: please report it)")
         if self._shards is not None:
-            if output.written:
-                raise RunFolderError(f"{self.path}: a sharded run takes files from its "
-                                     "workers, not written by them")
             for rel, _ in output.files:
                 inside(self.path, rel)  # the same names a files run would write
-            self._shards.add(output.row, output.files)
+            for rel in output.written:
+                inside(self.path, rel)
+                self._written(self.path, f"{SPOOL}/{rel}")
+            self._shards.add(output.row, output.files, output.written)
             return
         pending = self._pending
         for rel, data in output.files:
             write_file(self.path, rel, data, durable=pending is None)
         for rel in output.written:
-            if not inside(self.path, rel).is_file():
-                raise RunFolderError(f"{self.path / rel}: a worker reported it written, but "
-                                     "it is not there (does every worker reach the run "
-                                     "folder at the same path?)")
+            self._written(self.path, rel)
         if pending is None:
             self.manifest.append(output.row)
             return
         pending.append(output.row)
         if len(pending) >= GROUP_ROWS or time.monotonic() - self._since >= GROUP_SECONDS:
             self._flush()
+
+    @staticmethod
+    def _written(root: Path, rel: str) -> None:
+        """Refuse a file a worker elsewhere reported written into ``root`` but is not there."""
+        if not inside(root, rel).is_file():
+            raise RunFolderError(f"{root / rel}: a worker reported it written, but it is not "
+                                 "there (does every worker reach the run folder at the same "
+                                 "path?)")
 
     def rows(self) -> list[dict[str, Any]]:
         """The manifest's rows, each parsed with its renderer's row model: a row that does not

@@ -163,6 +163,122 @@ def test_a_shard_the_manifest_never_recorded_is_made_again(both, tmp_path):
     assert not list(out.rglob("*.tmp"))
 
 
+def row_files(plain: Path, row: dict) -> list[tuple[str, bytes]]:
+    names = [i["path"] for i in row["images"]] + [row["layout"]["path"], row["pdf"]]
+    return [(rel, (plain / rel).read_bytes()) for rel in names]
+
+
+def spooled_run(plain: Path, out: Path, submit) -> None:
+    """The files run's rows into shards of 4, as a cluster's driver gets them: each row's
+    files written into the spool by a worker, only the row handed to the sink."""
+    from mmconvert.runfolder import Output, RunFolder
+    from mmconvert.shards import SPOOL
+
+    folder = RunFolder(out)
+    out.mkdir()
+    with folder.sharded(4, submit):
+        for row in JsonlLog(plain / "manifest.jsonl").read():
+            output = Output()
+            output.row, output.files = row, row_files(plain, row)
+            output.write_into(out, under=SPOOL, durable=False)
+            assert output.files == [] and output.written
+            folder.write(output)
+
+
+def test_shards_packed_elsewhere_are_the_same_bytes_and_their_rows_keep_order(
+        both, tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import mmconvert.shards as shards
+
+    plain, sharded = both
+    monkeypatch.setattr(shards, "PACKS_IN_FLIGHT", 2)
+    running, most = [0], [0]
+
+    def pack_slowly(fn, root, index, entries):  # earlier shards finish later
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        time.sleep(0.3 if index % 2 == 0 else 0.0)
+        try:
+            return fn(root, index, entries)
+        finally:
+            running[0] -= 1
+
+    with ThreadPoolExecutor(4) as pool:
+        spooled_run(plain, tmp_path / "run",
+                    lambda fn, *args: pool.submit(pack_slowly, fn, *args))
+    assert shard_bytes(tmp_path / "run") == shard_bytes(sharded)
+    assert (tmp_path / "run" / "manifest.jsonl").read_bytes() == \
+        (plain / "manifest.jsonl").read_bytes()
+    assert not (tmp_path / "run" / "shards" / ".spool").exists()
+    assert most[0] == 3  # two waiting to be recorded, and the one over the limit
+
+
+def test_a_stopped_run_keeps_the_shards_packed_in_order_and_resume_drops_the_rest(
+        both, tmp_path, monkeypatch):
+    from concurrent.futures import Future
+
+    import mmconvert.shards as shards
+
+    plain, sharded = both
+    monkeypatch.setattr(shards, "ABANDON_WAIT", 0.2)
+    out = tmp_path / "run"
+    packed: list[int] = []
+
+    def submit(fn, root, index, entries):
+        future: Future = Future()
+        if index != 1:  # shard 1 is still packing when the run stops
+            fn(root, index, entries)
+            packed.append(index)
+            future.set_result(None)
+        if index == 2:
+            raise KeyboardInterrupt  # the run stops with shard 2 packed, not recorded
+        return future
+
+    with pytest.raises(KeyboardInterrupt):
+        spooled_run(plain, out, submit)
+    rows = JsonlLog(out / "manifest.jsonl").read()
+    assert packed == [0, 2] and len(rows) == 4  # shard 0's rows only
+    assert shards.check(out, [r["id"] for r in rows]) == (4, 1)  # shard 2 goes on resume
+    assert [p.name for p in shard_files(out)] == ["shard-000000.parquet"]
+    assert shard_bytes(out)["shard-000000.parquet"] == \
+        shard_bytes(sharded)["shard-000000.parquet"]
+
+
+def test_a_shard_that_fails_to_pack_stops_the_run_with_its_error(both, tmp_path):
+    from concurrent.futures import Future
+
+    plain, _ = both
+
+    def submit(fn, root, index, entries):
+        future: Future = Future()
+        if index == 1:
+            future.set_exception(OSError(f"{root}: no space left on device"))
+        else:
+            future.set_result(fn(root, index, entries))
+        return future
+
+    with pytest.raises(OSError, match="no space left"):
+        spooled_run(plain, tmp_path / "run", submit)
+    assert len(JsonlLog(tmp_path / "run" / "manifest.jsonl").read()) == 4
+
+
+def test_a_resumed_run_clears_the_spool_a_stopped_one_left(both, tmp_path):
+    import shutil
+
+    _, sharded = both
+    out = tmp_path / "run"
+    shutil.copytree(sharded, out)
+    JsonlLog(out / "manifest.jsonl").rewrite(JsonlLog(out / "manifest.jsonl").read()[:4])
+    stale = out / "shards" / ".spool" / "images" / "stale.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"never packed")
+    summary = mmconvert.convert({**CONFIG, "store": "shards", "shard_rows": 4}, out=out)
+    assert summary.already_done == 4
+    assert not (out / "shards" / ".spool").exists()
+    assert shard_bytes(out) == shard_bytes(sharded)
+
+
 def test_a_killed_sharded_run_resumes_shard_by_shard(tmp_path):
     source = long_items(tmp_path / "docs.jsonl")
     config = {"corpus": str(source), "store": "shards", "shard_rows": 3}

@@ -59,3 +59,12 @@ def local_executor(workers: int, tasks: int, *, threads: int | None = None) -> E
     if workers == 1 or tasks <= 1:
         return EXECUTORS.get("inline")(1)
     return EXECUTORS.get("process")(min(workers, tasks))
+
+
+def side_tasks() -> Executor:
+    """The executor whose ``submit`` runs this invocation's side tasks: inline here, or on the
+    chosen cluster."""
+    name, address = BACKEND.get()
+    if name == "local":
+        return EXECUTORS.get("inline")(1)
+    return EXECUTORS.get(name)(1, address=address)

@@ -8,11 +8,15 @@ return results (rows and the bytes of their files); they write nothing: the call
 does, in task order, so output is the same for any backend and any worker count.
 
 A failure or an interrupt cancels what has not started and waits for what has.
+
+``Executor.submit(fn, *args)`` runs one side task where the workers run (a sharded run's shard
+packing, on a cluster) and gives a ``concurrent.futures.Future``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from typing import Any, ClassVar
 
 
@@ -31,3 +35,14 @@ class Executor:
         files into a folder every worker reaches, so that only the row travels back. Local
         executors leave it to the caller's sink; the caller must treat both the same."""
         raise NotImplementedError
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """A side task, ``fn(*args)``, where the workers run: in this process for the local
+        executors (done when this returns), on the cluster for a cluster executor. ``fn`` and
+        ``args`` must be picklable; the Future gives its result or raises its exception."""
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as err:  # noqa: BLE001 - the Future carries it to the caller
+            future.set_exception(err)
+        return future

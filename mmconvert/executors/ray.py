@@ -18,6 +18,7 @@ import pickle
 import socket
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 from ..errors import MMConvertError, UsageError
@@ -129,6 +130,7 @@ class RayExecutor(Executor):
         self.threads = threads
         self.window = window
         self.gpu = gpu  # one actor per GPU of the cluster, when it has GPUs
+        self._remote: dict[Callable[..., Any], Any] = {}  # ``submit``'s Ray functions
 
     def start(self) -> bool:
         """Join the cluster (or start a local one); whether this call started it."""
@@ -191,13 +193,29 @@ class RayExecutor(Executor):
             except MMConvertError:
                 raise
             except Exception as err:  # noqa: BLE001 - a worker died, or a task raised
-                raised = _task_error(err)
-                if raised is not None:  # the task's own exception, as local executors give
-                    raise raised from None
-                message = f"{err.__class__.__name__}: {err}".splitlines()[0]
-                raise MMConvertError(f"a Ray worker failed ({message}); what was written "
-                                     "stays, and running the command again resumes") from None
+                raise _failure(err) from None
             start += len(rows)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """``fn(*args)`` as a Ray task: no CPU of its own (a side task, mostly I/O, must not
+        wait for the actors of a stage that holds every CPU), spread over the cluster's
+        nodes, retried once if its worker dies."""
+        ray = import_ray()
+        self.start()
+        remote = self._remote.get(fn)
+        if remote is None:
+            remote = self._remote[fn] = ray.remote(fn).options(
+                num_cpus=0, max_retries=RETRIES, scheduling_strategy="SPREAD")
+        result: Future = Future()
+
+        def settle(done: Future) -> None:
+            try:
+                result.set_result(done.result())
+            except Exception as err:  # noqa: BLE001 - given to the caller as local ones are
+                result.set_exception(_failure(err))
+
+        remote.remote(*args).future().add_done_callback(settle)
+        return result
 
     def _stage(self, ray, actor, rows: list[dict[str, Any]], start: int) -> Iterator[Any]:
         """One window of tasks as a ``map_batches`` stage over an actor pool; results in
@@ -242,6 +260,17 @@ class _Raised(Exception):  # noqa: N818 - a carrier, not an error of its own
     def __init__(self, error: BaseException):
         super().__init__(str(error))
         self.error = error
+
+
+def _failure(err: BaseException) -> BaseException:
+    """What a Ray failure is to the caller: the task's own exception, as local executors give
+    it, or one line saying a worker failed (it died, or the cluster went)."""
+    raised = _task_error(err)
+    if raised is not None:
+        return raised
+    message = f"{err.__class__.__name__}: {err}".splitlines()[0]
+    return MMConvertError(f"a Ray worker failed ({message}); what was written stays, and "
+                          "running the command again resumes")
 
 
 def _task_error(err: BaseException) -> BaseException | None:

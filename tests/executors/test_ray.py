@@ -86,17 +86,42 @@ def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
     assert events["local"] == events["ray"] and len(events["ray"]) == 18
 
 
+SPY = """
+import mmconvert.runfolder as runfolder
+
+write = runfolder.RunFolder.write
+
+
+def spied(self, output):
+    with open({log!r}, "a") as log:
+        log.write(f"{{len(output.files)}} {{len(output.written)}}\\n")
+    return write(self, output)
+
+
+runfolder.RunFolder.write = spied
+"""
+
+
 @pytest.mark.parametrize("store", ["files", "shards"])
 def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, store):
+    # the driver's sink is watched: on Ray, only rows reach it (files written by the workers,
+    # a sharded run's packed into shards on the cluster)
+    (tmp_path / "spy").mkdir()
+    (tmp_path / "spy" / "sitecustomize.py").write_text(SPY.format(log=str(tmp_path / "sink")))
     folders = {}
     for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
         folders[name] = tmp_path / name
         made = mmconvert("occlude", "captions", "--source", FIXTURES / "coco", "--out",
                          folders[name], "--workers", "2", "--store", store, "--shard-rows",
-                         "4", *extra)
+                         "1", *extra, env={"PYTHONPATH": str(tmp_path / "spy")} if extra else {})
         assert made.returncode == 0, made.stderr
     same(folders["local"], folders["ray"])
     assert (folders["ray"] / "shards").is_dir() == (store == "shards")
+    sunk = [tuple(map(int, line.split())) for line in
+            (tmp_path / "sink").read_text().splitlines()]
+    rows = (folders["ray"] / "manifest.jsonl").read_text().splitlines()
+    assert len(sunk) == len(rows) >= 2  # as many shards, packed at once
+    assert all(files == 0 and written >= 2 for files, written in sunk), sunk
 
 
 def test_no_cluster_at_the_address_is_one_line_and_quick(tmp_path):
@@ -158,6 +183,30 @@ def test_a_worker_that_dies_every_time_is_one_line_not_an_endless_retry():
     assert "\n" not in message and message.startswith("a Ray worker failed (ActorDiedError")
     assert "running the command again resumes" in message
     assert time.perf_counter() - started < 120
+
+
+def _side(x: int) -> int:
+    if x == 5:
+        import os
+
+        os._exit(1)
+    if x < 0:
+        raise OSError(f"{x}: no space left on device")
+    return x * 2
+
+
+def test_a_side_task_runs_on_the_cluster_and_gives_its_result_or_its_error():
+    from mmconvert.errors import MMConvertError
+    from mmconvert.executors.ray import RayExecutor
+
+    executor = RayExecutor(2)
+    futures = [executor.submit(_side, x) for x in (1, 2, -1)]
+    assert futures[0].result(timeout=120) == 2 and futures[1].result(timeout=120) == 4
+    with pytest.raises(OSError, match="no space left"):  # the task's own exception
+        futures[2].result(timeout=120)
+    with pytest.raises(MMConvertError) as err:  # retried once, then one line
+        executor.submit(_side, 5).result(timeout=120)
+    assert "\n" not in str(err.value) and str(err.value).startswith("a Ray worker failed")
 
 
 def test_tasks_go_to_ray_in_windows_and_come_back_in_order():
