@@ -5,7 +5,10 @@ figures this script measures on this machine:
 - the bytes an item writes (stacked PNG, text-only PNG, manifest row) and the worker's peak RSS;
 - the driver's sink alone, fed made items as fast as it takes them, for each store: files
   written by the workers where they run (only rows reach the driver, which checks the files
-  are there and appends the rows) and shards (the bytes reach the driver, which writes them);
+  are there and appends the rows), shards written by the driver (the local executors: the
+  bytes reach it) and shards on a cluster (the workers spool the files, Ray tasks pack the
+  shards, only rows reach the driver);
+- what a cluster's sharded run adds to a worker: spooling an item's files, and packing them;
 - the driver's load of VCR-wiki-style pairs (Parquet with the photos' bytes, here the COCO
   sample's JPEGs over again), both passes of the selection, as the workers would consume it
   (the driver reads the captions; each worker reads its items' photos).
@@ -33,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.occlude_speed import caption_options, end_to_end  # noqa: E402
 from mmconvert.runfolder import Output, RunFolder  # noqa: E402
+from mmconvert.shards import SPOOL, pack  # noqa: E402
 
 ITEMS = 2_100_000
 BLOCK = 4096  # a file system's allocation unit: a file takes whole blocks
@@ -45,31 +49,62 @@ def made_items(folder: Path) -> tuple[list[dict], dict[str, bytes]]:
     return rows, files
 
 
+def made_outputs(rows: list[dict], files: dict[str, bytes], count: int) -> list[Output]:
+    """``count`` items made from ``rows`` under new ids, their files' bytes in hand."""
+    outputs = []
+    for n in range(count):
+        row = copy.deepcopy(rows[n % len(rows)])
+        old = row["id"]
+        row["id"] = f"{old}-{n}"
+        output = Output()
+        for image in row["images"]:
+            data = files[image["path"]]
+            image["path"] = image["path"].replace(old, row["id"])
+            output.files.append((image["path"], data))
+        output.row = row
+        outputs.append(output)
+    return outputs
+
+
 def sink_rate(rows: list[dict], files: dict[str, bytes], store: str, count: int) -> float:
-    """Items/s the driver's sink takes, for ``count`` items made from ``rows`` under new ids."""
-    with tempfile.TemporaryDirectory() as tmp:
+    """Items/s the driver's sink takes, for ``count`` made items: ``files``, ``shards`` (the
+    bytes reach the driver, which writes the shards: the local executors) or ``packed`` (a
+    cluster: the workers spooled the files, and another process packs the shards). For
+    ``packed`` the figure is the driver's own CPU time, since the packing runs elsewhere."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with tempfile.TemporaryDirectory() as tmp, ProcessPoolExecutor(1) as packer:
         folder = RunFolder(Path(tmp) / "run")
         folder.path.mkdir()
-        outputs = []
-        for n in range(count):
-            row = copy.deepcopy(rows[n % len(rows)])
-            old = row["id"]
-            row["id"] = f"{old}-{n}"
-            output = Output()
-            for image in row["images"]:
-                data = files[image["path"]]
-                image["path"] = image["path"].replace(old, row["id"])
-                output.files.append((image["path"], data))
-            if store == "files":  # a worker elsewhere wrote them (Output.write_into)
-                output.write_into(folder.path)
-            output.row = row
-            outputs.append(output)
-        context = folder.sharded(1000) if store == "shards" else folder.grouped()
-        started = time.perf_counter()
+        outputs = made_outputs(rows, files, count)
+        context = folder.grouped() if store == "files" else \
+            folder.sharded(1000, packer.submit if store == "packed" else None)
+        clock = time.process_time if store == "packed" else time.perf_counter
         with context:
+            for output in outputs:  # a worker elsewhere wrote them (Output.write_into)
+                if store == "files":
+                    output.write_into(folder.path)
+                elif store == "packed":
+                    output.write_into(folder.path, under=SPOOL, durable=False)
+            started = clock()
             for output in outputs:
                 folder.write(output)
-        return count / (time.perf_counter() - started)
+        return count / (clock() - started)
+
+
+def pack_rate(rows: list[dict], files: dict[str, bytes], count: int) -> tuple[float, float]:
+    """(items/s a worker spools, items/s one process packs into a shard), for ``count``
+    made items: what a cluster's sharded run adds to its workers' drawing."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "run"
+        outputs = made_outputs(rows, files, count)
+        started = time.perf_counter()
+        for output in outputs:
+            output.write_into(root, under=SPOOL, durable=False)
+        spooled = count / (time.perf_counter() - started)
+        started = time.perf_counter()
+        pack(str(root), 0, [(o.row, o.written) for o in outputs])
+        return spooled, count / (time.perf_counter() - started)
 
 
 def load_rate(source: Path, count: int) -> tuple[float, float]:
@@ -127,7 +162,9 @@ def main() -> None:
     per_item = sum(len(data) for data in files.values()) / len(rows)
     row_bytes = manifest / len(rows)
     per_item_files = size_on_disk([len(d) for d in files.values()]) / len(rows)
-    sinks = {store: sink_rate(rows, files, store, 2000) for store in ("files", "shards")}
+    sinks = {store: sink_rate(rows, files, store, 2000)
+             for store in ("files", "shards", "packed")}
+    spooling, packing = pack_rate(rows, files, 1000)
     loading, photo_kib = load_rate(args.source, 3000)
 
     print(f"measured on this machine ({cores} cores), {len(rows)} COCO captions made of "
@@ -138,9 +175,14 @@ def main() -> None:
           f"KiB on disk as 2 files), {row_bytes / 1024:.2f} KiB of manifest row")
     print(f"  peak RSS of a process that drew them (spaCy, fonts, MuPDF): {worker_rss:.0f} MB")
     for store, rate in sinks.items():
-        what = ("rows of files the workers wrote" if store == "files"
-                else "rows and their bytes, into shards")
-        print(f"  the driver's sink alone, {store}: {rate:,.0f} items/s ({what})")
+        what = {"files": "files, rows of files the workers wrote",
+                "shards": "shards, rows and their bytes, written here (local executors)",
+                "packed": "shards on a cluster, rows of files the workers spooled, the "
+                          "shards packed by another process (driver CPU)"}[store]
+        print(f"  the driver's sink alone, {what}: {rate:,.0f} items/s")
+    print(f"  a cluster's sharded run adds per item: a worker spools its files "
+          f"({spooling:,.0f} items/s) and a task packs them ({packing:,.0f} items/s, one "
+          "process)")
     print(f"  the driver's load of Parquet pairs ({photo_kib:.0f} KiB photos), both passes: "
           f"{loading:,.0f} items/s")
 
@@ -150,19 +192,27 @@ def main() -> None:
     print("| machines | store | items/s | time | driver memory | worker memory, all "
           "machines | disk | files | bottleneck |")
     print("|---|---|---|---|---|---|---|---|---|")
+    # on a cluster, the spooling and packing take the workers' cores: items/s of a machine
+    # whose cores draw at machine_rate and also spool and pack every item
+    packed_rate = cores / (cores / machine_rate + 1 / spooling + 1 / packing)
     for machines in (int(m) for m in args.machines.split(",")):
         for store in ("files", "shards"):
-            workers_rate = machines * machine_rate
-            rate = min(workers_rate, sinks[store], loading)
+            # one machine: the local executors (a sharded run's bytes reach the driver); more:
+            # Ray (the shards packed on the cluster)
+            cluster = store == "shards" and machines > 1
+            sink = sinks["packed" if cluster else store]
+            workers_rate = machines * (packed_rate if cluster else machine_rate)
+            rate = min(workers_rate, sink, loading)
             hours = ITEMS / rate / 3600
             disk = ITEMS * ((per_item_files if store == "files" else per_item) + row_bytes)
             count = f"{2 * ITEMS / 1e6:.1f} M" if store == "files" else \
                 f"{-(-ITEMS // 1000):,} shards"
-            if workers_rate <= min(sinks[store], loading):
-                neck = "the workers' drawing (spaCy, photo decode, PNG)"
-            elif loading < sinks[store]:
+            if workers_rate <= min(sink, loading):
+                neck = "the workers' drawing (spaCy, photo decode, PNG)" + (
+                    ", spooling and packing" if cluster else "")
+            elif loading < sink:
                 neck = "the driver's load: every photo read (twice) and sent to the workers"
-            elif store == "files":
+            elif store == "files" or cluster:
                 neck = "the driver's sink (a file check and a row per item)"
             else:
                 neck = "the one shard writer: every image's bytes through the driver"

@@ -60,16 +60,22 @@ def _resolved(root: str) -> str:
     return os.path.realpath(root)
 
 
+def run_name(rel: str, *, where: str = "", field: str = "path", **context: str) -> None:
+    """Refuse ``rel`` (an ItemError naming ``where`` and ``field``) unless it is a relative
+    POSIX path with no '..': a name a run's file may have (``inside`` also resolves it)."""
+    parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
+    if not parts or parts[0] == "/" or ".." in parts or "\\" in rel or "\0" in rel:
+        raise ItemError(f"{rel!r} is not a path inside the run folder", where=where,
+                        field=field, **context)
+
+
 def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
            **context: str) -> Path:
     """``root / rel``, refused (an ItemError naming ``where`` and ``field``) unless ``rel`` is
     a relative POSIX path with no '..' that stays inside ``root`` once symlinks are resolved.
     Every file a run writes, and every file a manifest row names, goes through here
     (``context``: the ItemError's ``item_id`` and ``stage``)."""
-    parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
-    if not parts or parts[0] == "/" or ".." in parts or "\\" in rel or "\0" in rel:
-        raise ItemError(f"{rel!r} is not a path inside the run folder", where=where,
-                        field=field, **context)
+    run_name(rel, where=where, field=field, **context)
     try:
         base = _resolved(os.path.abspath(root))
         target = os.path.realpath(os.path.join(base, rel))
@@ -423,8 +429,8 @@ class RunFolder:
         if self._shards is not None:
             for rel, _ in output.files:
                 inside(self.path, rel)  # the same names a files run would write
-            for rel in output.written:
-                inside(self.path, rel)
+            for rel in output.written:  # spooled: nothing is written under the name itself
+                run_name(rel)
                 self._written(self.path, f"{SPOOL}/{rel}")
             self._shards.add(output.row, output.files, output.written)
             return
