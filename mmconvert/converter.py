@@ -41,7 +41,7 @@ from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
 from .executors import BACKEND, executor_for, side_tasks
 from .items import Item, RenderPart
 from .jobs import job_for
-from .manifest import MANIFEST, write_json
+from .manifest import MANIFEST, sync, write_json
 from .rows import SCHEMA
 from .runfolder import DEDUP, RunFolder
 from .seeds import rng
@@ -159,11 +159,14 @@ def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str,
 
 def _write_remotely(out: str, under: str, results: list[tuple[str, Any]]
                     ) -> list[tuple[str, Any]]:
-    """On a cluster worker: write a group's made items' files into the run folder there, or
-    ``under`` its spool for a sharded run (synced with their shard, not each)."""
+    """On a cluster worker: write a group's made items' files into the run folder there,
+    synced in one pass before their rows go back (as the local sink syncs a group), or
+    ``under`` its spool for a sharded run (synced with their shard)."""
     for status, payload in results:
         if status == "ok":
-            payload.write_into(Path(out), under=under, durable=not under)
+            payload.write_into(Path(out), under=under, durable=False)
+    if not under:
+        sync()
     return results
 
 
