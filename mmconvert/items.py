@@ -58,6 +58,9 @@ class Item:
         return bool(self.options)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def plain(value: Any, where: str, field: str) -> Any:
     """``value`` as JSON can hold it: dates and times in ISO form, decimals and other scalars
     as text, bytes as UTF-8 text (or ``base64:…``), NumPy values as Python ones; a lone
@@ -65,13 +68,13 @@ def plain(value: Any, where: str, field: str) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
-        for i, char in enumerate(value):
-            if "\ud800" <= char <= "\udfff":
-                from .errors import ItemError
+        found = None if value.isascii() else _SURROGATE.search(value)
+        if found:
+            from .errors import ItemError
 
-                raise ItemError(f"a lone surrogate U+{ord(char):04X} at character {i} (not a "
-                                "character; the text was encoded wrongly)", where=where,
-                                field=field)
+            raise ItemError(f"a lone surrogate U+{ord(found.group()):04X} at character "
+                            f"{found.start()} (not a character; the text was encoded wrongly)",
+                            where=where, field=field)
         return value
     if isinstance(value, dict):
         return {plain(str(k), where, field): plain(v, where, f"{field}.{k}")

@@ -51,11 +51,16 @@ def decode(path: Path) -> str:
     return raw.decode("utf-8-sig", errors="surrogateescape")
 
 
+# what decoding with errors="surrogateescape" leaves for a byte that is not UTF-8
+_UNDECODED = re.compile("[\udc80-\udcff]")
+
+
 def check_text(value: str, where: str, field: str) -> str:
-    for i, char in enumerate(value):
-        if "\udc80" <= char <= "\udcff":
-            raise ItemError(f"undecodable text: byte 0x{ord(char) - 0xDC00:02X} at character {i} "
-                            "is not UTF-8 (re-save the file as UTF-8)", where=where, field=field)
+    found = None if value.isascii() else _UNDECODED.search(value)
+    if found:
+        raise ItemError(f"undecodable text: byte 0x{ord(found.group()) - 0xDC00:02X} at "
+                        f"character {found.start()} is not UTF-8 (re-save the file as UTF-8)",
+                        where=where, field=field)
     return value
 
 
