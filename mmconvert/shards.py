@@ -181,6 +181,7 @@ class ShardWriter:
         self._rows: list[dict[str, Any]] = []
         self._spooled: list[tuple[dict[str, Any], list[str]]] = []
         self._packing: deque[tuple[Future, list[dict[str, Any]]]] = deque()
+        self._gap = False  # a shard failed to pack: none after it is recorded
 
     def add(self, row: dict[str, Any], files: list[tuple[str, bytes]],
             spooled: list[str] | tuple[str, ...] = ()) -> None:
@@ -216,7 +217,11 @@ class ShardWriter:
         one still packing when there are too many."""
         while self._packing and (self._packing[0][0].done() or wait):
             future, rows = self._packing.popleft()
-            future.result()
+            try:
+                future.result()
+            except BaseException:
+                self._gap = True  # the later shards' rows must not be recorded
+                raise
             self.on_shard(rows)
             wait = len(self._packing) > PACKS_IN_FLIGHT
 
@@ -237,7 +242,7 @@ class ShardWriter:
             self._file.discard()
             self._file = None
         self._rows, self._spooled = [], []
-        recorded = True
+        recorded = not self._gap
         for future, rows in self._packing:
             try:
                 future.result(timeout=ABANDON_WAIT)

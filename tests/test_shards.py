@@ -250,16 +250,21 @@ def test_a_shard_that_fails_to_pack_stops_the_run_with_its_error(both, tmp_path)
 
     plain, _ = both
 
+    pending: list[Future] = []
+
     def submit(fn, root, index, entries):
         future: Future = Future()
-        if index == 1:
-            future.set_exception(OSError(f"{root}: no space left on device"))
+        if index == 1:  # fails once shard 2 is packing
+            pending.append(future)
         else:
             future.set_result(fn(root, index, entries))
+            for earlier in pending:
+                earlier.set_exception(OSError(f"{root}: no space left on device"))
         return future
 
     with pytest.raises(OSError, match="no space left"):
         spooled_run(plain, tmp_path / "run", submit)
+    # shard 0's rows; not shard 2's, though it was packed before the run stopped
     assert len(JsonlLog(tmp_path / "run" / "manifest.jsonl").read()) == 4
 
 
