@@ -162,10 +162,10 @@ def _write_remotely(out: str, under: str, results: list[tuple[str, Any]]
     """On a cluster worker: write a group's made items' files into the run folder there,
     synced in one pass before their rows go back (as the local sink syncs a group), or
     ``under`` its spool for a sharded run (synced with their shard)."""
-    for status, payload in results:
-        if status == "ok":
-            payload.write_into(Path(out), under=under, durable=False)
-    if not under:
+    made = [payload for status, payload in results if status == "ok"]
+    for output in made:
+        output.write_into(Path(out), under=under, durable=False)
+    if made and not under:
         sync()
     return results
 
@@ -372,7 +372,8 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             # files and rows made durable in groups; not for work that waits on the network
             # (generate), whose rows must be on disk as soon as each paid response is
             if config.store == "shards":
-                grouped = folder.sharded(config.shard_rows, side_tasks().submit)
+                grouped = folder.sharded(config.shard_rows,
+                                         side_tasks(execution.workers).submit)
             elif getattr(job, "threads", None):
                 grouped = contextlib.nullcontext()
             else:
