@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.occlude_speed import caption_options, end_to_end  # noqa: E402
 from mmconvert.runfolder import Output, RunFolder  # noqa: E402
-from mmconvert.shards import SPOOL, pack  # noqa: E402
+from mmconvert.shards import new_spool, pack  # noqa: E402
 
 ITEMS = 2_100_000
 BLOCK = 4096  # a file system's allocation unit: a file takes whole blocks
@@ -85,7 +85,7 @@ def sink_rate(rows: list[dict], files: dict[str, bytes], store: str, count: int)
                 if store == "files":
                     output.write_into(folder.path)
                 elif store == "packed":
-                    output.write_into(folder.path, under=SPOOL, durable=False)
+                    output.write_into(folder.path, under=folder.spool, durable=False)
             started = clock()
             for output in outputs:
                 folder.write(output)
@@ -96,14 +96,14 @@ def pack_rate(rows: list[dict], files: dict[str, bytes], count: int) -> tuple[fl
     """(items/s a worker spools, items/s one process packs into a shard), for ``count``
     made items: what a cluster's sharded run adds to its workers' drawing."""
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "run"
+        root, spool = Path(tmp) / "run", new_spool()
         outputs = made_outputs(rows, files, count)
         started = time.perf_counter()
         for output in outputs:
-            output.write_into(root, under=SPOOL, durable=False)
+            output.write_into(root, under=spool, durable=False)
         spooled = count / (time.perf_counter() - started)
         started = time.perf_counter()
-        pack(str(root), 0, [(o.row, o.written) for o in outputs])
+        pack(str(root), spool, 0, [(o.row, o.written) for o in outputs])
         return spooled, count / (time.perf_counter() - started)
 
 

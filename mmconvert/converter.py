@@ -45,7 +45,6 @@ from .manifest import MANIFEST, sync, write_json
 from .rows import SCHEMA
 from .runfolder import DEDUP, RunFolder
 from .seeds import rng
-from .shards import SPOOL
 
 
 @dataclass
@@ -381,8 +380,8 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             with grouped:
                 # the bar counts the items already done as the selection passes them
                 _sink(folder, _run_tasks(todo(), config, execution, job, selection.count,
-                                         lambda: summary.already_done), config,
-                      summary)
+                                         lambda: summary.already_done, folder.spool),
+                      config, summary)
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
@@ -430,10 +429,12 @@ def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary) ->
 
 
 def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, job,
-               total: int | None = None, passed: Callable[[], int] | None = None):
+               total: int | None = None, passed: Callable[[], int] | None = None,
+               spool: str = ""):
     """Results in task order, through the executor for this run: inline, processes, or (for a
     job that waits on the network) threads sharing ``job``. Tasks go in groups of
-    ``job.batch``, cut in task order, as they come."""
+    ``job.batch``, cut in task order, as they come. ``spool``: where a sharded run's workers
+    on a cluster write their files (``RunFolder.spool``)."""
     threads = getattr(job, "threads", None)
     api = getattr(job, "api_options", None)
     if api is not None and api.budget is not None and BACKEND.get()[0] != "local":
@@ -446,8 +447,7 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
     executor = executor_for(execution.workers, len(head), threads=threads)
     # a run's workers on a cluster write their files where they run (a sharded run's into
     # its spool, which the cluster packs into shards): only rows travel back
-    remote = functools.partial(_write_remotely, str(execution.out.resolve()),
-                               SPOOL if config.store == "shards" else "")
+    remote = functools.partial(_write_remotely, str(execution.out.resolve()), spool)
     results = executor.map(JobWorker(config, job), itertools.chain(head, groups),
                            remote=remote)
     yield from progress_bar((result for group in results for result in group), total,

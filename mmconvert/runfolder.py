@@ -31,7 +31,15 @@ from .manifest import (
     sync,
     write_json,
 )
-from .shards import SHARD_ROWS, SHARDS, SPOOL, ShardWriter, is_sharded, read_stored
+from .shards import (
+    SHARD_ROWS,
+    SHARDS,
+    SPOOL,
+    ShardWriter,
+    is_sharded,
+    new_spool,
+    read_stored,
+)
 from .shards import check as check_shards
 
 DEDUP = "dedup.json"
@@ -250,6 +258,7 @@ class RunFolder:
         self._pending: list[dict[str, Any]] | None = None
         self._since = 0.0
         self._shards: ShardWriter | None = None  # inside ``sharded``
+        self.spool = ""  # inside ``sharded``: where a cluster's workers spool (run-relative)
         self.shards_removed = 0  # by ``resume``: torn or unrecorded shards
 
     def check(self, identity: dict[str, Any], overwrite: bool) -> None:
@@ -395,8 +404,9 @@ class RunFolder:
         spool (``Executor.submit``): it packs their shards there."""
         (self.path / SHARDS).mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.path / SPOOL, ignore_errors=True)  # a stopped run's, never packed
+        self.spool = new_spool()
         self._shards = ShardWriter(self.path, rows, lambda made: self.manifest.append(*made),
-                                   submit)
+                                   submit, self.spool)
         try:
             yield
         except BaseException:
@@ -407,6 +417,7 @@ class RunFolder:
             shutil.rmtree(self.path / SPOOL, ignore_errors=True)
         finally:
             self._shards = None
+            self.spool = ""
 
     def _flush(self) -> None:
         if self._pending:
@@ -431,7 +442,7 @@ class RunFolder:
                 inside(self.path, rel)  # the same names a files run would write
             for rel in output.written:  # spooled: nothing is written under the name itself
                 run_name(rel)
-                self._written(self.path, f"{SPOOL}/{rel}")
+                self._written(self.path, f"{self.spool}/{rel}")
             self._shards.add(output.row, output.files, output.written)
             return
         pending = self._pending

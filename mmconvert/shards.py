@@ -16,11 +16,13 @@ shards). ``check`` finds, on resume, a shard that does not hold the manifest's n
 or written just before a kill and never recorded): it and every later shard are removed, with
 their rows, and made again.
 
-On a cluster (``--executor ray``) the workers write an item's files into the run's spool
-(``shards/.spool``) where they run, and only rows reach the driver; a full shard's rows are
-packed into their shard by a task on the cluster (``pack``), several shards at once, and the
-driver appends their rows in shard order once each is in place. The shards are the same bytes.
-A resumed run clears the spool.
+On a cluster (``--executor ray``) the workers write an item's files into the spool of the
+run's attempt (``shards/.spool/<attempt>``) where they run, and only rows reach the driver; a
+full shard's rows are packed into their shard by a task on the cluster (``pack``), several
+shards at once, and the driver appends their rows in shard order once each is in place. The
+shards are the same bytes. A run started again clears the spools: a pack task a killed run
+left running then finds its spool gone and puts nothing in place, and its temporary file has a
+name of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import json
 import os
 import re
 import threading
+import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -91,7 +94,8 @@ class _ShardFile:
 
     def __init__(self, root: Path, index: int):
         self.final = root / shard_name(index)
-        self.temp = self.final.with_name(f".{self.final.name}.tmp")
+        # a name of its own: a pack task of a killed run may still be writing the same shard
+        self.temp = self.final.with_name(f".{self.final.name}.{uuid.uuid4().hex[:12]}.tmp")
         self._writer = None
         self._group: list[dict[str, Any]] = []
 
@@ -120,20 +124,26 @@ class _ShardFile:
                                  row_group_size=GROUP_ROWS)
         self._group = []
 
-    def close(self) -> None:
+    def close(self, still: Callable[[], bool] | None = None) -> bool:
+        """Put the shard in place, unless ``still()`` says by then that its run is gone
+        (then it is discarded); whether it was put in place."""
         self._write_group()
         if self._writer is None:
-            return
+            return False
         self._writer.close()
         self._writer = None
         with open(self.temp, "rb") as handle:
             os.fsync(handle.fileno())
+        if still is not None and not still():
+            self.discard()
+            return False
         os.replace(self.temp, self.final)
         directory = os.open(self.final.parent, os.O_RDONLY)
         try:
             os.fsync(directory)
         finally:
             os.close(directory)
+        return True
 
     def discard(self) -> None:
         if self._writer is not None:
@@ -146,21 +156,31 @@ class _ShardFile:
         self._group = []
 
 
-def pack(root: str, index: int, entries: list[tuple[dict[str, Any], list[str]]]) -> None:
-    """Shard ``index`` of the run at ``root`` from its rows' files in the spool, where a
-    cluster's workers wrote them (a side task, run on the cluster); then those files go."""
-    spool = Path(root) / SPOOL
+def new_spool() -> str:
+    """The spool of one attempt at a run (run-relative): a run started again after a kill
+    spools apart from any pack task the killed one left running, and clears the old spools."""
+    return f"{SPOOL}/{uuid.uuid4().hex[:12]}"
+
+
+def pack(root: str, spool: str, index: int,
+         entries: list[tuple[dict[str, Any], list[str]]]) -> bool:
+    """Shard ``index`` of the run at ``root`` from its rows' files in ``spool``, where a
+    cluster's workers wrote them (a side task, run on the cluster); then those files go.
+    A task left running by a killed run finds its spool cleared by the next attempt, and
+    puts nothing in place: returns whether the shard was put in place."""
+    folder = Path(root) / spool
     shard = _ShardFile(Path(root), index)
     try:
         for row, names in entries:
-            shard.add(row, [(rel, (spool / rel).read_bytes()) for rel in names])
-        shard.close()
+            shard.add(row, [(rel, (folder / rel).read_bytes()) for rel in names])
+        placed = shard.close(still=folder.is_dir)
     except BaseException:
         shard.discard()
         raise
     for _, names in entries:
         for rel in names:
-            (spool / rel).unlink(missing_ok=True)
+            (folder / rel).unlink(missing_ok=True)
+    return placed
 
 
 class ShardWriter:
@@ -174,13 +194,14 @@ class ShardWriter:
     never reach this process."""
 
     def __init__(self, root: Path, rows: int, on_shard,
-                 submit: Callable[..., Future] | None = None):
+                 submit: Callable[..., Future] | None = None, spool: str = ""):
         self.root, self.rows, self.on_shard, self.submit = root, rows, on_shard, submit
+        self.spool = spool  # where this attempt's workers spool (``new_spool``)
         self.index = len(shard_files(root))  # ``check`` left shards 0 … index-1
         self._file: _ShardFile | None = None
         self._rows: list[dict[str, Any]] = []
         self._spooled: list[tuple[dict[str, Any], list[str]]] = []
-        self._packing: deque[tuple[Future, list[dict[str, Any]]]] = deque()
+        self._packing: deque[tuple[Future, list[dict[str, Any]], int]] = deque()
         self._gap = False  # a shard failed to pack: none after it is recorded
 
     def add(self, row: dict[str, Any], files: list[tuple[str, bytes]],
@@ -202,8 +223,8 @@ class ShardWriter:
         rows, self._rows = self._rows, []
         if self._spooled:
             entries, self._spooled = self._spooled, []
-            self._packing.append((self.submit(pack, str(self.root), self.index, entries),
-                                  rows))
+            self._packing.append((self.submit(pack, str(self.root), self.spool, self.index,
+                                              entries), rows, self.index))
             self.index += 1
             self._done(wait=len(self._packing) > PACKS_IN_FLIGHT)
         elif self._file is not None:
@@ -216,9 +237,11 @@ class ShardWriter:
         """Hand on the rows of the shards packed so far, in order; ``wait`` for the first
         one still packing when there are too many."""
         while self._packing and (self._packing[0][0].done() or wait):
-            future, rows = self._packing.popleft()
+            future, rows, index = self._packing.popleft()
             try:
-                future.result()
+                if not future.result():
+                    raise OSError(f"{self.root / self.spool}: cleared while shard {index} "
+                                  "was packing (another run in this folder?)")
             except BaseException:
                 self._gap = True  # the later shards' rows must not be recorded
                 raise
@@ -243,9 +266,9 @@ class ShardWriter:
             self._file = None
         self._rows, self._spooled = [], []
         recorded = not self._gap
-        for future, rows in self._packing:
+        for future, rows, _ in self._packing:
             try:
-                future.result(timeout=ABANDON_WAIT)
+                recorded = recorded and future.result(timeout=ABANDON_WAIT)
             except Exception:  # noqa: BLE001 - the error that stopped the run is the one to report
                 recorded = False
             if recorded:

@@ -173,7 +173,6 @@ def spooled_run(plain: Path, out: Path, submit) -> None:
     """The files run's rows into shards of 4, as a cluster's driver gets them: each row's
     files written into the spool by a worker, only the row handed to the sink."""
     from mmconvert.runfolder import Output, RunFolder
-    from mmconvert.shards import SPOOL
 
     folder = RunFolder(out)
     out.mkdir()
@@ -181,7 +180,7 @@ def spooled_run(plain: Path, out: Path, submit) -> None:
         for row in JsonlLog(plain / "manifest.jsonl").read():
             output = Output()
             output.row, output.files = row, row_files(plain, row)
-            output.write_into(out, under=SPOOL, durable=False)
+            output.write_into(out, under=folder.spool, durable=False)
             assert output.files == [] and output.written
             folder.write(output)
 
@@ -197,13 +196,13 @@ def test_shards_packed_elsewhere_are_the_same_bytes_and_their_rows_keep_order(
     lock = threading.Lock()
     running, most = [0], [0]
 
-    def pack_slowly(fn, root, index, entries):  # earlier shards finish later
+    def pack_slowly(fn, root, spool, index, entries):  # earlier shards finish later
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
         time.sleep(0.3 if index % 2 == 0 else 0.0)
         try:
-            return fn(root, index, entries)
+            return fn(root, spool, index, entries)
         finally:
             with lock:
                 running[0] -= 1
@@ -230,12 +229,11 @@ def test_a_stopped_run_keeps_the_shards_packed_in_order_and_resume_drops_the_res
     out = tmp_path / "run"
     packed: list[int] = []
 
-    def submit(fn, root, index, entries):
+    def submit(fn, root, spool, index, entries):
         future: Future = Future()
         if index != 1:  # shard 1 is still packing when the run stops
-            fn(root, index, entries)
+            future.set_result(fn(root, spool, index, entries))
             packed.append(index)
-            future.set_result(None)
         if index == 2:
             raise KeyboardInterrupt  # the run stops with shard 2 packed, not recorded
         return future
@@ -257,12 +255,12 @@ def test_a_shard_that_fails_to_pack_stops_the_run_with_its_error(both, tmp_path)
 
     pending: list[Future] = []
 
-    def submit(fn, root, index, entries):
+    def submit(fn, root, spool, index, entries):
         future: Future = Future()
         if index == 1:  # fails once shard 2 is packing
             pending.append(future)
         else:
-            future.set_result(fn(root, index, entries))
+            future.set_result(fn(root, spool, index, entries))
             for earlier in pending:
                 earlier.set_exception(OSError(f"{root}: no space left on device"))
         return future
@@ -271,6 +269,40 @@ def test_a_shard_that_fails_to_pack_stops_the_run_with_its_error(both, tmp_path)
         spooled_run(plain, tmp_path / "run", submit)
     # shard 0's rows; not shard 2's, though it was packed before the run stopped
     assert len(JsonlLog(tmp_path / "run" / "manifest.jsonl").read()) == 4
+
+
+def test_a_pack_a_killed_run_left_running_puts_nothing_in_place(both, tmp_path, monkeypatch):
+    import shutil
+    from concurrent.futures import Future
+
+    import mmconvert.shards as shards
+    from mmconvert.runfolder import Output
+
+    plain, _ = both
+    out, spool = tmp_path / "run", shards.new_spool()
+    entries = []
+    for row in JsonlLog(plain / "manifest.jsonl").read()[:4]:
+        output = Output()
+        output.row, output.files = row, row_files(plain, row)
+        output.write_into(out, under=spool, durable=False)
+        entries.append((row, output.written))
+    close = shards._ShardFile.close
+
+    def cleared_meanwhile(self, still=None):  # the run, started again, clears the spools
+        shutil.rmtree(out / shards.SPOOL)
+        return close(self, still)
+
+    monkeypatch.setattr(shards._ShardFile, "close", cleared_meanwhile)
+    assert shards.pack(str(out), spool, 0, entries) is False
+    assert list((out / "shards").iterdir()) == []  # no shard, and no temporary file
+
+    def submit(fn, root, spool, index, entries):  # the driver that sent it is told
+        future: Future = Future()
+        future.set_result(False)
+        return future
+
+    with pytest.raises(OSError, match="cleared while shard 0 was packing"):
+        spooled_run(plain, tmp_path / "again", submit)
 
 
 def test_a_resumed_run_clears_the_spool_a_stopped_one_left(both, tmp_path):
