@@ -337,6 +337,9 @@ class RunFolder:
         ids = self.manifest.ids()
         self.shards_removed = 0
         if is_sharded(self.path):
+            # first, so that a pack task a killed attempt left running puts no shard in place
+            # (``shards.pack``) once the shards are checked
+            shutil.rmtree(self.path / SPOOL, ignore_errors=True)
             whole, self.shards_removed = check_shards(self.path, ids)
             if whole < len(ids):
                 self.manifest.rewrite(self.manifest.read()[:whole])
