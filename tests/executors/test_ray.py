@@ -124,6 +124,37 @@ def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, stor
     assert all(files == 0 and written >= 2 for files, written in sunk), sunk
 
 
+def test_a_killed_sharded_run_on_ray_resumes_to_the_local_shards(tmp_path):
+    """Killed with shards packing on the cluster, and started again at once (a pack task of
+    the killed run may still be running): the shards and manifest are the local run's."""
+    import os
+    import signal
+
+    from tests.test_converter import long_items
+
+    source = long_items(tmp_path / "docs.jsonl", n=24, words=1500)
+    args = ["render", source, "--store", "shards", "--shard-rows", "3", "--workers", "2",
+            "--no-progress"]
+    local, out = tmp_path / "local", tmp_path / "ray"
+    assert mmconvert(*args, "--out", local).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "mmconvert", *map(str, args), "--out",
+                             str(out), "--executor", "ray"], stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list((out / "shards").glob("shard-*"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    recorded = (out / "manifest.jsonl").read_text().count("\n") \
+        if (out / "manifest.jsonl").exists() else 0
+    assert recorded < 24, "the kill should land mid-run"
+    made = mmconvert(*args, "--out", out, "--executor", "ray")
+    assert made.returncode == 0, made.stderr
+    done = tree(out)
+    assert json.loads(done.pop("run.json"))["status"] == "complete"  # its notes name the kill
+    assert done == {name: data for name, data in tree(local).items() if name != "run.json"}
+
+
 def test_no_cluster_at_the_address_is_one_line_and_quick(tmp_path):
     started = time.perf_counter()
     made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "x",
