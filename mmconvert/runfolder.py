@@ -339,7 +339,7 @@ class RunFolder:
         if is_sharded(self.path):
             # first, so that a pack task a killed attempt left running puts no shard in place
             # (``shards.pack``) once the shards are checked
-            shutil.rmtree(self.path / SPOOL, ignore_errors=True)
+            self._clear_spools()
             whole, self.shards_removed = check_shards(self.path, ids)
             if whole < len(ids):
                 self.manifest.rewrite(self.manifest.read()[:whole])
@@ -406,7 +406,7 @@ class RunFolder:
         ``submit`` runs a side task on the cluster whose workers wrote their files into the
         spool (``Executor.submit``): it packs their shards there."""
         (self.path / SHARDS).mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(self.path / SPOOL, ignore_errors=True)  # a stopped run's, never packed
+        self._clear_spools()  # a stopped run's, never packed
         self.spool = new_spool()
         self._shards = ShardWriter(self.path, rows, lambda made: self.manifest.append(*made),
                                    submit, self.spool)
@@ -417,7 +417,7 @@ class RunFolder:
             raise
         else:
             self._shards.finish()
-            shutil.rmtree(self.path / SPOOL, ignore_errors=True)
+            self._clear_spools()
         finally:
             self._shards = None
             self.spool = ""
@@ -459,6 +459,9 @@ class RunFolder:
         pending.append(output.row)
         if len(pending) >= GROUP_ROWS or time.monotonic() - self._since >= GROUP_SECONDS:
             self._flush()
+
+    def _clear_spools(self) -> None:
+        shutil.rmtree(self.path / SPOOL, ignore_errors=True)
 
     @staticmethod
     def _written(root: Path, rel: str) -> None:
