@@ -38,7 +38,7 @@ from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
 from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
-from .executors import BACKEND, executor_for, side_tasks
+from .executors import BACKEND, executor_for
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import MANIFEST, sync, write_json
@@ -371,8 +371,9 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             # files and rows made durable in groups; not for work that waits on the network
             # (generate), whose rows must be on disk as soon as each paid response is
             if config.store == "shards":
+                # a shard is packed where the workers run (``Executor.submit``)
                 grouped = folder.sharded(config.shard_rows,
-                                         side_tasks(execution.workers).submit)
+                                         executor_for(execution.workers, 1).submit)
             elif getattr(job, "threads", None):
                 grouped = contextlib.nullcontext()
             else:

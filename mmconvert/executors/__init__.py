@@ -60,11 +60,3 @@ def local_executor(workers: int, tasks: int, *, threads: int | None = None) -> E
         return EXECUTORS.get("inline")(1)
     return EXECUTORS.get("process")(min(workers, tasks))
 
-
-def side_tasks(workers: int) -> Executor:
-    """The executor whose ``submit`` runs this invocation's side tasks: inline here, or on the
-    chosen cluster (started with ``workers`` workers if no map has started it yet)."""
-    name, address = BACKEND.get()
-    if name == "local":
-        return EXECUTORS.get("inline")(1)
-    return EXECUTORS.get(name)(workers or os.cpu_count() or 1, address=address)
