@@ -258,7 +258,6 @@ class RunFolder:
         self._pending: list[dict[str, Any]] | None = None
         self._since = 0.0
         self._shards: ShardWriter | None = None  # inside ``sharded``
-        self.spool = ""  # inside ``sharded``: where a cluster's workers spool (run-relative)
         self.shards_removed = 0  # by ``resume``: torn or unrecorded shards
 
     def check(self, identity: dict[str, Any], overwrite: bool) -> None:
@@ -407,9 +406,8 @@ class RunFolder:
         spool (``Executor.submit``): it packs their shards there."""
         (self.path / SHARDS).mkdir(parents=True, exist_ok=True)
         self._clear_spools()  # a stopped run's, never packed
-        self.spool = new_spool()
         self._shards = ShardWriter(self.path, rows, lambda made: self.manifest.append(*made),
-                                   submit, self.spool)
+                                   submit, new_spool())
         try:
             yield
         except BaseException:
@@ -420,7 +418,11 @@ class RunFolder:
             self._clear_spools()
         finally:
             self._shards = None
-            self.spool = ""
+
+    @property
+    def spool(self) -> str:
+        """Inside ``sharded``: where a cluster's workers spool their files (run-relative)."""
+        return self._shards.spool if self._shards is not None else ""
 
     def _flush(self) -> None:
         if self._pending:
@@ -445,14 +447,14 @@ class RunFolder:
                 inside(self.path, rel)  # the same names a files run would write
             for rel in output.written:  # spooled: nothing is written under the name itself
                 run_name(rel)
-                self._written(self.path, f"{self.spool}/{rel}")
+                self._written(f"{self.spool}/{rel}")
             self._shards.add(output.row, output.files, output.written)
             return
         pending = self._pending
         for rel, data in output.files:
             write_file(self.path, rel, data, durable=pending is None)
         for rel in output.written:
-            self._written(self.path, rel)
+            self._written(rel)
         if pending is None:
             self.manifest.append(output.row)
             return
@@ -463,13 +465,12 @@ class RunFolder:
     def _clear_spools(self) -> None:
         shutil.rmtree(self.path / SPOOL, ignore_errors=True)
 
-    @staticmethod
-    def _written(root: Path, rel: str) -> None:
-        """Refuse a file a worker elsewhere reported written into ``root`` but is not there."""
-        if not inside(root, rel).is_file():
-            raise RunFolderError(f"{root / rel}: a worker reported it written, but it is not "
-                                 "there (does every worker reach the run folder at the same "
-                                 "path?)")
+    def _written(self, rel: str) -> None:
+        """Refuse a file a worker elsewhere reported written into the run but is not there."""
+        if not inside(self.path, rel).is_file():
+            raise RunFolderError(f"{self.path / rel}: a worker reported it written, but it is "
+                                 "not there (does every worker reach the run folder at the "
+                                 "same path?)")
 
     def rows(self) -> list[dict[str, Any]]:
         """The manifest's rows, each parsed with its renderer's row model: a row that does not
