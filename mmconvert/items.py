@@ -128,6 +128,12 @@ def safe_name(stem: str, default: str = "items") -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem).strip("._-")[:100] or default
 
 
+def id_width(rows: int, least: int = 4) -> int:
+    """The digits of the row numbers in the ids of a group of ``rows`` rows (``row_id``):
+    enough for the last row, and at least ``least``."""
+    return max(least, len(str(rows - 1)))
+
+
 def row_id(subset: str, row: int, width: int = 4) -> str:
     """The id rule: ``<subset>-<row>`` with the row zero-padded, counted before any filtering."""
     return f"{subset}-{row:0{width}d}"

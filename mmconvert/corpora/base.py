@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ItemError, SourceError, UsageError
-from ..items import LETTERS, Item, RenderPart, row_id, safe_name
+from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
 from ..seeds import rng
 from .sources import (
     Row,
@@ -242,7 +242,7 @@ def read_rows(rows: Rows) -> tuple[list[Row], int]:
     """A group's rows (read now, if they are read when their turn comes) and the digits of
     its ids' numbers (at least 3)."""
     rows = rows() if callable(rows) else rows
-    return rows, max(3, len(str(len(rows) - 1)))
+    return rows, id_width(len(rows), 3)
 
 
 class SubsetCorpus(Corpus):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ItemError, SourceError
-from ..items import Item, StoredImage, check_name, row_id, safe_name
+from ..items import Item, StoredImage, check_name, id_width, row_id, safe_name
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, text_field
 from .sources import (
     ParquetCell,
@@ -206,7 +206,7 @@ class Captions(Corpus):
         """Each group's rows, numbered across its parts (files), as they are read: the
         parts' row counts (a Parquet footer's) set the width of the ids before any row."""
         for subset, parts in groups.items():
-            width = max(4, len(str(sum(part.count for part in parts) - 1)))
+            width = id_width(sum(part.count for part in parts))
             yield from guard.convert_each(_numbered_rows(parts), self.dataset_item, subset,
                                           width, language)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from ..errors import ItemError, SourceError, UsageError
-from ..items import Item, row_id
+from ..items import Item, id_width, row_id
 from .base import (
     Corpus,
     CorpusOptions,
@@ -64,7 +64,7 @@ class _LogiQABase(Corpus):
         else:
             rows = self.local_rows(request.source, language, split)
         guard = RowGuard(request, report)
-        width = max(4, len(str(len(rows) - 1)))
+        width = id_width(len(rows))
         # items as they are made (the file's rows are held: their count names the ids)
         return guard.convert_each(rows, self._item, language, split, width)
 
