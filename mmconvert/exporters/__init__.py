@@ -39,9 +39,14 @@ class ExportSummary:
     exported: int = 0
     left_out: Counter = field(default_factory=Counter)
     skipped: int = 0
+    awaiting_review: int = 0  # kept, but an OCR check flagged them and no reviewer has looked
 
     def line(self) -> str:
-        return f"{self.exported} item(s) exported as {self.format} to {self.out}; {self.left()}"
+        line = f"{self.exported} item(s) exported as {self.format} to {self.out}; {self.left()}"
+        if self.awaiting_review:
+            line += (f"; {self.awaiting_review} exported item(s) await review (an OCR check "
+                     "flagged them: mmconvert qa review)")
+        return line
 
     def left(self, listed: bool = True) -> str:
         """What QA and the checks left out (``listed``: the skips are in SKIPPED)."""
@@ -51,7 +56,6 @@ class ExportSummary:
             text += f"; {self.skipped} skipped" + (f" (see {self.out / SKIPPED})" if listed
                                                    else "")
         return text
-
 
 
 def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail",
@@ -74,7 +78,8 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
         staging.mkdir(parents=True)
         try:
             count = writer(source, staging, out, name, paths=paths)
-            summary = ExportSummary(fmt, out, count, source.left_out, len(source.skipped))
+            summary = ExportSummary(fmt, out, count, source.left_out, len(source.skipped),
+                                    source.awaiting_review)
             if not count:  # an empty dataset is not a success: nothing is written
                 first = (f" (the first: {source.skipped[0].get('reason')})"
                          if source.skipped else "")
@@ -100,5 +105,6 @@ def _record(source: RunSource, summary: ExportSummary, name: str,
     return {"format": summary.format, "name": name, "run": str(source.run.resolve()),
             "mmconvert": __version__, "items": summary.exported,
             "left_out": dict(sorted(summary.left_out.items())),
-            "qa": {"reject_votes": source.reject_votes, "accepted_only": source.accepted_only},
+            "qa": {"reject_votes": source.reject_votes, "accepted_only": source.accepted_only,
+                   "awaiting_review": summary.awaiting_review},
             "skipped": summary.skipped, **({"paths": paths} if summary.format == "jsonl" else {})}

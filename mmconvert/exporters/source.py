@@ -78,6 +78,7 @@ class RunSource:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     keep: set[str] = field(default_factory=set)
     count: int = 0  # items that will be exported (before images are checked)
+    awaiting_review: int = 0  # of those, items an OCR check flagged that no reviewer has seen
     max_options: int = 0
 
     def __post_init__(self):
@@ -88,16 +89,20 @@ class RunSource:
                 continue  # reported in order by records()
             ids.append(row["id"])
             options[row["id"]] = len(row.get("options") or [])
-        keep, self.left_out = kept(self.run, ids, reject_votes=self.reject_votes,
-                                   accepted_only=self.accepted_only)
+        own = kept(self.run, ids, reject_votes=self.reject_votes,
+                   accepted_only=self.accepted_only)
+        keep, self.left_out, awaiting = own.ids, own.left_out, own.awaiting_review
         base = self.base_run()
         if base is not None and (base / "qa.jsonl").is_file():
             # a sweep variant: what was rejected in its base run is left out of it too
-            keep, base_left_out = kept(base, keep, reject_votes=self.reject_votes,
-                                       accepted_only=self.accepted_only)
-            self.left_out.update(base_left_out)
+            inherited = kept(base, keep, reject_votes=self.reject_votes,
+                             accepted_only=self.accepted_only)
+            keep = inherited.ids
+            self.left_out.update(inherited.left_out)
+            awaiting = (awaiting | inherited.awaiting_review) & set(keep)
         self.keep = set(keep)
         self.count = len(keep)
+        self.awaiting_review = len(awaiting)
         self.max_options = max((options[i] for i in keep), default=0)
 
     def base_run(self) -> Path | None:

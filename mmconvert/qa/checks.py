@@ -39,7 +39,7 @@ from ..renderers import row_renderer
 from ..renderers.base import item_from_row
 from ..renderers.layout import is_wide
 from ..runfolder import open_run, run_file_or_none
-from .events import AUTO, QaLog, event
+from .events import AUTO, UNCERTAIN, QaLog, event
 from .ocr import (
     OcrResult,
     cer,
@@ -388,11 +388,14 @@ class Checker:
             for image, result in zip(ocr_images(row), reading.results, strict=False):
                 sides = words_at_edge(result, image["width"], image["height"])
                 if sides:
-                    problems.append(("text_at_edge", f"{image['path']}: words at the "
-                                                     f"{'/'.join(sides)} edge"))
+                    problems.append(("words_at_edge", f"{image['path']}: words at the "
+                                                      f"{'/'.join(sides)} edge"))
         if problems:
             detail["problems"] = [p[1] for p in problems]
-            return Result("image", "reject", problems[0][0], detail)
+            # the reason is a certain problem's when there is one (an OCR word at the edge
+            # only marks the item for review)
+            certain = [p[0] for p in problems if p[0] not in UNCERTAIN]
+            return Result("image", "reject", (certain or [problems[0][0]])[0], detail)
         return Result("image", "accept", "ok", detail)
 
 

@@ -6,8 +6,11 @@ who changes their mind, or a check re-run with other thresholds, replaces its ea
 
 Status: when reviewers have spoken they decide: ``reject_votes`` rejecting reviewers reject the
 item, otherwise any accepting reviewer accepts it, otherwise it stays pending. Without a reviewer a
-failed automatic check rejects the item; passing every check does not accept it (a human does),
-so it stays pending.
+failed automatic check rejects the item only when the check is certain of what it found (a blank
+or changed image, a missing glyph, text outside the page, a text layer that differs). A failure
+that rests on Tesseract's reading (``UNCERTAIN``: OCR misreads correct pages) leaves the item
+pending and *awaiting review*: exports keep it, and say how many wait. Passing every check does
+not accept an item (a human does), so it stays pending.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ REVIEW_REASONS = {
     "answer_leak": "the image gives the answer away",
     "other": "see the note",
 }
+# automatic rejections that rest on an OCR reading, which can be wrong about a correct page:
+# they mark an item for review and never reject it on their own
+UNCERTAIN = frozenset({"ocr_mismatch", "missing_option", "missing_question", "words_at_edge"})
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,39}$")
 _REASON = re.compile(r"^[a-z0-9_]{1,40}$")
 
@@ -63,6 +69,26 @@ def event(item_id: str, source: str, verdict: str, reason: str,
             "detail": detail or {}, "at": at or now()}
 
 
+def parse_event(line: bytes) -> dict[str, Any]:
+    """One line of qa.jsonl as an event, or ValueError naming what is wrong with it."""
+    e = json.loads(line)
+    if not isinstance(e, dict):
+        raise ValueError("not a JSON object")
+    for name in ("id", "source", "verdict", "reason"):
+        if name not in e:
+            raise ValueError(f"no {name!r}")
+        if not isinstance(e[name], str):
+            raise ValueError(f"{name} {e[name]!r} is not a string")
+    if e["verdict"] not in VERDICTS:
+        raise ValueError(f"verdict {e['verdict']!r}")
+    if not e["source"].startswith((AUTO, REVIEWER)):
+        raise ValueError(f"source {e['source']!r} is neither auto:<check> nor "
+                         "reviewer:<name>")
+    if not isinstance(e.setdefault("detail", {}), dict):
+        raise ValueError(f"detail {e['detail']!r} is not an object")
+    return e
+
+
 @dataclass
 class ItemStatus:
     status: str = "pending"
@@ -83,6 +109,17 @@ class ItemStatus:
         """A failed automatic check (whatever the reviewers said)."""
         return any(e["verdict"] == "reject" for e in self.auto.values())
 
+    def _failed(self) -> dict[str, dict[str, Any]]:
+        """The failed automatic checks that are certain of what they found."""
+        return {name: e for name, e in self.auto.items()
+                if e["verdict"] == "reject" and e["reason"] not in UNCERTAIN}
+
+    @property
+    def awaiting_review(self) -> bool:
+        """No reviewer yet, and only a check that can be wrong (OCR) failed: a person must
+        look before the item is left out of anything."""
+        return self.status == "pending" and self.flagged
+
     @property
     def reviewed(self) -> bool:
         return bool(self.reviewers)
@@ -92,7 +129,7 @@ class ItemStatus:
         reviewers) its failed checks' reasons."""
         if self.status != "rejected":
             return []
-        pool = self.reviewers or self.auto
+        pool = self.reviewers or self._failed()
         return sorted({e["reason"] for e in pool.values() if e["verdict"] == "reject"})
 
 
@@ -116,7 +153,7 @@ def refold(state: ItemStatus, reject_votes: int) -> None:
         else:
             state.status = "pending"
     else:
-        state.status = "rejected" if state.flagged else "pending"
+        state.status = "rejected" if state._failed() else "pending"
 
 
 class QaLog:
@@ -153,13 +190,11 @@ class QaLog:
             if not line.strip():
                 continue
             try:
-                e = json.loads(line)
-                item_id, source = e["id"], e["source"]
-                if e["verdict"] not in VERDICTS:
-                    raise ValueError(f"verdict {e['verdict']!r}")
+                e = parse_event(line)
             except (ValueError, KeyError, TypeError) as err:
                 raise RunFolderError(f"{self.path} line {self._line}: not a QA event "
                                      f"({err})") from None
+            item_id, source = e["id"], e["source"]
             state = self.items.setdefault(item_id, ItemStatus())
             state.latest[source] = e
             changed.add(item_id)
@@ -207,17 +242,29 @@ class QaLog:
             os.ftruncate(fd, size - len(tail) + tail.rfind(b"\n") + 1)
 
 
+@dataclass
+class Kept:
+    """What an export keeps of a run's items: their ids in order, a count of what it left out
+    by status, and the kept ids that wait for a reviewer (an OCR check flagged them)."""
+
+    ids: list[str]
+    left_out: Counter
+    awaiting_review: set[str] = field(default_factory=set)
+
+
 def kept(run: Path, ids: Iterable[str], *, reject_votes: int = 1,
-         accepted_only: bool = False) -> tuple[list[str], Counter]:
-    """What an export keeps of ``ids``, in order: every item but the rejected ones (and, with
-    ``accepted_only``, the pending ones), and a count of what it left out by status."""
+         accepted_only: bool = False) -> Kept:
+    """What an export keeps of ``ids``: every item but the rejected ones (and, with
+    ``accepted_only``, the pending ones, those awaiting review among them)."""
     log = QaLog(run, reject_votes)
     log.refresh()
-    keep, left_out = [], Counter()
+    result = Kept([], Counter())
     for item_id in ids:
-        status = log.status(item_id).status
-        if status == "rejected" or (accepted_only and status == "pending"):
-            left_out[status] += 1
+        state = log.status(item_id)
+        if state.status == "rejected" or (accepted_only and state.status == "pending"):
+            result.left_out[state.status] += 1
         else:
-            keep.append(item_id)
-    return keep, left_out
+            result.ids.append(item_id)
+            if state.awaiting_review:
+                result.awaiting_review.add(item_id)
+    return result

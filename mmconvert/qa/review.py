@@ -55,7 +55,7 @@ class ReviewState:
 
     def _summary(self, item_id: str) -> list:
         state = self.qa.status(item_id)
-        return [item_id, state.status, state.flagged, state.reviewed]
+        return [item_id, state.status, state.flagged, state.reviewed, state.awaiting_review]
 
     def _set(self, item_id: str) -> None:
         old = self.summaries.get(item_id)
@@ -67,6 +67,7 @@ class ReviewState:
                 self.counts[summary[1]] += sign
                 self.counts["flagged"] += sign * summary[2]
                 self.counts["reviewed"] += sign * summary[3]
+                self.counts["awaiting_review"] += sign * summary[4]
         self.summaries[item_id] = new
         if old is not None:
             self.changes.append(item_id)
@@ -83,7 +84,7 @@ class ReviewState:
     def counts_dict(self) -> dict[str, int]:
         return {"items": len(self.rows), **{k: self.counts[k] for k in
                                             ("accepted", "rejected", "pending", "flagged",
-                                             "reviewed")}}
+                                             "awaiting_review", "reviewed")}}
 
     def state(self) -> dict[str, Any]:
         self.sync()

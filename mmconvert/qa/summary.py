@@ -21,12 +21,13 @@ def summarise(run: Path, reject_votes: int = 1) -> dict[str, Any]:
     measures: dict[str, list[float]] = {"cer": [], "words": [], "seconds": []}
     density: Counter[str] = Counter()
     reviewers: dict[str, Counter[str]] = {}
-    flagged = reviewed = 0
+    flagged = reviewed = awaiting = 0
     for item_id in ids:
         state = qa.status(item_id)
         status[state.status] += 1
         by_reason.update(state.reasons())
         flagged += state.flagged
+        awaiting += state.awaiting_review
         reviewed += state.reviewed
         for name, e in state.auto.items():
             figures = checks.setdefault(name, {"checked": 0, "passed": 0, "failed": 0,
@@ -35,7 +36,7 @@ def summarise(run: Path, reject_votes: int = 1) -> dict[str, Any]:
             figures["passed" if e["verdict"] == "accept" else "failed"] += 1
             if e["verdict"] == "reject":
                 figures["by_reason"][e["reason"]] += 1
-            if name == "ocr" and "cer" in e["detail"]:
+            if name == "ocr" and all(key in e["detail"] for key in (*measures, "density")):
                 for key in measures:
                     measures[key].append(e["detail"][key])
                 density[e["detail"]["density"]] += 1
@@ -44,7 +45,7 @@ def summarise(run: Path, reject_votes: int = 1) -> dict[str, Any]:
     if measures["cer"]:
         checks["ocr"].update({
             "cer": ocr_statistics(measures["cer"]),
-            "words_per_image": ocr_statistics([float(w) for w in measures["words"]]),
+            "words_per_item": ocr_statistics([float(w) for w in measures["words"]]),
             "seconds_per_item": ocr_statistics(measures["seconds"]),
             "density": {name: density[name] for name in BUCKETS},
         })
@@ -52,6 +53,7 @@ def summarise(run: Path, reject_votes: int = 1) -> dict[str, Any]:
     return {
         "items": len(ids), "accepted": status["accepted"], "rejected": status["rejected"],
         "pending": status["pending"], "reviewed": reviewed, "auto_flagged": flagged,
+        "awaiting_review": awaiting,
         "acceptance_rate": round(status["accepted"] / decided, 4) if decided else None,
         "reject_votes": reject_votes,
         "by_reason": dict(by_reason.most_common()),
@@ -67,7 +69,9 @@ def as_text(s: dict[str, Any]) -> str:
     lines = [f"{s['items']} items: {s['accepted']} accepted, {s['rejected']} rejected, "
              f"{s['pending']} pending; acceptance rate {rate} of decided items",
              f"reviewed by a person: {s['reviewed']}; failed an automatic check: "
-             f"{s['auto_flagged']}; a rejection takes {s['reject_votes']} reviewer vote(s)"]
+             f"{s['auto_flagged']}; a rejection takes {s['reject_votes']} reviewer vote(s)",
+             f"awaiting review: {s['awaiting_review']} (pending; only a check that can misread "
+             "a correct page, OCR, failed them; exports keep them)"]
     if s["by_reason"]:
         lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in
                                                         s["by_reason"].items()))
@@ -77,13 +81,13 @@ def as_text(s: dict[str, Any]) -> str:
             line += " (" + ", ".join(f"{k} {v}" for k, v in f["by_reason"].items()) + ")"
         lines.append(line)
         if "cer" in f:
-            c, w = f["cer"], f["words_per_image"]
+            c, w = f["cer"], f["words_per_item"]
             lines.append(f"              CER mean {c['mean']:.4f}, median {c['median']:.4f}, "
-                         f"p95 {c['p95']:.4f}, max {c['max']:.4f}; words per image mean "
+                         f"p95 {c['p95']:.4f}, max {c['max']:.4f}; words per item mean "
                          f"{w['mean']:.0f}; density " + ", ".join(
                              f"{k} {v}" for k, v in f["density"].items()))
     if s["checks"]:
-        lines.insert(3 if s["by_reason"] else 2, "automatic checks:")
+        lines.insert(4 if s["by_reason"] else 3, "automatic checks:")
     for name, c in s["reviewers"].items():
         lines.append(f"reviewer {name}: {c.get('accept', 0)} accepted, {c.get('reject', 0)} "
                      "rejected")

@@ -94,6 +94,27 @@ def test_accepted_only_leaves_out_pending_items(reviewed, tmp_path):
     assert [r["id"] for r in rows(tmp_path / "j")] == [ids[2]]
 
 
+def test_an_item_only_ocr_flagged_is_exported_and_counted_as_awaiting_review(page_run,
+                                                                              tmp_path):
+    """Tesseract misreading a correct page ("III" as "Ill") marks the item for review: the
+    export keeps it and says how many wait; a certain check (tofu) still leaves one out."""
+    ids = [r["id"] for r in rows(page_run)]
+    JsonlLog(page_run / "qa.jsonl").append(
+        event(ids[0], "auto:ocr", "reject", "ocr_mismatch", {"cer": 0.24}),
+        event(ids[1], "auto:ocr", "reject", "ocr_mismatch", {"cer": 0.3}),
+        event(ids[1], "auto:text_layer", "reject", "tofu"))
+    result = run("export", page_run, "--format", "jsonl", "--out", tmp_path / "j")
+    assert result.exit_code == 0, result.output
+    assert "5 item(s) exported" in result.output and "left out by QA: 1 rejected" in result.output
+    assert "1 exported item(s) await review" in result.output
+    assert [r["id"] for r in rows(tmp_path / "j")] == [ids[0], *ids[2:]]
+    record = json.loads((tmp_path / "j" / "export.json").read_text())
+    assert record["qa"]["awaiting_review"] == 1 and record["left_out"] == {"rejected": 1}
+    summary = json.loads(run("qa", "summary", page_run, "--json").output)
+    assert (summary["awaiting_review"], summary["rejected"], summary["pending"]) == (1, 1, 5)
+    assert "awaiting review: 1" in run("qa", "summary", page_run).output
+
+
 def test_hf_disk_is_the_save_to_disk_form(reviewed, tmp_path, datasets_quiet):
     run_dir, ids = reviewed
     assert run("export", run_dir, "--format", "hf-disk", "--out", tmp_path / "d").exit_code == 0

@@ -89,9 +89,38 @@ def test_what_an_export_keeps(tmp_path):
                            ev("reviewer:ana", "reject", "layout", item="d"),
                            ev("reviewer:bo", "accept", item="d"))
     ids = ["a", "b", "c", "d"]
-    assert kept(tmp_path, ids) == (["a", "c"], {"rejected": 2})
-    assert kept(tmp_path, ids, reject_votes=2) == (["a", "c", "d"], {"rejected": 1})
-    assert kept(tmp_path, ids, accepted_only=True) == (["c"], {"rejected": 2, "pending": 1})
+    # b: only OCR disagreed, which marks it for review and never leaves it out on its own
+    keep = kept(tmp_path, ids)
+    assert (keep.ids, keep.left_out, keep.awaiting_review) == (["a", "b", "c"],
+                                                               {"rejected": 1}, {"b"})
+    keep = kept(tmp_path, ids, reject_votes=2)
+    assert (keep.ids, keep.left_out) == (["a", "b", "c", "d"], {})
+    keep = kept(tmp_path, ids, accepted_only=True)
+    assert (keep.ids, keep.left_out, keep.awaiting_review) == (["c"], {"rejected": 1,
+                                                                      "pending": 2}, set())
+
+
+@pytest.mark.parametrize("reason", ["ocr_mismatch", "missing_option", "missing_question",
+                                    "words_at_edge"])
+def test_a_check_that_can_misread_marks_for_review_and_never_rejects(reason):
+    state = fold([ev("auto:ocr", "reject", reason), ev("auto:image", "accept")])
+    assert state.status == "pending" and state.flagged and state.awaiting_review
+    assert state.reasons() == []
+    # a certain failure beside it still rejects, and names only the certain reason
+    state = fold([ev("auto:ocr", "reject", reason), ev("auto:text_layer", "reject", "tofu")])
+    assert state.status == "rejected" and not state.awaiting_review
+    assert state.reasons() == ["tofu"]
+    # a reviewer's word ends the wait
+    state = fold([ev("auto:ocr", "reject", reason), ev("reviewer:ana", "accept")])
+    assert state.status == "accepted" and not state.awaiting_review
+
+
+@pytest.mark.parametrize("check,reason", [("image", "blank"), ("text_layer", "tofu"),
+                                          ("text_layer", "overflow"), ("image", "missing_image"),
+                                          ("text_layer", "text_layer_mismatch"),
+                                          ("image", "image_changed")])
+def test_what_a_check_is_certain_of_rejects(check, reason):
+    assert fold([ev(f"auto:{check}", "reject", reason)]).status == "rejected"
 
 
 def _append_many(run: str, writer: int, threads: int, count: int) -> None:

@@ -64,6 +64,9 @@ def test_review_by_keyboard_and_buttons_survives_a_reload(browser, site):
     expect(page.locator("#item-id")).to_have_text("astronomy-000")
     expect(page.locator("#images img")).to_have_count(1)
     expect(page.locator("#counts")).to_contain_text("1 auto-flagged")
+    # OCR's disagreement alone marks the item for review; it does not reject it
+    expect(page.locator("#counts")).to_contain_text("1 awaiting review")
+    expect(page.locator("#counts")).to_contain_text("0 rejected")
 
     # no reviewer name yet: nothing is saved, the name field asks for one
     page.keyboard.press("a")
@@ -91,7 +94,7 @@ def test_review_by_keyboard_and_buttons_survives_a_reload(browser, site):
     wait_for_message(page, r"Accepted astronomy-002")
     expect(page.locator("#item-id")).to_have_text("astronomy-003")
     expect(page.locator("#counts")).to_contain_text("1 accepted")
-    expect(page.locator("#counts")).to_contain_text("3 rejected")  # 2 votes + 1 auto
+    expect(page.locator("#counts")).to_contain_text("2 rejected")  # 2 votes
     expect(page.locator("#counts")).to_contain_text("3/9 reviewed")
 
     # j/k move
@@ -101,7 +104,8 @@ def test_review_by_keyboard_and_buttons_survives_a_reload(browser, site):
     page.keyboard.press("j")
     page.keyboard.press("j")
     expect(page.locator("#item-id")).to_have_text("astronomy-004")
-    expect(page.locator("#status")).to_have_text("rejected · auto-flagged")
+    expect(page.locator("#status")).to_have_text(
+        "pending · awaiting review (an OCR check flagged it)")
 
     # what is on disk
     votes = [e for e in qa_events(folder) if e["source"].startswith("reviewer:")]
@@ -114,16 +118,18 @@ def test_review_by_keyboard_and_buttons_survives_a_reload(browser, site):
     # reload: the page shows what qa.jsonl holds, and remembers the reviewer
     page.reload()
     expect(page.locator("#counts")).to_contain_text("1 accepted")
-    expect(page.locator("#counts")).to_contain_text("3 rejected")
+    expect(page.locator("#counts")).to_contain_text("2 rejected")
     expect(page.locator("#reviewer")).to_have_value("ana")
     expect(page.locator("#item-id")).to_have_text("astronomy-004")  # where we were
     page.locator("#filter").select_option("rejected")
-    expect(page.locator("#position")).to_contain_text("of 3")
+    expect(page.locator("#position")).to_contain_text("of 2")
     page.locator("#filter").select_option("flagged")
     expect(page.locator("#position")).to_have_text("1 of 1")
+    page.locator("#filter").select_option("awaiting")
+    expect(page.locator("#position")).to_have_text("1 of 1")
     page.locator("#filter").select_option("pending")
-    expect(page.locator("#position")).to_contain_text("of 5")
-    expect(page.locator("#status")).to_have_text("pending")
+    expect(page.locator("#position")).to_contain_text("of 6")
+    expect(page.locator("#status")).to_contain_text("pending")
     assert not errors, errors
     page.close()
 

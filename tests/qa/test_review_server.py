@@ -91,7 +91,7 @@ def test_state_item_and_a_verdict_written_at_once(folder, serve):
     status, state = s.json("GET", "/api/state")
     assert status == 200 and state["reviewer"] == "ana" and len(state["items"]) == 9
     assert state["counts"] == {"items": 9, "accepted": 0, "rejected": 0, "pending": 9,
-                               "flagged": 0, "reviewed": 0}
+                               "flagged": 0, "awaiting_review": 0, "reviewed": 0}
     first = state["items"][0][0]
     status, item = s.json("GET", f"/api/item?id={first}")
     assert status == 200 and item["images"][0]["url"].startswith("/files/images/")
@@ -99,7 +99,7 @@ def test_state_item_and_a_verdict_written_at_once(folder, serve):
     status, answer = s.json("POST", "/api/verdict", {"id": first, "reviewer": "ana",
                                                      "verdict": "reject", "reason": "layout",
                                                      "note": "D is cut"})
-    assert status == 200 and answer["item"] == [first, "rejected", False, True]
+    assert status == 200 and answer["item"] == [first, "rejected", False, True, False]
     assert answer["counts"]["rejected"] == 1 and answer["counts"]["pending"] == 8
     (saved,) = qa_events(folder)  # on disk before the answer came back
     assert saved["source"] == "reviewer:ana" and saved["reason"] == "layout"
@@ -163,7 +163,7 @@ def test_two_servers_on_one_folder_see_each_others_votes(folder, serve):
                                       "reason": "unreadable"})
     changes = two.json("GET", f"/api/changes?since={seq}")[1]
     # one vote of the two needed: still pending, but reviewed
-    assert changes["items"] == [[first, "pending", False, True]]
+    assert changes["items"] == [[first, "pending", False, True, False]]
     _, answer = two.json("POST", "/api/verdict", {"id": first, "reviewer": "bo",
                                                   "verdict": "reject", "reason": "layout"})
     assert answer["item"][1] == "rejected"
