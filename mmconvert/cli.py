@@ -927,9 +927,11 @@ def eval_command(targets, out, dry_run, as_json, progress, **flags):
                 "tokens by the gpt-4o rule)" if todo.estimate_usd is not None
                 else f"unknown: {options.model} is not in the price table")
         tokens = ", ".join(f"{name} {count:,}" for name, count in todo.vision_tokens.items())
+        unscored = (f"; {len(todo.unscored)} item(s) have no gold answer and are left out "
+                    "(unscored)" if todo.unscored else "")
         click.echo(f"{len(todo.rows)} item(s) x {len(todo.conditions)} condition(s) "
                    f"({', '.join(todo.conditions)}) = {todo.requests} request(s); vision "
-                   f"tokens: {tokens}; cost: {cost}; nothing sent")
+                   f"tokens: {tokens}; cost: {cost}{unscored}; nothing sent")
         return
     results = evaluate(source, out, options, display=display)
     click.echo(json.dumps(results, indent=1) if as_json else table(results))

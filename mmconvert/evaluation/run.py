@@ -17,7 +17,7 @@ import os
 import urllib.error
 import urllib.request
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +35,7 @@ from .scoring import (
     judge_prompt,
     read_judgement,
     score_contains,
+    unscorable,
 )
 from .stats import mcnemar_exact, paired_bootstrap
 
@@ -75,6 +76,8 @@ class Plan:
     requests: int
     vision_tokens: dict[str, int]
     estimate_usd: float | None
+    # items with no gold answer: not sent, not scored, and left out of n and the score
+    unscored: list[dict[str, str]] = field(default_factory=list)
 
 
 def select_rows(run: Path, options: EvalOptions) -> list[dict[str, Any]]:
@@ -120,7 +123,17 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     from ..api.prices import PriceTable, estimate_tokens
     from ..stats import TOKEN_RULES
 
-    rows = select_rows(run, options)
+    rows, unscored = [], []
+    for row in select_rows(run, options):
+        why = unscorable(row)
+        if why is None:
+            rows.append(row)
+        else:
+            unscored.append({"id": row["id"], "reason": why})
+    if not rows:
+        raise SourceError(f"{run}: nothing to evaluate: none of its {len(unscored)} selected "
+                          f"item(s) has a gold answer to score against (the first, "
+                          f"{unscored[0]['id']}: {unscored[0]['reason']})")
     conditions = conditions_for(rows, options.modality, run)
     tokens = dict.fromkeys(TOKEN_RULES, 0)
     prompt_tokens = 0
@@ -137,7 +150,7 @@ def plan(run: Path, options: EvalOptions) -> Plan:
         outputs = sum(max_tokens(row, options) for row in rows) * len(conditions)
         estimate = ((prompt_tokens + tokens["gpt-4o"]) * prices.get("input", 0.0)
                     + outputs * prices.get("output", 0.0)) / 1_000_000
-    return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate)
+    return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate, unscored)
 
 
 def max_tokens(row: dict[str, Any], options: EvalOptions) -> int:
@@ -334,7 +347,7 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
         raise MMConvertError(f"every request to {options.base_url} failed (the first: "
                              f"{outcomes[0].error}); see inspect view --log-dir {out / 'logs'}")
     JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
-    results = summarise(outcomes, todo.conditions, options, run)
+    results = summarise(outcomes, todo.conditions, options, run, todo.unscored)
     write_json(out / "results.json", results, indent=1)
     return results
 
@@ -397,10 +410,11 @@ def one_line(message: str) -> str:
 
 
 def summarise(outcomes: list[Outcome], conditions: list[Condition], options: EvalOptions,
-              run: Path) -> dict[str, Any]:
+              run: Path, unscored: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """results.json: per condition the score (percent), n, unparsed share and errors; the
     paired image - text delta with its bootstrap interval and, for right/wrong scores, the
-    exact McNemar p; the same per subset and per page count."""
+    exact McNemar p; the same per subset and per page count; the items with no gold answer,
+    which no figure counts."""
     def group(members: list[Outcome]) -> dict[str, Any]:
         by_condition: dict[str, dict[str, Outcome]] = defaultdict(dict)
         for o in members:
@@ -449,6 +463,7 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
     return {"run": str(run.resolve()), "model": options.model, "base_url": options.base_url,
             "conditions": list(conditions), "protocol": options.protocol, "seed": options.seed,
             "judge": judge,
+            "unscored": {"n": len(unscored or []), "items": unscored or []},
             "overall": group(outcomes),
             "subsets": {name: group(members) for name, members in sorted(by_subset.items())},
             "pages": {str(n): group(members) for n, members in sorted(by_pages.items())}}
@@ -487,4 +502,8 @@ def table(results: dict[str, Any]) -> str:
                          for c in conditions)
     errors = sum(results["overall"][c]["errors"] for c in conditions)
     lines.append(f"unparsed answers (scored 0): {unparsed}; {errors} request(s) failed")
+    unscored = (results.get("unscored") or {}).get("n")
+    if unscored:
+        lines.append(f"{unscored} item(s) unscored: no gold answer to score against (not "
+                     "sent, not in n or the score; see results.json)")
     return "\n".join(lines)

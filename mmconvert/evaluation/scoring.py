@@ -8,6 +8,8 @@
 - Corpora with their own paper's scoring (BABILong, LongBench) supply it through
   ``Corpus.score_response``.
 - Anything else with accepted answers: contained after lower-casing and collapsing white space.
+- An item with no gold answer (``unscorable``) is not scored at all: it is reported as unscored,
+  never as 0.
 
 Every function here is pure: the same response gives the same score, so stored responses can be
 scored again without a request.
@@ -87,6 +89,22 @@ def accepted(row: dict[str, Any]) -> list[str]:
         [] if answer is None else [str(answer)])
 
 
+def unscorable(row: dict[str, Any]) -> str | None:
+    """Why the item of manifest ``row`` cannot be scored (it has no gold answer to score
+    against), or None. Such an item is reported as unscored, never scored 0."""
+    from ..renderers import row_renderer
+
+    if row_renderer(row).answer_spans:
+        return None if row.get("masked_spans") else "no covered span to score against"
+    answers = [a for a in accepted(row) if a.strip()]
+    if not answers:
+        return "no gold answer"
+    options = row.get("options") or []
+    if options and answers[0] not in LETTERS[:len(options)]:
+        return f"answer {answers[0]!r} names none of its {len(options)} options"
+    return None
+
+
 def family_score(row: dict[str, Any], response: str, *,
                  protocol: str = "official") -> Scored | None:
     """``response`` scored by the rule of the item's family: VCR spans, the corpus' paper, the
@@ -94,10 +112,9 @@ def family_score(row: dict[str, Any], response: str, *,
     model, scores it)."""
     from ..corpora import CORPORA
     from ..items import base_language
-    from ..renderers import renderer_class
+    from ..renderers import row_renderer
 
-    renderer = renderer_class((row.get("renderer") or {}).get("name", "page"))
-    if renderer.answer_spans:
+    if row_renderer(row).answer_spans:
         return score_spans(response, [s["text"] for s in row["masked_spans"]],
                            base_language(row.get("language")), protocol)
     corpus = row.get("corpus")

@@ -296,6 +296,43 @@ def test_free_form_answers_through_a_judge_model(tmp_path):
     assert all("judge" in r["extra"] for r in judged)
 
 
+def test_items_without_a_gold_answer_are_unscored_never_zero(tmp_path):
+    """A file in ARC's schema read as the generic format once came out with no options and no
+    answer, and eval scored it 0 % with exit 0: such items are not sent, not in n, and named."""
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"id": "a-1", "question": "Who wrote Hamlet?", "answer": "Shakespeare"}\n'
+                     '{"id": "a-2", "question": "Which gas do plants take in?"}\n'
+                     '{"id": "a-3", "question": "Name a prime", "answer": []}\n')
+    made = run("render", items, "--out", tmp_path / "run")
+    assert made.exit_code == 0, made.output
+    assert "2 item(s) have no gold answer (eval reports them unscored)" in made.output
+    fake = FakeOpenAI(answer=lambda body: "Shakespeare", models=("reader",))
+    url = fake.start()
+    try:
+        dry = run("eval", tmp_path / "run", "--model", "reader", "--base-url", url,
+                  "--dry-run")
+        assert "1 item(s) x 2 condition(s)" in dry.output
+        assert "2 item(s) have no gold answer and are left out (unscored)" in dry.output
+        result = run("eval", tmp_path / "run", "--model", "reader", "--base-url", url,
+                     "--out", tmp_path / "ev")
+        assert result.exit_code == 0, result.output
+        assert len(fake.requests("chat")) == 2  # one item, two conditions
+    finally:
+        fake.stop()
+    results = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert results["overall"]["image"]["n"] == 1 and results["overall"]["image"]["score"] == 100
+    assert results["unscored"] == {"n": 2, "items": [
+        {"id": "a-2", "reason": "no gold answer"}, {"id": "a-3", "reason": "no gold answer"}]}
+    assert "2 item(s) unscored: no gold answer" in result.output
+    # nothing at all to score is an error, not a 0 %
+    only = tmp_path / "none.jsonl"
+    only.write_text('{"id": "b-1", "question": "Which gas do plants take in?"}\n')
+    assert run("render", only, "--out", tmp_path / "run2").exit_code == 0
+    none = run("eval", tmp_path / "run2", "--model", "reader", "--base-url", url, "--dry-run")
+    assert none.exit_code == 1
+    assert "nothing to evaluate: none of its 1 selected item(s) has a gold answer" in none.output
+
+
 def test_a_killed_evaluation_re_runs_without_repeating_an_answered_request(demo, server,
                                                                            tmp_path):
     """A real process killed (SIGKILL, its whole group) while three requests hang; the re-run
