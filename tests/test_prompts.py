@@ -101,3 +101,25 @@ def test_prompt_dir_replaces_an_instruction(tmp_path):
     (tmp_path / "babilong" / "qa1" / "instruction.txt").write_text("Find Mary.\n")
     image, text = corpus_pair("babilong", BABI, prompt_dir=tmp_path)
     assert image.startswith("Find Mary.\n") and text.startswith("Find Mary.\n")
+
+
+# phrases that forbid the reasoning a chain-of-thought prompt asks for
+NO_REASONING = ("no other words", "no explanation", "only the answer and", "do not output",
+                "only give", "Reply with only")
+
+
+@pytest.mark.parametrize("corpus,item", [
+    *[("longbench", make_item(subset=subset, context="c", question="q", answer=["x"],
+                              metadata={"length_bin": "0-512"}))
+      for subset in ("narrativeqa", "hotpotqa_e", "2wikimqa_e", "triviaqa_e", "qasper_e")],
+    *[("babilong", make_item(context="c", question="q", answer=["x"],
+                             metadata={"task": f"qa{n}"})) for n in range(1, 11)],
+])
+def test_chain_of_thought_prompts_never_forbid_reasoning(corpus, item):
+    """A cot prompt asks for steps, then 'Answer: ...': no sentence of it (the task's
+    instruction included) says to give only the answer and no other words."""
+    for prompt in corpus_pair(corpus, item, "cot"):
+        assert "step by step" in prompt
+        assert not [p for p in NO_REASONING if p.lower() in prompt.lower()], prompt
+    image, text = corpus_pair(corpus, item, "direct")
+    assert "step by step" not in image + text
