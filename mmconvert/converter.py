@@ -38,6 +38,7 @@ from .corpora import Corpus, LoadReport, LoadRequest, resolve
 from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
 from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
+from .evaluation.scoring import unscorable
 from .executors import BACKEND, executor_for
 from .items import Item, RenderPart
 from .jobs import job_for
@@ -54,8 +55,9 @@ class RunSummary:
     rendered: int = 0
     already_done: int = 0
     skipped: int = 0
-    filtered: int = 0
+    filtered: Counter = field(default_factory=Counter)  # rules' drops, by rule
     failed: int = 0
+    no_answer: int = 0  # made, but with no gold answer to score against
     not_done: int = 0
     stopped: str | None = None
     images: int = 0
@@ -69,8 +71,13 @@ class RunSummary:
                 f"{self.out} in {self.seconds:.1f} s")
         if self.already_done:
             text += f"; {self.already_done} already done"
+        if self.no_answer:
+            text += (f"; {self.no_answer} item(s) have no gold answer (eval reports them "
+                     "unscored)")
         if self.filtered:
-            text += f"; {self.filtered} dropped by a limit (see skipped.jsonl)"
+            rules = ", ".join(f"{n} {rule}" for rule, n in sorted(self.filtered.items()))
+            text += (f"; {sum(self.filtered.values())} left out by a rule ({rules}; see "
+                     "skipped.jsonl)")
         if self.failed:
             text += (f"; {self.failed} failed at the API (see skipped.jsonl; --retry-failed "
                      "tries them again)")
@@ -324,10 +331,15 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     # a folder with rows: the selection's ids are kept, to check its manifest against
     resuming = not execution.overwrite and folder.manifest.path.is_file() and \
         folder.manifest.path.stat().st_size > 0
-    selection = stream_selection(config, corpus, log=log,
+    # ``--limit`` counts items that become output (a rule may still drop an item while it is
+    # made, as the occluder drops short captions): the selection goes on past the limit, and
+    # the sink stops once the limit's items are in the manifest
+    selection = stream_selection(config.model_copy(update={"limit": None}), corpus, log=log,
                                  progress=show_progress(execution.progress),
                                  dedup_file=execution.out / DEDUP,
                                  reuse_dedup=not execution.overwrite, ids=resuming)
+    if config.limit is not None:
+        selection.count = min(selection.count, config.limit)
     report = selection.report
     for note in report.notes:
         log(note)
@@ -345,7 +357,16 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
         if api is not None and api.retry_failed:
             folder.skipped.rewrite([r for r in folder.skipped.read()
                                     if r.get("stage") != "generate"])
-        repaired, done = folder.resume(selection.ids)
+        repaired, done, made = folder.resume(selection.ids)
+        if config.limit is not None and len(made) >= config.limit:
+            # the limit's items are all made: count the selection's items already done
+            # (until every one in the manifest has passed), and make nothing
+            left = set(made)
+            for item in selection.items:
+                if not left:
+                    break
+                summary.already_done += item.id in done
+                left.discard(item.id)
         selection.ids = None
         if folder.shards_removed:
             note = (f"{execution.out / 'shards'}: removed {folder.shards_removed} shard(s) torn "
@@ -380,9 +401,10 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
                 grouped = folder.grouped()
             with grouped:
                 # the bar counts the items already done as the selection passes them
+                wanted = None if config.limit is None else config.limit - len(made)
                 _sink(folder, _run_tasks(todo(), config, execution, job, selection.count,
                                          lambda: summary.already_done, folder.spool),
-                      config, summary)
+                      config, summary, wanted)
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
@@ -405,14 +427,23 @@ def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str],
                         for item in items])
 
 
-def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary) -> None:
+def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary,
+          wanted: int | None = None) -> None:
     """Each result in task order: a made item into the folder, a skip recorded, a stop
-    counted, an error raised."""
+    counted, an error raised; once ``wanted`` items are made (``--limit``), the work still
+    under way is cancelled. Task order makes the items the same for any worker count."""
+    if wanted is not None and wanted <= 0:
+        results.close()
+        return
     for status, payload in results:
         if status == "ok":
             folder.write(payload)
             summary.rendered += 1
             summary.images += len(payload.row["images"])
+            summary.no_answer += unscorable(payload.row) is not None
+            if wanted is not None and summary.rendered >= wanted:
+                results.close()
+                return
         elif status == "stopped":
             summary.not_done += 1
             summary.stopped = summary.stopped or str(payload)
@@ -420,7 +451,7 @@ def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary) ->
             folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
                                    "reason": str(payload)})
             if isinstance(payload, ItemFiltered):
-                summary.filtered += 1
+                summary.filtered[payload.rule] += 1
             elif payload.always_recorded:
                 summary.failed += 1
             else:
@@ -451,8 +482,11 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
     remote = functools.partial(_write_remotely, str(execution.out.resolve()), spool)
     results = executor.map(JobWorker(config, job), itertools.chain(head, groups),
                            remote=remote)
-    yield from progress_bar((result for group in results for result in group), total,
-                            show_progress(execution.progress), passed)
+    try:
+        yield from progress_bar((result for group in results for result in group), total,
+                                show_progress(execution.progress), passed)
+    finally:
+        results.close()  # a sink that stops early (``--limit``) cancels the work under way
 
 
 def progress_bar(results, total: int | None, show: bool,
@@ -465,11 +499,13 @@ def progress_bar(results, total: int | None, show: bool,
     with tqdm(total=total, unit="item", disable=not show or total == 0,
               file=sys.stderr) as bar:
         made = 0
-        for result in results:
-            yield result
-            made += 1
+        try:
+            for result in results:
+                made += 1
+                yield result
+                bar.update(made + (passed() if passed else 0) - bar.n)
+        finally:  # also when the sink stops early (--limit)
             bar.update(made + (passed() if passed else 0) - bar.n)
-        bar.update(made + (passed() if passed else 0) - bar.n)
 
 
 def _versions() -> dict[str, str]:

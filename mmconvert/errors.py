@@ -45,12 +45,15 @@ class ItemError(MMConvertError):
 
 class ItemFiltered(ItemError):
     """An item a rule leaves out (the occluder's height limit), not a fault of the data: it is
-    recorded in skipped.jsonl and counted in the summary whatever ``--on-error`` says."""
+    recorded in skipped.jsonl and counted in the summary whatever ``--on-error`` says.
+    ``rule`` names the rule in a few words ("too short", "over --max-height"), which the
+    summary counts by."""
 
     always_recorded = True
 
-    def __init__(self, reason: str, **kwargs):
+    def __init__(self, reason: str, *, rule: str, **kwargs):
         kwargs.setdefault("stage", "filter")
+        self.rule = rule
         super().__init__(reason, **kwargs)
 
 

@@ -331,8 +331,8 @@ class RunFolder:
         time): in a sharded run, rows past the shards that hold them are cut (made again);
         rows of an id the manifest holds twice (two runs that once shared the folder) are
         removed, the first kept; a row of an item outside ``selected`` (when given) is
-        refused. Returns how many repeated rows were removed, and the ids that need no more
-        work (in the manifest or skipped)."""
+        refused. Returns how many repeated rows were removed, the ids that need no more
+        work (in the manifest or skipped), and the ids the manifest holds."""
         ids = self.manifest.ids()
         self.shards_removed = 0
         if is_sharded(self.path):
@@ -360,7 +360,7 @@ class RunFolder:
                     first.add(row.get("id"))
                     kept.append(row)
             self.manifest.rewrite(kept)
-        return repeated, seen | {r["id"] for r in self.skipped.read()}
+        return repeated, seen | {r["id"] for r in self.skipped.read()}, seen
 
     def take(self, status: str, payload, item_id: str, stage: str, on_error: str) -> str:
         """One worker result of a run made from another run (sweep, transform): an ``ok``

@@ -63,7 +63,7 @@ def test_pairs_over_the_height_limit_are_dropped_and_recorded(tmp_path):
     result = run("occlude", "captions", "--source", COCO, "--out", out, "--max-height", 200)
     assert result.exit_code == 0, result.output
     assert "0 item(s) rendered" in result.output
-    assert "2 dropped by a limit (see skipped.jsonl)" in result.output
+    assert "2 left out by a rule (2 over --max-height; see skipped.jsonl)" in result.output
     skipped = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
     assert [s["stage"] for s in skipped] == ["filter", "filter"]
     assert "is over --max-height 200" in skipped[0]["reason"]
@@ -165,3 +165,48 @@ def test_pairs_in_parquet_are_drawn_from_photos_the_workers_read(tmp_path):
     result = run("occlude", "captions", "--source", tmp_path / "vcr", "--out", tmp_path / "f")
     assert result.exit_code == 1 and result.output.count("\n") == 1
     assert "test-00000-of-00001.parquet row 2: field image: no image data" in result.output
+
+
+def coco_with(tmp_path, captions):
+    """The COCO fixture with ``captions`` added to its first image."""
+    root = tmp_path / "coco"
+    import shutil
+
+    shutil.copytree(COCO, root)
+    path = root / "annotations" / "captions_val2017.json"
+    data = json.loads(path.read_text())
+    first = data["annotations"][0]["image_id"]
+    for n, caption in enumerate(captions):
+        data["annotations"].insert(0, {"id": 900 + n, "image_id": first, "caption": caption})
+    path.write_text(json.dumps(data))
+    return root
+
+
+def test_a_limit_counts_items_made_and_each_drop_names_its_rule(tmp_path):
+    """--limit 7 with --all-captions: the second image's first two captions leave nothing to
+    cover (too short; no 5-gram of plain words) and are recorded with those reasons, not as a
+    limit's drops, and do not use up the limit; neither stops the run."""
+    root = coco_with(tmp_path, ["A bowl full of chinese food with a fork",
+                                "A red bus parked by the road."])
+    out = tmp_path / "vcr"
+    result = run("occlude", "captions", "--source", root, "--all-captions", "--limit", 7,
+                 "--out", out)
+    assert result.exit_code == 0, result.output
+    assert f"7 item(s) rendered (14 image(s)) into {out}" in result.output
+    assert "2 left out by a rule (1 no 5-gram of plain words, 1 too short; see " \
+           "skipped.jsonl)" in result.output
+    assert len(rows(out)) == 7
+    skipped = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
+    assert [s["stage"] for s in skipped] == ["filter", "filter"]
+    assert "too short" in skipped[0]["reason"]
+    assert "no 5-gram of plain words" in skipped[1]["reason"]
+    # the same run again: finished, nothing redone
+    again = run("occlude", "captions", "--source", root, "--all-captions", "--limit", 7,
+                "--out", out)
+    assert again.exit_code == 0 and "0 item(s) rendered" in again.output, again.output
+    assert "9 already done" in again.output  # 7 made, 2 left out by a rule
+    # two workers make the same seven items
+    two = tmp_path / "two"
+    assert run("occlude", "captions", "--source", root, "--all-captions", "--limit", 7,
+               "--workers", 2, "--out", two).exit_code == 0
+    assert (two / "manifest.jsonl").read_bytes() == (out / "manifest.jsonl").read_bytes()

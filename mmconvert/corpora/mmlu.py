@@ -121,7 +121,8 @@ class MMLURedux(SubsetCorpus):
                 raise ItemFiltered(f"wrong_groundtruth with correct_answer "
                                    f"{metadata.get('correct_answer', '')!r}, which names no "
                                    "option: the item has no known answer", where=where,
-                                   field="correct_answer", item_id=item_id)
+                                   field="correct_answer", item_id=item_id,
+                                   rule="no known answer")
             metadata["original_answer"] = answer
             answer = corrected
         return Item(id=item_id, corpus=self.name, subset=subset, split=split, language="en",

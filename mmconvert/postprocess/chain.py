@@ -84,7 +84,7 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
                     "items": len(folder.manifest.read())}
 
         folder.write_info(info_of("running"))
-        _, done = folder.resume({row["id"] for row in rows})
+        _, done, _ = folder.resume({row["id"] for row in rows})
         todo = [row for row in rows if row["id"] not in done]
         summary.already_done = len(rows) - len(todo)
         try:

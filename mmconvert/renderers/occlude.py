@@ -345,7 +345,8 @@ class CaptionOccluder(Renderer):
         height = photo_h + caption_height(len(lines), line_height)
         if height > o.max_height:
             raise ItemFiltered(f"stacked height {height} px is over --max-height "
-                               f"{o.max_height}", where=where, item_id=item.id)
+                               f"{o.max_height}", where=where, item_id=item.id,
+                               rule="over --max-height")
         params = self.choose_spans(item, seed, params, caption, lines)
         return self.draw(item, params, photo=photo, caption=caption, lines=lines)
 

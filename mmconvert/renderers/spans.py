@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..errors import ItemError, ItemFiltered, UsageError
+from ..errors import ItemFiltered, UsageError
 
 # the entity types a span must not touch (the VCR paper's list)
 ENTITY_TYPES = frozenset({"PERSON", "NORP", "FAC", "ORG", "LOC", "GPE", "DATE", "TIME",
@@ -122,13 +122,16 @@ class SpanChooser:
                 continue  # overlapping or touching another span
             chosen.append(i)
             used.update(range(i, i + n))
+        # rules' drops, like an over-tall pair: recorded, and the run goes on whatever
+        # --on-error says (the caption is not bad data; the rules leave nothing to cover)
         if not chosen and not starts:
-            raise ItemError(f"no {n}-gram of plain words to cover", where=where,
-                            field="caption")
-        if not chosen:  # a rule's drop, like an over-tall pair: recorded, the run goes on
+            raise ItemFiltered(f"no {n}-gram of plain words to cover (--ngram)", where=where,
+                               field="caption", rule=f"no {n}-gram of plain words")
+        if not chosen:
             raise ItemFiltered(f"too short: a {n}-gram would cover more than "
                                f"{self.mask_ratio:.0%} of its {len(words)} tokens "
-                               "(--mask-ratio, --ngram)", where=where, field="caption")
+                               "(--mask-ratio, --ngram)", where=where, field="caption",
+                               rule="too short")
         spans = []
         for i in sorted(chosen):
             start, end = words[i].start, words[i + n - 1].end
