@@ -88,7 +88,8 @@ def test_a_caption_too_short_for_a_span_is_a_recorded_drop(tmp_path):
                         "umbrella over his head.\n")
     result = run("occlude", "captions", "--source", captions, "--out", tmp_path / "run")
     assert result.exit_code == 0, result.output
-    assert "1 item(s) rendered" in result.output and "1 dropped by a limit" in result.output
+    assert "1 item(s) rendered" in result.output
+    assert "1 left out by a rule (1 too short" in result.output
     (skip,) = [json.loads(x) for x in (tmp_path / "run" / "skipped.jsonl").read_text()
                .splitlines()]
     assert skip["stage"] == "filter" and "too short: a 5-gram would cover more than 50%" in \
