@@ -6,6 +6,7 @@ when the log is next opened, so a re-run continues from the last complete row.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -25,6 +26,49 @@ os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
 
 
+def no_link(path: Path) -> None:
+    """Refuse, in one line, a ``path`` that is a symbolic link: mmconvert writes nothing
+    through a link (a run folder's ``stats`` or ``qa.jsonl`` pointing elsewhere would make it
+    write there)."""
+    if os.path.islink(path):
+        from .errors import RunFolderError
+
+        raise RunFolderError(f"{path} is a symbolic link (to {os.readlink(path)}); mmconvert "
+                             "writes nothing through a link: remove it, or choose another "
+                             "folder")
+
+
+def no_links_in(folder: Path) -> None:
+    """Refuse a folder mmconvert is about to write into when any entry in it, or any folder
+    entry one level down (``images/``, ``stats/``, ``shards/.spool``), is a symbolic link.
+    The folder itself may be reached through links (``--out`` on another disk)."""
+    try:
+        top = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in top:
+        no_link(Path(entry.path))
+        if entry.is_dir(follow_symlinks=False):
+            with os.scandir(entry.path) as inner:
+                for sub in inner:
+                    if sub.is_symlink() and os.path.isdir(sub.path):
+                        no_link(Path(sub.path))
+
+
+def open_for_append(path: Path) -> int:
+    """A descriptor of ``path`` (created if missing) for reading and appending, never
+    through a symbolic link."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    no_link(path.parent)
+    try:
+        return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                       | os.O_CLOEXEC, FILE_MODE)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            no_link(path)
+        raise
+
+
 def json_bytes(data: Any, indent: int = 2) -> bytes:
     """``data`` as readable UTF-8 JSON (what ``write_json`` writes)."""
     return (json.dumps(data, ensure_ascii=False, indent=indent) + "\n").encode("utf-8")
@@ -40,6 +84,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     ``durable``: on disk before the call returns (fsync); without it the rename is still
     atomic, and the caller makes a group of files durable at once (``sync``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    no_link(path.parent)  # the file itself, a link or not, is replaced, never written through
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, FILE_MODE)
@@ -128,8 +173,11 @@ class JsonlLog:
                     break
                 end -= step
         if end < size:
-            with open(self.path, "r+b") as handle:
-                handle.truncate(end)
+            fd = open_for_append(self.path)
+            try:
+                os.ftruncate(fd, end)
+            finally:
+                os.close(fd)
 
     def rewrite(self, rows: list[dict[str, Any]]) -> None:
         """Replace the whole log (atomically) with ``rows``."""
@@ -138,9 +186,8 @@ class JsonlLog:
     def append(self, *rows: dict[str, Any]) -> None:
         if not rows:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         data = _lines(rows).encode("utf-8")
-        with open(self.path, "ab") as handle:
+        with os.fdopen(open_for_append(self.path), "ab") as handle:
             size = handle.tell()
             try:
                 handle.write(data)

@@ -9,13 +9,27 @@ names: a row that does not fit is a one-line error naming the file, the line and
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from pathlib import PurePosixPath
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA = 1
 
 Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+def _run_path(value: str) -> str:
+    """A file a row names: a relative POSIX path with no '..' (``runfolder.inside`` then
+    checks it stays inside the run once links are resolved). Every path a row records, not
+    only its images', is one, so no reader copies ``../x`` or ``/etc/x`` out of a row."""
+    parts = PurePosixPath(value).parts
+    if not parts or parts[0] == "/" or ".." in parts or "\\" in value or "\0" in value:
+        raise ValueError(f"{value!r} is not a path inside the run folder")
+    return value
+
+
+RunPath = Annotated[str, Field(min_length=1), AfterValidator(_run_path)]
 
 
 class Strict(BaseModel):
@@ -28,7 +42,7 @@ class Box(Strict):
 
 
 class ImageEntry(Strict):
-    path: str = Field(min_length=1)
+    path: RunPath
     role: str = Field(min_length=1)
     width: int = Field(gt=0)
     height: int = Field(gt=0)
@@ -65,7 +79,7 @@ class Row(Strict):
 
 
 class FileRef(Strict):
-    path: str
+    path: RunPath
     sha256: str = Sha256
 
 
@@ -85,7 +99,7 @@ class QuestionRow(Row):
 
 class PageRow(QuestionRow):
     layout: LayoutRef | None = None  # runs made before layouts were stored have none
-    pdf: str | None = None
+    pdf: RunPath | None = None
 
 
 class MaskedSpan(Strict):

@@ -28,6 +28,8 @@ from .manifest import (
     JsonlLog,
     atomic_write,
     json_bytes,
+    no_link,
+    no_links_in,
     sync,
     write_json,
 )
@@ -209,9 +211,17 @@ def locked(path: Path, what: Path) -> Iterator[None]:
     The file is removed when the block ends (so a finished folder holds only its outputs);
     a lock taken on a file that was removed meanwhile is dropped and taken again."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    no_link(path.parent)
+    if path.parent.resolve() == Path(what).resolve():
+        no_links_in(Path(what))  # nothing the block writes goes through a link
     deadline = time.monotonic() + DEAD_HOLDER_GRACE
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                no_link(path)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -263,7 +273,13 @@ class RunFolder:
     def check(self, identity: dict[str, Any], overwrite: bool) -> None:
         """Refuse a folder that holds another run (unless ``overwrite``) or other files."""
         info_path = self.path / RUN_INFO
+        foreign = (not info_path.exists() and self.path.is_dir()
+                   and any(p.name != LOCK for p in self.path.iterdir()))
         if overwrite:
+            if foreign:  # --overwrite removes what a run wrote, so only from a run folder
+                raise RunFolderError(f"{self.path} is not empty and is not an mmconvert run "
+                                     "folder (no run.json), so --overwrite will not clear it; "
+                                     "choose another --out")
             return
         if info_path.exists():
             try:
@@ -279,7 +295,7 @@ class RunFolder:
                     f"{self.path} holds a run made with other options "
                     f"({', '.join(changed) or 'config'} differ); use --overwrite to replace it "
                     "or --out to choose another folder")
-        elif self.path.exists() and any(p.name != LOCK for p in self.path.iterdir()):
+        elif foreign:
             raise RunFolderError(f"{self.path} is not empty and is not an mmconvert run folder; "
                                  "choose another --out")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ItemError
+from .manifest import atomic_write, no_links_in
 from .qa.checks import BUCKETS, DENSITY, density, word_count
 from .renderers import renderer_class, row_renderer
 from .runfolder import open_run, read_run_file
@@ -121,6 +122,15 @@ def image_words(run: Path, row: dict[str, Any]) -> list[int]:
     return [total // len(shown)] * len(shown)  # no layout: the words spread evenly
 
 
+def write_figure(fig, path: Path, **options) -> None:
+    """A matplotlib figure as a PNG at ``path``, written atomically (never through a link)."""
+    import io
+
+    data = io.BytesIO()
+    fig.savefig(data, format="png", dpi=100, **options)
+    atomic_write(path, data.getvalue())
+
+
 def summarise(values: list[float]) -> dict[str, float]:
     if not values:
         return {"count": 0}
@@ -199,13 +209,14 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
+    no_links_in(folder)
     unit = stats["unit"]
     written = []
 
     def save(fig, name: str) -> None:
         path = folder / name
         fig.tight_layout()
-        fig.savefig(path, dpi=100, metadata={"Software": None})
+        write_figure(fig, path, metadata={"Software": None})
         plt.close(fig)
         written.append(path)
 

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import SourceError
 from ..manifest import JsonlLog, write_json
 from ..postprocess.sweep import SWEEP
+from ..stats import write_figure
 from .run import EvalOptions, evaluate, plan
 from .stats import bootstrap_mean
 
@@ -104,7 +105,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         ax.set_title(f"score against {axis}")
         path = out / f"sweep-{axis}.png"
         figure.tight_layout()
-        figure.savefig(path, dpi=100)
+        write_figure(figure, path)
         plt.close(figure)
         made.append(path)
     return made

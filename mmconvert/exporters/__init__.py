@@ -68,6 +68,12 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
         raise UsageError(f"{out} exists and is not empty; use --overwrite to replace it")
     if out.resolve() == run.resolve() or run.resolve() in out.resolve().parents:
         raise UsageError(f"--out {out} is inside the run folder; export somewhere else")
+    if out.resolve() in run.resolve().parents:
+        raise UsageError(f"--out {out} holds the run folder {run}; an export never replaces "
+                         "the folder of its source: export somewhere else")
+    if overwrite and out.is_dir() and any(out.iterdir()) and not (out / "export.json").is_file():
+        raise UsageError(f"{out} is not an mmconvert export (no export.json), so --overwrite "
+                         "will not replace it; choose another --out")
     source = RunSource(run, on_error=on_error, reject_votes=reject_votes,
                        accepted_only=accepted_only)
     name = name or run.resolve().name

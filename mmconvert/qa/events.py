@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFolderError, UsageError
-from ..manifest import QA, dumps
+from ..manifest import QA, dumps, open_for_append
 
 VERDICTS = ("accept", "reject")
 AUTO, REVIEWER = "auto:", "reviewer:"
@@ -213,8 +213,7 @@ class QaLog:
             return set()
         data = "".join(dumps(e) + "\n" for e in events).encode("utf-8")
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_for_append(self.path)
             try:
                 # every writer (review servers, qa check, in any process) appends under this
                 # lock, so a tail without its newline is a writer that was killed, never one
@@ -233,13 +232,19 @@ class QaLog:
         """Cut off a line torn by a kill (an event no reader has seen whole), so that it does
         not glue itself to the next one."""
         size = os.fstat(fd).st_size
-        if not size:
+        if not size or os.pread(fd, 1, size - 1) == b"\n":
             return
-        with open(self.path, "rb") as handle:
-            handle.seek(max(0, size - 65536))
-            tail = handle.read()
-        if not tail.endswith(b"\n"):
-            os.ftruncate(fd, size - len(tail) + tail.rfind(b"\n") + 1)
+        # back from the end, a block at a time, to the last newline (a torn line may be
+        # longer than any block), or the start of the file
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            found = os.pread(fd, end - start, start).rfind(b"\n")
+            if found >= 0:
+                os.ftruncate(fd, start + found + 1)
+                return
+            end = start
+        os.ftruncate(fd, 0)
 
 
 @dataclass

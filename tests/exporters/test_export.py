@@ -289,9 +289,24 @@ def test_an_existing_folder_needs_overwrite(page_run, tmp_path):
     result = run("export", page_run, "--format", "jsonl", "--out", out)
     assert result.exit_code == 2 and "use --overwrite" in result.output
     assert (out / "mine.txt").exists()
+    # --overwrite replaces an earlier export only, never a folder of the user's
+    refused = run("export", page_run, "--format", "jsonl", "--out", out, "--overwrite")
+    assert refused.exit_code == 2 and "is not an mmconvert export" in refused.output
+    assert (out / "mine.txt").read_text() == "keep"
+    (out / "mine.txt").unlink()
+    assert run("export", page_run, "--format", "jsonl", "--out", out).exit_code == 0
+    (out / "extra.txt").write_text("x")
     assert run("export", page_run, "--format", "jsonl", "--out", out,
                "--overwrite").exit_code == 0
-    assert not (out / "mine.txt").exists() and (out / "manifest.jsonl").exists()
+    assert not (out / "extra.txt").exists() and (out / "manifest.jsonl").exists()
+
+
+def test_an_export_never_replaces_the_folder_that_holds_its_source(page_run):
+    parent = page_run.parent
+    (parent / "export.json").write_text("{}")  # even one that looks like an export
+    result = run("export", page_run, "--format", "jsonl", "--out", parent, "--overwrite")
+    assert result.exit_code == 2 and "holds the run folder" in result.output
+    assert (page_run / "manifest.jsonl").is_file()
 
 
 def load_utils(folder: Path):

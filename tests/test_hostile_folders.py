@@ -1,0 +1,100 @@
+"""A hostile run folder: links that lead elsewhere, a folder that is not a run, recorded paths
+that leave the run. Nothing is written outside it, nothing of the user's is deleted, and each
+case is one line and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import SAMPLE
+from tests.test_cli import run
+
+
+@pytest.fixture
+def demo(tmp_path):
+    out = tmp_path / "demo"
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
+    return out
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """A file and a folder outside the run that a link points at."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep me")
+    return outside
+
+
+def untouched(victim) -> bool:
+    return sorted(p.name for p in victim.iterdir()) == ["precious.txt"] and \
+        (victim / "precious.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("name", ["manifest.jsonl", "qa.jsonl", ".mmconvert.lock", "stats"])
+def test_no_command_writes_through_a_link_in_the_run_folder(demo, victim, name):
+    target = victim if name == "stats" else victim / "precious.txt"
+    path = demo / name
+    if path.exists():
+        path.unlink()
+    os.symlink(target, path)
+    commands = [("render", "mmlu-redux", "--source", SAMPLE, "--out", demo),
+                ("qa", "check", demo, "--checks", "image", "--no-progress"),
+                ("stats", demo)]
+    for command in commands:
+        result = run(*command)
+        assert untouched(victim), (command, result.output)
+        if result.exit_code:  # one line, after the load's notes
+            last = result.output.strip().splitlines()[-1]
+            assert last.startswith("Error: ") and "Traceback" not in result.output, result.output
+    # the command that would write through the link says so
+    writer = {"manifest.jsonl": commands[0], ".mmconvert.lock": commands[0],
+              "qa.jsonl": commands[1], "stats": commands[2]}[name]
+    result = run(*writer)
+    assert result.exit_code == 1 and "is a symbolic link" in result.output, result.output
+
+
+def test_eval_and_sweep_outputs_are_not_written_through_links(demo, victim, tmp_path):
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    os.symlink(victim / "precious.txt", sweep / ".mmconvert.lock")
+    result = run("sweep", demo, "--ppi", "72,150", "--out", sweep)
+    assert result.exit_code == 1 and "is a symbolic link" in result.output
+    assert untouched(victim)
+
+
+def test_overwrite_refuses_a_folder_that_is_not_a_run(tmp_path):
+    mine = tmp_path / "photos"
+    (mine / "images").mkdir(parents=True)
+    (mine / "images" / "holiday.jpg").write_bytes(b"jpeg")
+    (mine / "stats").mkdir()
+    (mine / "stats" / "q3.csv").write_text("a,b")
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", mine, "--overwrite")
+    assert result.exit_code == 1 and "is not an mmconvert run folder" in result.output
+    assert (mine / "images" / "holiday.jpg").read_bytes() == b"jpeg"
+    assert (mine / "stats" / "q3.csv").read_text() == "a,b"
+
+
+@pytest.mark.parametrize("field,value", [("layout.path", "../../outside/precious.txt"),
+                                         ("pdf", "/etc/passwd")])
+def test_every_recorded_path_is_checked_not_only_the_images(demo, victim, tmp_path, field,
+                                                            value):
+    lines = (demo / "manifest.jsonl").read_text().splitlines()
+    row = json.loads(lines[0])
+    if field == "pdf":
+        row["pdf"] = value
+    else:
+        row["layout"]["path"] = value
+    lines[0] = json.dumps(row, ensure_ascii=False)
+    (demo / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    for command in (("export", demo, "--format", "jsonl", "--out", tmp_path / "j"),
+                    ("sweep", demo, "--ppi", "72", "--out", tmp_path / "s"),
+                    ("transform", demo, "--out", tmp_path / "t", "--apply", "blur:1")):
+        result = run(*command)
+        assert result.exit_code == 1, (command, result.output)
+        assert f"field {field}" in result.output and "not a path inside the run folder" in \
+            result.output, result.output
+    assert not (tmp_path / "j").exists()
