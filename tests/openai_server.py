@@ -64,7 +64,11 @@ class FakeOpenAI:
     # GET /v1/models lists these (None: the server has no /models); a chat request for another
     # model is answered 404 model_not_found
     models: tuple[str, ...] | None = None
+    # GET /v1/models answers 302 to this URL (another origin, in the attack tests)
+    models_redirect: str | None = None
     log: list[Logged] = field(default_factory=list)
+    # the Authorization header of every request, GETs included
+    authorizations: list[str | None] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
 
     def __post_init__(self):
@@ -126,6 +130,14 @@ class FakeOpenAI:
     # --- answers -------------------------------------------------------------------------
 
     def _list_models(self, handler: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.authorizations.append(handler.headers.get("Authorization"))
+        if self.models_redirect and handler.path.endswith("/models"):
+            handler.send_response(302)
+            handler.send_header("Location", self.models_redirect)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
         if not handler.path.endswith("/models") or self.models is None:
             status, payload = 404, _error("Not found", "invalid_request_error", None)
         elif self.key and handler.headers.get("Authorization") != f"Bearer {self.key}":

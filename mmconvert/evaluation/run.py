@@ -15,6 +15,7 @@ import base64
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -52,9 +53,10 @@ class EvalOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(description="the model name the endpoint serves")
-    base_url: str = Field("https://api.openai.com/v1", description="OpenAI-compatible endpoint")
+    base_url: str = Field("https://api.openai.com/v1", description="OpenAI-compatible endpoint",
+                          pattern=r"^https?://[^/\s?#]+(/\S*)?$")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable of the key")
-    modality: list[Condition] = Field(default_factory=lambda: ["image", "text"])
+    modality: list[Condition] = Field(default_factory=lambda: ["image", "text"], min_length=1)
     protocol: Literal["official", "strict"] = "official"
     limit: int | None = Field(None, ge=1, description="the first N items of the run")
     subsets: list[str] | None = None
@@ -173,14 +175,32 @@ def api_key(options: EvalOptions) -> str:
                      "environment only), or pass --api-key-env with the variable that holds it")
 
 
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to the origin (scheme, host, port) it came from: the key in
+    the request's Authorization header is never sent to another."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        if (old.scheme, old.hostname, old.port) != (new.scheme, new.hostname, new.port):
+            raise MMConvertError(f"{req.full_url} redirects to another origin ({new.scheme}://"
+                                 f"{new.netloc}); the API key is not sent there: give "
+                                 "--base-url the endpoint itself")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+MODELS_BYTES = 1 << 20  # a /models listing is a few KB; more is not read
+
+
 def check_endpoint(options: EvalOptions, key: str) -> None:
     """One free request (``GET /models``) before any paid one: an unreachable endpoint, a
-    rejected key and an unknown model are one line each."""
+    rejected key and an unknown model are one line each. A redirect to another origin is
+    refused (the key would go with it), and the answer is read within ``--timeout``."""
     url = options.base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    opener = urllib.request.build_opener(_SameOrigin)
     try:
-        with urllib.request.urlopen(request, timeout=min(options.timeout, 15)) as answer:
-            listed = json.loads(answer.read() or b"{}")
+        with opener.open(request, timeout=min(options.timeout, 15)) as answer:
+            listed = json.loads(answer.read(MODELS_BYTES) or b"{}")
     except urllib.error.HTTPError as err:
         if err.code in (401, 403):
             raise UsageError(f"{options.base_url} rejected the API key in "
@@ -189,9 +209,11 @@ def check_endpoint(options: EvalOptions, key: str) -> None:
     except (urllib.error.URLError, TimeoutError, OSError) as err:
         reason = getattr(err, "reason", err)
         raise MMConvertError(f"cannot reach {options.base_url} ({reason})") from None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return
-    names = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)]
+    data = listed.get("data") if isinstance(listed, dict) else None
+    names = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) \
+        else []
     if names and options.model not in names:
         import difflib
 
@@ -261,10 +283,14 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
 
 def inspect_model(name: str, base_url: str):
     """inspect's OpenAI-compatible provider for ``name`` at ``base_url``; the key comes from the
-    environment (``MMCONVERT_API_KEY``, set for this process only)."""
+    environment (``MMCONVERT_API_KEY``, set for this process only). Its ``openai`` client does
+    not retry (``max_retries=0``): inspect's retry layer alone does, as many times as
+    ``--max-retries`` says (the client's own two retries multiplied them: 3 attempts at
+    ``--max-retries 0``)."""
     from inspect_ai.model import get_model
 
-    return get_model(f"openai-api/{SERVICE.lower()}/{name}", base_url=base_url, memoize=False)
+    return get_model(f"openai-api/{SERVICE.lower()}/{name}", base_url=base_url, memoize=False,
+                     max_retries=0)
 
 
 def _generate_config(rows: list[dict[str, Any]], options: EvalOptions):
@@ -370,7 +396,9 @@ def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[dict[
     model = inspect_model(options.model, options.base_url)
     logs = inspect_eval([task], model=model, log_dir=str(out / "logs"), display=display,
                         max_connections=concurrency, max_samples=concurrency,
-                        max_retries=options.max_retries, timeout=options.timeout,
+                        # every attempt is bounded, a stalled or trickling body too
+                        # (inspect cancels it): ``timeout`` alone bounds only the retries
+                        max_retries=options.max_retries, attempt_timeout=options.timeout,
                         fail_on_error=False, log_images=False, score_display=False,
                         # the per-sample bookkeeping a live viewer needs costs about 40 % of
                         # inspect's own time per request (bench/eval_speed.py); the logs are

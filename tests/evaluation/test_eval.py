@@ -402,3 +402,53 @@ def test_eval_of_a_sharded_run_sends_the_same_images(demo, server, tmp_path, mon
         sent[name] = sorted(json.dumps(r.body["messages"], sort_keys=True)
                             for r in fake.requests("chat")[before:])
     assert sent["shards"] == sent["files"] and len(sent["files"]) == len(rows(demo))
+
+
+def test_a_redirect_to_another_origin_never_carries_the_key(demo, tmp_path, monkeypatch):
+    thief = FakeOpenAI(models=("reader",))
+    elsewhere = thief.start()
+    fake = FakeOpenAI(models=("reader",), models_redirect=elsewhere.replace(
+        "127.0.0.1", "localhost") + "/models")
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    try:
+        result = run("eval", demo, "--model", "reader", "--base-url", url, "--out",
+                     tmp_path / "ev")
+    finally:
+        fake.stop()
+        thief.stop()
+    assert result.exit_code == 1, result.output
+    assert "redirects to another origin" in result.output and SECRET not in result.output
+    assert thief.authorizations == [] and not fake.requests("chat")
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_one_layer_retries_as_many_times_as_the_flag_says(demo, tmp_path, retries):
+    first = rows(demo)[0]["text_prompt"].split("\n")[0]
+    fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
+    fake.script(first, *["500"] * 10, path="chat")
+    url = fake.start()
+    try:
+        run("eval", demo, "--model", "reader", "--base-url", url, "--out", tmp_path / "ev",
+            "--max-retries", retries, "--modality", "text", "--limit", 1)
+    finally:
+        fake.stop()
+    assert len(fake.requests("chat")) == retries + 1
+
+
+def test_a_request_that_never_answers_is_bounded_by_timeout(demo, tmp_path):
+    import time
+
+    first = rows(demo)[0]["text_prompt"].split("\n")[0]
+    fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
+    fake.script(first, "hang", path="chat")
+    url = fake.start()
+    started = time.monotonic()
+    try:
+        result = run("eval", demo, "--model", "reader", "--base-url", url, "--out",
+                     tmp_path / "ev", "--timeout", 2, "--max-retries", 0, "--modality",
+                     "text", "--limit", 1)
+    finally:
+        fake.stop()
+    assert time.monotonic() - started < 30
+    assert result.exit_code == 1 and "failed" in result.output, result.output
