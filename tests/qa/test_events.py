@@ -167,3 +167,29 @@ def test_appends_from_processes_and_threads_never_lose_or_glue_events(tmp_path):
     assert len(ids) == len(set(ids)) == 2 * 12 * 60
     log = QaLog(tmp_path)
     assert len(log.refresh()) == 2 * 12 * 60
+
+
+def test_a_torn_tail_longer_than_a_read_block_is_cut_whole(tmp_path):
+    log = QaLog(tmp_path)
+    log.append(ev("auto:ocr", "accept", item="a"))
+    with open(log.path, "ab") as handle:  # a kill in the middle of a 200 KB event
+        handle.write(b'{"id": "b", "source": "auto:ocr", "detail": {"h": "' + b"x" * 200_000)
+    QaLog(tmp_path).append(ev("auto:ocr", "accept", item="c"))
+    assert [json.loads(line)["id"] for line in log.path.read_text().splitlines()] == ["a", "c"]
+    # a file that is one torn line and nothing else is emptied before the next event
+    log.path.write_bytes(b'{"id": "d", "sou' + b"y" * 100_000)
+    QaLog(tmp_path).append(ev("auto:ocr", "accept", item="e"))
+    assert [json.loads(line)["id"] for line in log.path.read_text().splitlines()] == ["e"]
+
+
+@pytest.mark.parametrize("line", ['{"id": ["a"], "source": "auto:ocr", "verdict": "accept", '
+                                  '"reason": "ok"}',
+                                  '{"id": "a", "source": 5, "verdict": "accept", "reason": "ok"}',
+                                  '{"id": "a", "source": "auto:ocr", "verdict": "reject"}',
+                                  '{"id": "a", "source": "auto:ocr", "verdict": "reject", '
+                                  '"reason": "x", "detail": [1]}',
+                                  '[1, 2]'])
+def test_a_malformed_event_is_one_line_naming_its_line(tmp_path, line):
+    (tmp_path / "qa.jsonl").write_text(line + "\n")
+    with pytest.raises(RunFolderError, match=r"qa.jsonl line 1: not a QA event \("):
+        QaLog(tmp_path).refresh()
