@@ -74,7 +74,9 @@ def parse_event(line: bytes) -> dict[str, Any]:
     e = json.loads(line)
     if not isinstance(e, dict):
         raise ValueError("not a JSON object")
-    for name in ("id", "source", "verdict", "reason"):
+    if e.get("verdict") == "accept":
+        e.setdefault("reason", "ok")
+    for name in ("id", "source", "verdict", "reason"):  # a rejection says why
         if name not in e:
             raise ValueError(f"no {name!r}")
         if not isinstance(e[name], str):
