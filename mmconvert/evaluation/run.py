@@ -506,14 +506,17 @@ def table(results: dict[str, Any]) -> str:
             return f"{value:{width}.1f}"
         return f"{'-':>{width}}"
 
-    head = f"{'group':<24}" + "".join(f"{c:>12}" for c in conditions) + f"{'n':>6}"
+    names = ["all", *(f"subset {k}" for k in results["subsets"]),
+             *(f"{k} page(s)" for k in results["pages"])]
+    width = max(24, *map(len, names)) + 1  # subset names whole, never cut
+    head = f"{'group':<{width}}" + "".join(f"{c:>12}" for c in conditions) + f"{'n':>6}"
     paired = "image" in conditions and "text" in conditions
     if paired:
         head += f"{'delta':>8}  {'95% CI':>16}{'McNemar p':>11}"
     lines = [f"{results['model']} on {results['run']}", head]
 
     def line(name: str, group: dict[str, Any]) -> str:
-        text = f"{name[:24]:<24}" + "".join(cell(group[c]["score"], 12) for c in conditions)
+        text = f"{name:<{width}}" + "".join(cell(group[c]["score"], 12) for c in conditions)
         text += f"{group[conditions[0]]['n']:>6}"
         if paired:
             ci = group.get("delta_ci95")

@@ -47,7 +47,11 @@ def image_interval(responses: Path, seed: int) -> list[float] | None:
 def evaluate_sweep(sweep: Path, out: Path, options: EvalOptions, *, dry_run: bool = False,
                    display: str = "none") -> dict[str, Any]:
     base, found = variants(sweep)
-    points = [{"name": "base", "path": base, "axis": None, "value": None}, *found]
+    # a variant at the base's own value (--ppi 92.9 of a 92.9 run) is the base run itself:
+    # it is evaluated once, as the base, and named beside it
+    same = [v["name"] for v in found if v["path"] == base]
+    points = [{"name": "base", "path": base, "axis": None, "value": None, "same_as": same},
+              *[v for v in found if v["path"] != base]]
     if dry_run:
         plans = [plan(p["path"], options) for p in points]
         return {"sweep": str(sweep), "variants": len(points),
@@ -60,7 +64,8 @@ def evaluate_sweep(sweep: Path, out: Path, options: EvalOptions, *, dry_run: boo
         results = evaluate(point["path"], folder, options, display=display,
                            cache=out / "cache")
         overall = results["overall"]
-        rows.append({"name": point["name"], "axis": point["axis"], "value": point["value"],
+        rows.append({"name": point["name"], "same_as": point.get("same_as") or [],
+                     "axis": point["axis"], "value": point["value"],
                      **{c: overall[c]["score"] for c in results["conditions"]},
                      "image_ci95": image_interval(folder / "responses.jsonl", options.seed),
                      "delta": overall.get("delta"), "delta_ci95": overall.get("delta_ci95"),
@@ -117,10 +122,12 @@ def sweep_table(result: dict[str, Any]) -> str:
                 else f"${result['estimate_usd']:.4f} at most")
         return (f"{result['variants']} run(s) in {result['sweep']}: {result['requests']} "
                 f"request(s); cost: {cost}; nothing sent")
-    lines = [f"{'variant':<20}{'image':>8}{'95% CI':>18}{'text':>8}{'delta':>8}{'n':>6}"]
-    for r in result["points"]:
+    names = [" = ".join([r["name"], *r.get("same_as", [])]) for r in result["points"]]
+    width = max(len("variant"), *map(len, names)) + 2  # names whole, never cut
+    lines = [f"{'variant':<{width}}{'image':>8}{'95% CI':>18}{'text':>8}{'delta':>8}{'n':>6}"]
+    for name, r in zip(names, result["points"], strict=True):
         ci = r.get("image_ci95")
-        lines.append(f"{r['name'][:20]:<20}"
+        lines.append(f"{name:<{width}}"
                      + (f"{r['image']:8.1f}" if r.get("image") is not None else f"{'-':>8}")
                      + (f"  [{ci[0]:5.1f}, {ci[1]:5.1f}]" if ci else f"{'-':>18}")
                      + (f"{r['text']:8.1f}" if r.get("text") is not None else f"{'-':>8}")

@@ -150,6 +150,7 @@ def write_parquet(source: RunSource, folder: Path, shard_bytes: int = SHARD_BYTE
         files = source.checked(record)
         if files is not None:
             shards.add(flat(record, files))
+            source.note_params(record.row)
     shards.close()
     return shards.rows
 
@@ -157,7 +158,7 @@ def write_parquet(source: RunSource, folder: Path, shard_bytes: int = SHARD_BYTE
 def export_hf(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
     """parquet shards with an Image feature and a dataset card (datasets.load_dataset)"""
     count = write_parquet(source, staging / "data")
-    (staging / "README.md").write_text(card(source, name, count), encoding="utf-8")
+    (staging / "README.md").write_text(card(source, name, count, out), encoding="utf-8")
     return count
 
 
@@ -182,7 +183,8 @@ def export_hf_disk(source: RunSource, staging: Path, out: Path, name: str, **_) 
         del dataset
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    (staging / "README.md").write_text(card(source, name, count, disk=True), encoding="utf-8")
+    (staging / "README.md").write_text(card(source, name, count, out, disk=True),
+                                       encoding="utf-8")
     return count
 
 
@@ -224,15 +226,18 @@ def export_lmms_eval(source: RunSource, staging: Path, out: Path, name: str, **_
     return count
 
 
-def card(source: RunSource, name: str, count: int, disk: bool = False) -> str:
-    """The dataset card: what the images are, how they were made, what QA left out."""
+def card(source: RunSource, name: str, count: int, out: Path, disk: bool = False) -> str:
+    """The dataset card: what the images are, how they were made, what QA left out, and how
+    to load the export (from the folder it was written to)."""
     config = source.info.get("config") or {}
     renderer = source.renderer.name
-    params = config.get(renderer) or {}  # the renderer's options sit under its name
+    # the renderer's options as its rows recorded them (the config leaves some to the corpus,
+    # such as what becomes image)
+    params = {**(config.get(renderer) or {}), **source.params}
     variant = source.info.get("variant")
     left_out = ", ".join(f"{n} {status}" for status, n in sorted(source.left_out.items()))
-    load = (f'datasets.load_from_disk("{name}")' if disk else
-            f'datasets.load_dataset("parquet", data_dir="{name}")')
+    load = (f"datasets.load_from_disk({str(out)!r})" if disk else
+            f"datasets.load_dataset({str(out)!r})")
     header = "" if disk else (
         "---\nconfigs:\n- config_name: default\n  data_files:\n"
         f"  - split: {SPLIT}\n    path: data/{SPLIT}-*\ntags:\n- mmconvert\n- image-text\n---\n\n")

@@ -211,7 +211,9 @@ def test_a_run_without_text_twins_says_how_to_make_one(demo, tmp_path):
 def test_sweeps_plot_and_compare_finds_the_shared_losses(demo, server, tmp_path):
     fake, url = server
     sweep = tmp_path / "sweep"
-    assert run("sweep", demo, "--scale", "0.5", "--out", sweep).exit_code == 0
+    # --ppi 92.9 is the base run's own PPI: that variant is the base, evaluated once
+    assert run("sweep", demo, "--scale", "0.5", "--ppi", "92.9", "--out",
+               sweep).exit_code == 0
     out = tmp_path / "ev-sweep"
     result = run("eval", sweep, "--model", "reader-1", "--base-url", url, "--out", out)
     assert result.exit_code == 0, result.output
@@ -220,6 +222,8 @@ def test_sweeps_plot_and_compare_finds_the_shared_losses(demo, server, tmp_path)
     assert len(fake.requests("chat")) == 3 * n
     record = json.loads((out / "sweep_results.json").read_text())
     assert [p["name"] for p in record["points"]] == ["base", "scale-0.5"]
+    assert record["points"][0]["same_as"] == ["ppi-92.9"]
+    assert "base = ppi-92.9" in result.output and result.output.count("ppi-92.9") == 1
     assert (out / "sweep-scale.png").stat().st_size > 5000
     assert record["points"][1]["image_ci95"][0] <= record["points"][1]["image"]
     second = tmp_path / "ev-2"

@@ -79,6 +79,9 @@ def test_hf_parquet_reads_back_with_load_dataset(reviewed, tmp_path, datasets_qu
     # the card's configs let the folder load by itself too
     card = (out / "README.md").read_text()
     assert card.startswith("---\nconfigs:") and "left out by QA: 1 rejected" in card
+    # what the rows recorded (the corpus chose options), and a load line for this folder
+    assert '"render": "options"' in card and '"render": null' not in card
+    assert f"datasets.load_dataset({str(out)!r})" in card
     assert datasets_quiet.load_dataset(str(out))["test"].num_rows == 5
     record = json.loads((out / "export.json").read_text())
     assert record["items"] == 5 and record["left_out"] == {"rejected": 1}
