@@ -134,6 +134,9 @@ class OccludeJob(Job):
                   "masked_caption": masked_caption(result.shown, params.spans)}
         row = row_head(item, self.renderer, {
             **config.occlude.model_dump(mode="json"), **params.as_dict(),
+            # the entity filter as it ran: a language with no entity model (Chinese) had none,
+            # whatever --ner asked, so the params and the row's ``ner`` agree
+            "ner": config.occlude.ner and self.renderer.chooser(params.language).ner != "none",
             "line_height": result.line_height, "band_rows": list(result.band)}, config.seed)
         row.update({
             "images": images,

@@ -119,6 +119,7 @@ def test_chinese_captions_from_coco_cn(tmp_path):
     assert result.exit_code == 0, result.output
     (row,) = rows(out)
     assert row["language"] == "zh" and row["ner"] == "none"
+    assert row["renderer"]["params"]["ner"] is False  # as it ran: no Chinese entity model
     assert row["caption"] == "一群人围坐在有一个生日蛋糕的桌子旁"
     assert row["metadata"] == {"coco_cn_name": "COCO_train2014_000000000790#0", "image_id": 790}
     assert row["font"] == "Droid Sans Fallback" and "白色横条" in row["prompt"]
