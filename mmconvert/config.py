@@ -40,8 +40,10 @@ class Selection(BaseModel):
     all_captions: bool = False
     shuffle_options: bool = Field(False, description="reorder options, seeded per item")
     dedup: DedupOptions | None = None
-    sample: int | None = Field(None, ge=1, description="items per subset, sampled with the seed")
-    limit: int | None = Field(None, ge=1, description="items overall, after sampling")
+    sample: int | None = Field(None, ge=1, le=sys.maxsize,
+                               description="items per subset, sampled with the seed")
+    limit: int | None = Field(None, ge=1, le=sys.maxsize,
+                              description="items that become output, after sampling")
     seed: int = 0
     on_error: Literal["fail", "skip"] = "fail"
 
@@ -147,17 +149,39 @@ class ApiOptions(BaseModel):
         return with_absolute_paths(self.model_dump(mode="json"), ("price_table", "cache_dir"))
 
 
+def sections() -> set[str]:
+    """The option names whose value is itself a mapping of options (``page``, ``dedup``)."""
+    found = set()
+    for model in CONFIGS.values():
+        for name, info in model.model_fields.items():
+            kinds = getattr(info.annotation, "__args__", None) or (info.annotation,)
+            if any(isinstance(k, type) and issubclass(k, BaseModel) for k in kinds):
+                found.add(name)
+    return found
+
+
 def load_yaml(path: Path) -> dict[str, Any]:
+    """A ``--config`` file's options; one line naming the file for anything that is not a
+    mapping of options (sections such as ``page:`` mappings too), UTF-8, or readable YAML."""
     import yaml
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except OSError as err:
         raise UsageError(f"--config {path}: cannot read ({err.strerror})") from None
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--config {path}: not UTF-8 text (byte {err.start})") from None
+    except RecursionError:
+        raise UsageError(f"--config {path}: nested too deeply to be a config") from None
     except yaml.YAMLError as err:
-        raise UsageError(f"--config {path}: not valid YAML ({err})") from None
+        raise UsageError(f"--config {path}: not valid YAML "
+                         f"({' '.join(str(err).split())})") from None
     if not isinstance(data, dict):
         raise UsageError(f"--config {path}: expected a mapping of option names to values")
+    for name in sorted(sections() & set(data)):
+        if data[name] is not None and not isinstance(data[name], dict):
+            raise UsageError(f"--config {path}: {name}: expected a mapping of option names to "
+                             f"values (got {data[name]!r:.60})")
     return data
 
 
@@ -189,4 +213,21 @@ def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
             flag = {**FLAG_NAMES, **(flags or {})}.get(name, "--" + name.replace("_", "-"))
             raise UsageError(f"{flag}: {message}") from None
         where = ".".join(str(p) for p in first["loc"]) or whole
+        if first["type"] == "extra_forbidden":
+            message += did_you_mean(model, first["loc"])
         raise UsageError(f"{origin}: {where}: {message}") from None
+
+
+def did_you_mean(model: type[BaseModel], loc: tuple) -> str:
+    """'; did you mean 'ppi'?' for an unknown key at ``loc`` of ``model``, or ''."""
+    import difflib
+
+    for part in loc[:-1]:  # down to the model that holds the unknown key
+        info = model.model_fields.get(part) if isinstance(part, str) else None
+        kinds = getattr(info.annotation, "__args__", None) or (info.annotation,) if info else ()
+        model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)),
+                     None)
+        if model is None:
+            return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

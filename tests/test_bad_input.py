@@ -210,3 +210,42 @@ def test_a_huge_png_photo_is_reduced_right_after_decoding(tmp_path):
     photo = decode_photo(open_image(path, "x", 50_000_000), 300, "x")
     assert photo.size == (300, 286)
     assert photo.getpixel((10, 10)) == (0, 0, 0) and photo.getpixel((290, 10)) == (200, 30, 30)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"page: 5\n", "page: expected a mapping of option names to values (got 5)"),
+    (b"page: [1, 2]\n", "page: expected a mapping of option names to values (got [1, 2])"),
+    (b"dedup: 5\n", "dedup: expected a mapping of option names to values (got 5)"),
+    (b"\xff\xfepage: 1\n", "not UTF-8 text (byte 0)"),
+    (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply to be a config"),
+    (b"pgae: {ppi: 72}\n", "pgae: Extra inputs are not permitted; did you mean 'page'?"),
+    (b"page: {ppii: 72}\n", "page.ppii: Extra inputs are not permitted (got 72); did you "
+                            "mean 'ppi'?"),
+])
+def test_hostile_yaml_configs_are_one_line_naming_the_file(tmp_path, content, message):
+    config = tmp_path / "c.yaml"
+    config.write_bytes(content)
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--config", config, "--out",
+                 tmp_path / "out")
+    one_line_error(result, f"--config {config}: {message}")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("render", "mmlu-redux", "--source", SAMPLE, "--ppi", "10"),
+     "--ppi: 10 is not a PPI over 10 and at most 1200 (got 10.0)"),
+    (("sweep", "RUN", "--ppi", "10"), "--ppi: 10 is not a PPI over 10 and at most 1200 "
+                                      "(got 10.0)"),
+    (("sweep", "RUN", "--ppi", "nan"), "--ppi: nan is not a PPI over 10 and at most 1200"),
+    (("render", "mmlu-redux", "--source", SAMPLE, "--limit", str(2 ** 70)),
+     "--limit: Input should be less than or equal to 9223372036854775807"),
+    (("render", "mmlu-redux", "--source", SAMPLE, "--sample", str(2 ** 70)),
+     "--sample: Input should be less than or equal to 9223372036854775807"),
+])
+def test_one_rule_one_message_and_no_number_too_large(tmp_path, args, message):
+    """The PPI rule is one, with one message, for render and sweep; a limit past sys.maxsize
+    is a flag error, not an overflow."""
+    base = tmp_path / "base"
+    if "RUN" in args:
+        assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", base).exit_code == 0
+    args = tuple(str(base) if a == "RUN" else a for a in args)
+    one_line_error(run(*args, "--out", tmp_path / "out"), message)

@@ -33,6 +33,7 @@ from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..manifest import MANIFEST, RUN_INFO, write_json
 from ..renderers import renderer_class, row_renderer
+from ..renderers.page import PPI
 from ..rows import SCHEMA
 from ..runfolder import LOCK, Output, RunFolder, identity_of, locked, open_run, read_recorded
 from .apply import apply_steps, history, renamed
@@ -42,7 +43,6 @@ from .transforms import transform_class
 from .transforms.base import Transform
 
 SWEEP = "sweep.json"
-PPI_LIMITS = (10, 1200, "a PPI between 10 and 1200")
 
 
 class SweepOptions(BaseModel):
@@ -53,7 +53,7 @@ class SweepOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    ppi: list[float] = Field(default_factory=list, description="page runs: PPIs to re-draw at")
+    ppi: list[PPI] = Field(default_factory=list, description="page runs: PPIs to re-draw at")
     scale: list[float] = Field(default_factory=list, description="factors to resize images by")
     rotate: list[float] = Field(default_factory=list, description="clockwise degrees")
     jpeg_quality: list[int] = Field(default_factory=list, description="JPEG qualities")
@@ -65,10 +65,6 @@ class SweepOptions(BaseModel):
     @field_validator("ppi")
     @classmethod
     def _ppi(cls, values):
-        low, high, what = PPI_LIMITS
-        for v in values:
-            if not (low < v <= high):
-                raise ValueError(f"{v:g} is not {what}")
         return list(dict.fromkeys(values))
 
     @field_validator("scale", "rotate", "jpeg_quality")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
@@ -33,12 +33,22 @@ POINTS_PER_INCH = 72.0
 MAX_ITEM_MEGAPIXELS = 2_000
 
 
+def _ppi(value: float) -> float:
+    """The one PPI rule, for render, sweep and every other command that takes a PPI."""
+    if not 10 < value <= 1200:  # NaN fails too
+        raise ValueError(f"{value:g} is not a PPI over 10 and at most 1200")
+    return value
+
+
+PPI = Annotated[float, AfterValidator(_ppi)]
+
+
 class PageOptions(BaseModel):
     """Everything that decides what a page image looks like."""
 
     model_config = ConfigDict(extra="forbid")
 
-    ppi: float = Field(92.9, gt=10, le=1200, description="pixels per inch of the PNG pages")
+    ppi: PPI = Field(92.9, description="pixels per inch of the PNG pages")
     font_size: float = Field(12.0, gt=2, le=72, description="type size in points")
     line_spacing: float = Field(
         1.2, ge=1.0, le=3.0,
