@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -110,7 +111,7 @@ def read_run_file(root: Path, rel: str, *, where: str = "", field: str = "path",
     ItemError naming ``where`` and ``field``."""
     path = inside(root, rel, where=where, field=field, **context)
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except FileNotFoundError:
         if is_sharded(root):
             return read_stored(root, rel, where=where, field=field, **context)
@@ -118,6 +119,21 @@ def read_run_file(root: Path, rel: str, *, where: str = "", field: str = "path",
     except OSError as err:
         raise ItemError(f"cannot read {path} ({err.strerror})", where=where, field=field,
                         **context) from None
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file; an OSError otherwise. It is opened
+    without blocking, so a FIFO or a device where a run's file should be is refused at once
+    instead of waiting forever for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
 
 
 def run_file_or_none(root: Path, rel: str) -> bytes | None:
@@ -293,7 +309,9 @@ class RunFolder:
                                  if (previous or {}).get(k) != identity.get(k))
                 raise RunFolderError(
                     f"{self.path} holds a run made with other options "
-                    f"({', '.join(changed) or 'config'} differ); use --overwrite to replace it "
+                    f"({', '.join(changed) or 'config'} "
+                    f"{'differs' if len(changed) < 2 else 'differ'}); use --overwrite to "
+                    "replace it "
                     "or --out to choose another folder")
         elif foreign:
             raise RunFolderError(f"{self.path} is not empty and is not an mmconvert run folder; "
@@ -493,12 +511,17 @@ class RunFolder:
         fit is a one-line error naming the file, line and field."""
         from .rows import row_problem
 
-        rows = []
+        rows, lines = [], {}
         for number, row in self.manifest.read_numbered():
             found = row_problem(row)
             if found:
                 raise RunFolderError(f"{self.manifest.path} line {number}: field {found[0]}: "
                                      f"{found[1]}")
+            if row["id"] in lines:  # read twice, an item would be exported or swept twice
+                raise RunFolderError(f"{self.manifest.path} line {number}: item {row['id']!r} "
+                                     f"is recorded again (first at line {lines[row['id']]}); "
+                                     "a resumed run removes the repeat: run its command again")
+            lines[row["id"]] = number
             rows.append(row)
         return rows
 

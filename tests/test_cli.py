@@ -87,7 +87,7 @@ def test_rerun_with_other_options_is_refused_unless_overwrite(tmp_path):
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", out, "--ppi", "150")
     assert result.exit_code == 1
-    assert result.output == (f"Error: {out} holds a run made with other options (page differ); "
+    assert result.output == (f"Error: {out} holds a run made with other options (page differs); "
                              "use --overwrite to replace it or --out to choose another folder\n")
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", out, "--ppi", "150",
                  "--overwrite")

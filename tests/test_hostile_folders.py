@@ -98,3 +98,22 @@ def test_every_recorded_path_is_checked_not_only_the_images(demo, victim, tmp_pa
         assert f"field {field}" in result.output and "not a path inside the run folder" in \
             result.output, result.output
     assert not (tmp_path / "j").exists()
+
+
+def test_a_fifo_where_an_image_should_be_is_refused_not_waited_on(demo, tmp_path):
+    import subprocess
+    import sys
+
+    row = json.loads((demo / "manifest.jsonl").read_text().splitlines()[0])
+    image = demo / row["images"][0]["path"]
+    image.unlink()
+    os.mkfifo(image)
+    for command in (["qa", "check", demo, "--checks", "image", "--no-progress"],
+                    ["sweep", demo, "--scale", "0.5", "--out", tmp_path / "s"]):
+        done = subprocess.run([sys.executable, "-m", "mmconvert", *map(str, command)],
+                              capture_output=True, text=True, timeout=60)
+        assert "Traceback" not in done.stderr, done.stderr
+        if command[0] == "sweep":
+            assert done.returncode == 1 and "not a regular file" in done.stderr, done.stderr
+    events = [json.loads(line) for line in (demo / "qa.jsonl").read_text().splitlines()]
+    assert any(e["id"] == row["id"] and e["reason"] == "missing_image" for e in events)

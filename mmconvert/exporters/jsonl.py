@@ -32,7 +32,7 @@ def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
     staging.mkdir(parents=True, exist_ok=True)
     with open(staging / "manifest.jsonl", "w", encoding="utf-8") as handle:
         for record in source.records():
-            files = source.checked(record, read=sharded)
+            files = source.checked(record)  # read: every image's hash is checked
             if files is None:
                 continue
             if sharded:

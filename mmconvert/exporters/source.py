@@ -128,6 +128,7 @@ class RunSource:
 
     def _lines(self) -> Iterator[tuple[int, dict[str, Any] | None, ItemError | None]]:
         path = self.run / MANIFEST
+        seen: dict[str, int] = {}
         with open(path, "rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 if not raw.strip():
@@ -147,6 +148,13 @@ class RunSource:
                 if found:
                     yield number, None, ItemError(found[1], where=where, field=found[0])
                     continue
+                if row["id"] in seen:  # never exported twice
+                    yield number, None, ItemError(
+                        f"item {row['id']!r} is recorded again (first at line "
+                        f"{seen[row['id']]}); a resumed run removes the repeat",
+                        where=where, field="id")
+                    continue
+                seen[row["id"]] = number
                 yield number, row, None
 
     def fail_or_skip(self, err: ItemError, line: int, item_id: str | None) -> None:
