@@ -53,12 +53,33 @@ def reachable(address: str, timeout: float = 5.0) -> None:
         return
     host, _, port = address.rpartition(":")
     try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
-            pass
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout) as sock:
+            speaks = speaks_grpc(sock)
     except (OSError, ValueError) as err:
         raise MMConvertError(f"no Ray cluster at {address} ({err.__class__.__name__}: "
                              f"{err}); start one with `ray start --head`, or leave out "
                              "--ray-address for a local one") from None
+    if not speaks:  # Ray's client would wait for minutes on a port that is not its GCS
+        raise MMConvertError(f"something listens at {address}, but it is not a Ray cluster "
+                             "(no gRPC answer within "
+                             f"{timeout:g} s); give the head node's GCS port (ray start "
+                             "--head prints it, 6379 by default)")
+
+
+def speaks_grpc(sock: socket.socket) -> bool:
+    """Whether the server on ``sock`` answers as an HTTP/2 (gRPC) server does, as Ray's GCS
+    is: its first frame after the client's preface is SETTINGS (RFC 9113, 3.4)."""
+    sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+    head = b""
+    try:
+        while len(head) < 9:
+            got = sock.recv(9 - len(head))
+            if not got:
+                return False
+            head += got
+    except TimeoutError:
+        return False
+    return head[3] == 0x04
 
 
 @contextlib.contextmanager

@@ -318,3 +318,24 @@ def test_parquet_pairs_on_ray_read_their_photos_in_the_workers(tmp_path):
         assert made.returncode == 0, made.stderr
     same(folders["local"], folders["ray"])
     assert len(list((folders["ray"] / "images").iterdir())) == 12
+
+
+def test_an_address_where_something_else_listens_is_one_line_and_quick(tmp_path):
+    """An HTTP server, not Ray's GCS, at --ray-address: Ray's client would wait for minutes."""
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    started = time.perf_counter()
+    try:
+        address = f"127.0.0.1:{server.server_address[1]}"
+        made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "x",
+                         "--executor", "ray", "--ray-address", address)
+    finally:
+        server.shutdown()
+    assert made.returncode == 1
+    assert made.stderr.splitlines()[-1].startswith(
+        f"Error: something listens at {address}, but it is not a Ray cluster")
+    assert time.perf_counter() - started < 30
