@@ -117,3 +117,28 @@ def test_a_fifo_where_an_image_should_be_is_refused_not_waited_on(demo, tmp_path
             assert done.returncode == 1 and "not a regular file" in done.stderr, done.stderr
     events = [json.loads(line) for line in (demo / "qa.jsonl").read_text().splitlines()]
     assert any(e["id"] == row["id"] and e["reason"] == "missing_image" for e in events)
+
+
+def test_a_duplicated_row_is_never_exported_or_swept_twice(demo, tmp_path):
+    lines = (demo / "manifest.jsonl").read_text().splitlines()
+    (demo / "manifest.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
+    item = json.loads(lines[0])["id"]
+    for command in (("export", demo, "--format", "jsonl", "--out", tmp_path / "j"),
+                    ("sweep", demo, "--scale", "0.5", "--out", tmp_path / "s")):
+        result = run(*command)
+        assert result.exit_code == 1, result.output
+        assert f"item {item!r} is recorded again (first at line 1)" in result.output
+    skipped = run("export", demo, "--format", "jsonl", "--out", tmp_path / "k",
+                  "--on-error", "skip")
+    assert skipped.exit_code == 0 and f"{len(lines)} item(s) exported" in skipped.output
+    exported = (tmp_path / "k" / "manifest.jsonl").read_text().splitlines()
+    assert len(exported) == len(lines)
+
+
+def test_the_jsonl_export_checks_image_hashes_like_every_format(demo, tmp_path):
+    row = json.loads((demo / "manifest.jsonl").read_text().splitlines()[0])
+    image = demo / row["images"][0]["path"]
+    image.write_bytes(image.read_bytes() + b"\0")
+    result = run("export", demo, "--format", "jsonl", "--out", tmp_path / "j")
+    assert result.exit_code == 1 and "has changed since the run (sha256 differs)" in \
+        result.output, result.output
