@@ -369,8 +369,9 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
                 left.discard(item.id)
         selection.ids = None
         if folder.shards_removed:
-            note = (f"{execution.out / 'shards'}: removed {folder.shards_removed} shard(s) torn "
-                    "or never recorded in the manifest; their items are made again")
+            note = (f"{execution.out / 'shards'}: removed {folder.shards_removed} shard(s) torn, "
+                    "changed since, or never recorded in the manifest, from the first such on; "
+                    "their items are made again")
             log(note)
             summary.notes.append(note)
         if repaired:

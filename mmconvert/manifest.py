@@ -139,6 +139,16 @@ class JsonlLog:
         return [row.get("id") if isinstance(row, dict) else None
                 for _, row in self._numbered()]
 
+    def lines(self) -> Iterator[bytes]:
+        """The non-blank lines, as bytes, a line at a time (after ``ids`` or ``read``, which
+        cut a torn last line)."""
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as handle:
+            for line in handle:
+                if line.strip():
+                    yield line
+
     def _numbered(self) -> Iterator[tuple[int, Any]]:
         """(line number, row) of every complete row, parsed a line at a time, after a torn
         last line (from a kill) is cut from the file."""

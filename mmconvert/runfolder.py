@@ -44,6 +44,7 @@ from .shards import (
     read_stored,
 )
 from .shards import check as check_shards
+from .shards import reader as shard_reader
 
 DEDUP = "dedup.json"
 LOCK = ".mmconvert.lock"
@@ -154,7 +155,11 @@ def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
     data = read_run_file(root, entry.get("path"), where=where, field=field, **context)
     if (hashed or entry.get("sha256")) and \
             hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-        raise ItemError(f"{path} has changed since the run (sha256 differs)", where=where,
+        where_held = str(path)
+        if not path.exists() and is_sharded(root):  # it came out of a shard: name the shard
+            holder = shard_reader(root).holder(str(entry.get("path")))
+            where_held = f"{entry.get('path')} in {holder or root / SHARDS}"
+        raise ItemError(f"{where_held} has changed since the run (sha256 differs)", where=where,
                         field=field, **context)
     return data
 
@@ -373,7 +378,7 @@ class RunFolder:
             # first, so that a pack task a killed attempt left running puts no shard in place
             # (``shards.pack``) once the shards are checked
             self._clear_spools()
-            whole, self.shards_removed = check_shards(self.path, ids)
+            whole, self.shards_removed = check_shards(self.path, ids, self.manifest.lines)
             if whole < len(ids):
                 self.manifest.rewrite(self.manifest.read()[:whole])
                 ids = ids[:whole]

@@ -13,8 +13,9 @@ row group, is synced and renamed into place, and only then are its rows appended
 manifest. So a manifest row always has its shard, and a shard is always whole: a kill loses the
 rows of the shard being written, which a resumed run makes again (the same bytes, so the same
 shards). ``check`` finds, on resume, a shard that does not hold the manifest's next rows (torn,
-or written just before a kill and never recorded): it and every later shard are removed, with
-their rows, and made again.
+written just before a kill and never recorded, or changed since: each row is compared with its
+manifest line and each file's bytes with the row's sha256): it and every later shard are
+removed, with their rows, and made again.
 
 On a cluster (``--executor ray``) the workers write an item's files into the spool of the
 run's attempt (``shards/.spool/<attempt>``) where they run, and only rows reach the driver; a
@@ -33,7 +34,7 @@ import re
 import threading
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -286,15 +287,56 @@ def shard_ids(path: Path) -> list[str] | None:
         return None
 
 
-def check(root: Path, ids: list[Any]) -> tuple[int, int]:
-    """Keep the shards that hold the manifest's rows (``ids``, in order) from the first;
-    remove the first one that does not (torn, or never recorded) and every one after it.
-    Returns (manifest rows the kept shards hold, shards removed)."""
+def holds(path: Path, lines: list[bytes]) -> bool:
+    """Whether the shard at ``path`` is whole and holds exactly the manifest ``lines`` (its
+    rows' own lines, in order) with the bytes their rows' sha256 name: a shard that was torn,
+    never recorded, or changed since (an image's bytes, a row edited in the shard or in the
+    manifest) does not."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    try:
+        shard = pq.ParquetFile(path)
+        if shard.metadata.num_rows != len(lines) or not lines:
+            return False
+        pending = iter(lines)
+        for group in range(shard.num_row_groups):
+            for record in shard.read_row_group(group).to_pylist():
+                line = next(pending)
+                if record["row"].encode("utf-8") != line.rstrip(b"\n"):
+                    return False
+                row = json.loads(line)
+                recorded = {entry["path"]: entry.get("sha256") for entry in row["images"]}
+                for key in ("layout", "original"):
+                    if isinstance(row.get(key), dict):
+                        recorded[row[key]["path"]] = row[key].get("sha256")
+                stored = (record["images"] or []) + (record["files"] or [])
+                if {e["path"] for e in record["images"] or []} != {
+                        e["path"] for e in row["images"]}:
+                    return False
+                for entry in stored:
+                    want = recorded.get(entry["path"])
+                    if want and hashlib.sha256(entry["bytes"]).hexdigest() != want:
+                        return False
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False  # torn, or not a shard of ours (pyarrow's errors are ValueErrors)
+    return True
+
+
+def check(root: Path, ids: list[Any], lines: Callable[[], Iterator[bytes]]) -> tuple[int, int]:
+    """Keep the shards that hold the manifest's rows (``ids``, in order, and ``lines()``, the
+    manifest's lines) from the first, checked row by row and byte by byte (``holds``); remove
+    the first one that does not and every one after it. Returns (manifest rows the kept
+    shards hold, shards removed)."""
     position, removed = 0, 0
     files = shard_files(root)
+    manifest = lines()
     for index, path in enumerate(files):
         held = shard_ids(path) if path.name == Path(shard_name(index)).name else None
-        if held is None or not held or held != ids[position:position + len(held)]:
+        whole = bool(held) and held == ids[position:position + len(held)] and holds(
+            path, [next(manifest) for _ in held])
+        if not whole:
             for later in files[index:]:
                 later.unlink(missing_ok=True)
                 removed += 1
@@ -343,6 +385,14 @@ class ShardReader:
                     self._index[entry["path"]] = (path, number)
             self._starts[path] = row_group_starts(shard.metadata)
             self._seen[path] = size
+
+    def holder(self, rel: str) -> Path | None:
+        """The shard that holds ``rel``, or None."""
+        with self._lock:
+            if rel not in self._index:
+                self._refresh()
+            found = self._index.get(rel)
+            return found[0] if found else None
 
     def read(self, rel: str) -> bytes | None:
         """The bytes of ``rel``, or None when no shard holds it."""

@@ -242,7 +242,8 @@ def test_a_stopped_run_keeps_the_shards_packed_in_order_and_resume_drops_the_res
         spooled_run(plain, out, submit)
     rows = JsonlLog(out / "manifest.jsonl").read()
     assert packed == [0, 2] and len(rows) == 4  # shard 0's rows only
-    assert shards.check(out, [r["id"] for r in rows]) == (4, 1)  # shard 2 goes on resume
+    manifest = JsonlLog(out / "manifest.jsonl")
+    assert shards.check(out, [r["id"] for r in rows], manifest.lines) == (4, 1)  # shard 2 goes
     assert [p.name for p in shard_files(out)] == ["shard-000000.parquet"]
     assert shard_bytes(out)["shard-000000.parquet"] == \
         shard_bytes(sharded)["shard-000000.parquet"]
@@ -369,3 +370,58 @@ def test_a_torn_shard_is_one_line_for_a_reader_and_the_other_shards_still_read(b
     assert len(line.splitlines()) == 1 and "line 5" in line and "shard-000001.parquet" in line
     result = run("export", out, "--format", "hf", "--out", tmp_path / "hf", "--on-error", "skip")
     assert result.exit_code == 0 and "10 item(s) exported" in result.output
+
+
+def rewrite_shard(path: Path, change) -> None:
+    """The shard at ``path`` with ``change(records)`` applied to its rows, written whole."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mmconvert.shards import _schema
+
+    records = pq.ParquetFile(path).read().to_pylist()
+    change(records)
+    pq.write_table(pa.Table.from_pylist(records, schema=_schema()), path)
+
+
+@pytest.mark.parametrize("damage", ["image bytes", "shard row", "manifest sha256",
+                                    "manifest answer"])
+def test_resume_redoes_a_whole_shard_whose_rows_or_bytes_differ(both, tmp_path, damage):
+    """A shard that parses but no longer matches the manifest (an image's bytes, its row, or
+    the manifest's sha256 or answer edited) is made again on resume, with every later one."""
+    import shutil
+
+    _, sharded = both
+    out = tmp_path / "run"
+    shutil.copytree(sharded, out)
+    second = shard_files(out)[1]
+    manifest = out / "manifest.jsonl"
+    lines = manifest.read_text().split("\n")[:-1]  # (a row may hold U+2028)
+    if damage == "image bytes":
+        def change(records):
+            image = records[0]["images"][0]
+            image["bytes"] = image["bytes"] + b"\0"
+        rewrite_shard(second, change)
+    elif damage == "shard row":
+        def change(records):
+            records[1]["row"] = records[1]["row"].replace('"answer": "', '"answer": "Z')
+        rewrite_shard(second, change)
+    else:
+        row = json.loads(lines[5])
+        if damage == "manifest sha256":
+            row["images"][0]["sha256"] = "0" * 64
+        else:
+            row["answer"] = "D" if row["answer"] != "D" else "C"
+        lines[5] = json.dumps(row, ensure_ascii=False, separators=(", ", ": "))
+        manifest.write_text("\n".join(lines) + "\n")
+    if damage in ("image bytes", "manifest sha256"):  # a reader names the shard, not a file
+        result = run("export", out, "--format", "jsonl", "--out", tmp_path / "j")
+        assert result.exit_code == 1 and "shard-000001.parquet" in result.output, result.output
+    log = []
+    summary = mmconvert.convert({**CONFIG, "store": "shards", "shard_rows": 4}, out=out,
+                                log=log.append)
+    assert summary.already_done == 4 and summary.rendered == len(lines) - 4
+    removed = len(shard_files(sharded)) - 1
+    assert any(f"removed {removed} shard(s) torn, changed" in line for line in log), log
+    assert shard_bytes(out) == shard_bytes(sharded)
+    assert manifest.read_bytes() == (sharded / "manifest.jsonl").read_bytes()
