@@ -221,6 +221,9 @@ def test_a_huge_png_photo_is_reduced_right_after_decoding(tmp_path):
     (b"pgae: {ppi: 72}\n", "pgae: Extra inputs are not permitted; did you mean 'page'?"),
     (b"page: {ppii: 72}\n", "page.ppii: Extra inputs are not permitted (got 72); did you "
                             "mean 'ppi'?"),
+    (b"page: {page_width: 1.2, margin: 0.7}\n",
+     "page: a 1.2 x 11.69 in page with 0.7 in margins leaves 0.0 x 740.9 pt for text, too "
+     "little for 12 pt type"),
 ])
 def test_hostile_yaml_configs_are_one_line_naming_the_file(tmp_path, content, message):
     config = tmp_path / "c.yaml"

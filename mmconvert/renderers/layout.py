@@ -208,6 +208,14 @@ class LineBreaker:
                 line, left, x, pending, wrapped = Line(), rest_left, rest_left, [], True
                 queue.append(piece)
                 continue
+            if pending and start + self.split_long(piece, 0.0)[0].width > self.width + _EPS:
+                # tabs or spaces that leave no room for even one cluster on an empty line end
+                # it (as spaces at a wrap, undrawn): the word starts the next line, never
+                # past the margin
+                lines.append(line)
+                line, left, x, pending, wrapped = Line(), rest_left, rest_left, [], True
+                queue.append(piece)
+                continue
             # an empty line and still too long: break inside the token
             x = self._commit(line, pending, x, left)
             pending = []

@@ -73,6 +73,23 @@ class PageOptions(BaseModel):
         "none", description="where a wrapped option line starts: at the margin (ReadBench) or "
                             "under the option's text")
 
+    @model_validator(mode="after")
+    def _room_for_text(self) -> PageOptions:
+        """A page whose margins leave less than two ems across, or less than a line's pitch
+        down, has no room for text (it drew blank pages, or text past the margin)."""
+        inch = POINTS_PER_INCH
+        across = (self.page_width - 2 * self.margin) * inch
+        down = (self.page_height - 2 * self.margin) * inch
+        pitch = self.line_pitch or self.line_spacing * 1.2 * self.font_size
+        if across < 2 * self.font_size or down < pitch:
+            raise ValueError(
+                f"a {self.page_width:g} x {self.page_height:g} in page with {self.margin:g} in "
+                f"margins leaves {max(across, 0):.1f} x {max(down, 0):.1f} pt for text, too "
+                f"little for {self.font_size:g} pt type (at least {2 * self.font_size:g} pt "
+                f"across and a line, {pitch:.1f} pt, down): widen the page or narrow the "
+                "margins")
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _not_version_1(cls, data: Any) -> Any:

@@ -28,6 +28,9 @@ HARD_CASES = {
     "cjk_extension_a_and_radicals": "CMMLU writes ⼀ (U+2F00) for 一 and history has 䜣 (U+4723);"
                                     " ⾏ ⻌ 㐀 䶵 〇 ㈠ ㍻ 﨎",
     "nfd": "Cafe\u0301 re\u0301sume\u0301 na\u0131\u0308ve A\u030a",
+    # tabs that run past the line's end: the next word starts the next line, not past the edge
+    "leading_tabs": "\t" * 60 + "Hello world, the text after many tabs." * 2 + "\t" * 40 + "end",
+    "leading_tabs_shaped": "\t" * 60 + "नमस्ते दुनिया, यह बहुत सारे टैब के बाद का पाठ है।",
 }
 
 
