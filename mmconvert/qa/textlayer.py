@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..renderers.fonts import SILENT
 from ..renderers.layout import normalise
 
+REPLACEMENT = "\ufffd"
 # what get_text() may give back for a character we drew
 _READ_BACK = {"\u00a0": " ", "\u2007": " ", "\u202f": " "}
 
@@ -35,10 +36,16 @@ class TextLayerReport:
     shared_glyphs: Counter = field(default_factory=Counter)
     tofu: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+    # where the characters read back leave the source's order: (position, source, read back)
+    out_of_order: tuple[int, str, str] | None = None
+    # tabs in the source, tabs read back: a tab is in the text layer where it stands, except
+    # at the end of a line, where it is dropped as a space at a wrap is
+    tabs: tuple[int, int] = (0, 0)
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.tofu or self.outside)
+        return not (self.missing or self.extra or self.tofu or self.outside
+                    or self.out_of_order or self.tabs[1] > self.tabs[0])
 
     def summary(self) -> str:
         parts = []
@@ -50,6 +57,11 @@ class TextLayerReport:
             parts.append(f"{len(self.tofu)} tofu glyph(s)")
         if self.outside:
             parts.append(f"{len(self.outside)} glyph(s) past the margin")
+        if self.out_of_order:
+            at, want, got = self.out_of_order
+            parts.append(f"out of order from character {at}: {want!r} read back as {got!r}")
+        if self.tabs[1] > self.tabs[0]:
+            parts.append(f"{self.tabs[0]} tab(s) in the source, {self.tabs[1]} read back")
         return "; ".join(parts) or "ok"
 
 
@@ -62,6 +74,10 @@ def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str =
     want = visible_characters(expected_text) + visible_characters(labels)
     report.expected = sum(want.values())
     got: Counter = Counter()
+    read: list[str] = []  # the visible characters read back, in order
+    tabs = 0
+    # U+FFFD drawn (the glyph trace has it), which get_text() gives as the glyph's id
+    fallback: Counter = Counter()
     with pymupdf.open(stream=pdf, filetype="pdf") as doc:
         for page in doc:
             right = page.rect.width - margin_pt + tolerance
@@ -73,11 +89,15 @@ def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str =
             flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_MEDIABOX_CLIP
             for char in page.get_text("text", flags=flags, clip=pymupdf.INFINITE_RECT()):
                 char = _READ_BACK.get(char, char)
+                tabs += char == "\t"
                 if _seen(char):
                     got[char] += 1
+                    read.append(char)
             # the glyphs: none is glyph 0 (tofu), none lies past the margins
             for span in page.get_texttrace():
                 for code, glyph, (x, y), bbox in span["chars"]:
+                    if chr(code) == REPLACEMENT:
+                        fallback[chr(glyph)] += 1
                     if glyph == 0:
                         report.tofu.append(chr(code))
                     if (x < margin_pt - tolerance or y > bottom
@@ -86,7 +106,37 @@ def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str =
     report.missing = want - got
     report.extra = got - want
     _pair_shared_glyphs(report)
+    _pair_replacement(report, fallback)
+    report.tabs = (normalise(expected_text).count("\t"), tabs)
+    if not (report.missing or report.extra):
+        order = [c for c in normalise(labels + expected_text) if _seen(c)] if labels else \
+            [c for c in normalise(expected_text) if _seen(c)]
+        report.out_of_order = _first_difference(order, read) if not labels else None
     return report
+
+
+def _first_difference(want: list[str], got: list[str]) -> tuple[int, str, str] | None:
+    """Where ``got`` leaves the order of ``want`` (characters a shared glyph or U+FFFD
+    read back as another are taken as read), or None."""
+    for at, (a, b) in enumerate(zip(want, got, strict=False)):
+        if a != b and unicodedata.normalize("NFKC", a) != unicodedata.normalize("NFKC", b) \
+                and a != REPLACEMENT:
+            return at, "".join(want[at:at + 8]), "".join(got[at:at + 8])
+    return None
+
+
+def _pair_replacement(report: TextLayerReport, fallback: Counter) -> None:
+    """U+FFFD is in the text layer (ToUnicode and ActualText, and MuPDF's glyph trace reads
+    it), but MuPDF's text extraction takes U+FFFD for "no mapping" and gives the glyph's id
+    instead: that read-back of a glyph the trace names U+FFFD is the replacement character."""
+    for other, count in fallback.items():
+        n = min(report.missing.get(REPLACEMENT, 0), report.extra.get(other, 0), count)
+        if n:
+            report.missing[REPLACEMENT] -= n
+            report.extra[other] -= n
+            report.shared_glyphs[(REPLACEMENT, other)] += n
+    report.missing += Counter()
+    report.extra += Counter()
 
 
 def _pair_shared_glyphs(report: TextLayerReport) -> None:

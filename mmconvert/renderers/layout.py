@@ -235,9 +235,12 @@ class LineBreaker:
 
     def _commit(self, line: Line, pending: list[Piece], x: float, left: float) -> float:
         for gap in pending:
-            if gap.kind == "space":
-                self._place(line, gap.text, x)
+            start = x
             x = self._after_gap(gap, x, left)
+            if gap.kind == "space":
+                self._place(line, gap.text, start)
+            else:  # a tab: nothing drawn, but a run of its own, so the text layer holds it
+                line.runs.append(Run(start, gap.text, self.chain.glyph(" ")[0], x, glyphs=[]))
         return x
 
     def _place_piece(self, line: Line, piece: Piece, x: float) -> None:
@@ -251,7 +254,8 @@ class LineBreaker:
                 continue
             font, adv = self.chain.glyph(char)
             last = line.runs[-1] if line.runs else None
-            if last is not None and last.font == font and abs(last.end - x) < _EPS:
+            if last is not None and last.font == font and abs(last.end - x) < _EPS and \
+                    last.glyphs is None:
                 last.text += char
                 last.end += adv * self.size
             else:

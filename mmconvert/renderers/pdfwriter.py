@@ -22,6 +22,7 @@ from .fonts import SILENT, FontChain
 from .shaping import glyph_clusters
 
 _COMPRESSION = 6
+REPLACEMENT = "\ufffd"
 
 
 @dataclass
@@ -73,15 +74,21 @@ class _Font:
         gid = self.chain.glyph_id(self.index, char)
         self.gids.add(gid)
         known = self.unicode.setdefault(gid, char)
-        return gid, known != char
+        # U+FFFD in a ToUnicode map reads as "unknown": readers fall back to the glyph's own
+        # name (MuPDF gave U+023C); an ActualText gives it back
+        return gid, known != char or char == REPLACEMENT
 
 
 def _ink_first(text: str) -> str:
     """``text`` with the characters that draw nothing (bidi marks, joiners, variation
-    selectors) moved after the others: a reader matches an ActualText's first and last
-    characters against its glyphs', and an invisible one in front (a left-to-right mark
-    before a letter) makes it drop the letter."""
-    return "".join(c for c in text if c not in SILENT) + "".join(c for c in text if c in SILENT)
+    selectors) at its start moved after its first drawn character: a reader matches an
+    ActualText's first and last characters against its glyphs', and an invisible one in front
+    (a left-to-right mark before a letter) makes it drop the letter. Any other stays where it
+    is, so a keycap (1 U+FE0F U+20E3) reads back in its own order."""
+    lead = len(text) - len(text.lstrip("".join(SILENT)))
+    if not lead or lead == len(text):
+        return text
+    return text[lead] + text[:lead] + text[lead + 1:]
 
 
 def _hex(text: str) -> bytes:
@@ -140,6 +147,14 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
                                                                  b"".join(glyphs)))
                 continue
             if not run.glyphs:
+                if "\t" in run.text:
+                    # a tab: a space glyph stretched to the tab stop (no ink, no gap that a
+                    # reader would take for a new line) that reads back as the tab
+                    select(run.font)
+                    gid, _ = font.plain_glyph(" ")
+                    stretch = (run.end - run.x) / max(chain.glyph(" ")[1] * size, 1e-6)
+                    out.append(_actual(run.text) + b"%s 0 0 1 %s %s Tm\n[<%04X>]TJ\nEMC\n" % (
+                        _num(stretch), _num(x), _num(y), gid))
                 continue
             select(run.font)
             shares: list[str] = []

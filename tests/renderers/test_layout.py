@@ -73,8 +73,11 @@ def test_hanging_indent(breaker):
 
 def test_tabs_advance_to_half_inch_stops(breaker):
     lines = breaker.lines(Block("a\tb\tc"))
-    xs = [r.x for r in lines[0].runs]
-    assert xs[1] == pytest.approx(36.0) and xs[2] == pytest.approx(72.0)
+    runs = lines[0].runs
+    assert [r.text for r in runs] == ["a", "\t", "b", "\t", "c"]
+    # a tab is a run of its own, drawn with no glyph, from where it stands to its stop
+    assert runs[1].glyphs == [] and runs[1].end == pytest.approx(36.0)
+    assert runs[2].x == pytest.approx(36.0) and runs[4].x == pytest.approx(72.0)
 
 
 def test_hard_newlines_and_blank_lines(breaker):

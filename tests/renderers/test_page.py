@@ -97,6 +97,29 @@ def test_every_character_is_in_the_text_layer_with_a_real_glyph(renderer, case):
     assert report.ok, report.summary()
 
 
+@pytest.mark.parametrize("text", ["col1\tcol2\tcol3\nx\ty\tz", "x \ufffd y",
+                                  "key 1\ufe0f\u20e3 then 2\ufe0f\u20e3 end"])
+def test_the_text_layer_gives_tabs_replacement_marks_and_keycaps_back_in_order(renderer, text):
+    """A tab is a stretched, undrawn space that reads back as the tab; U+FFFD is mapped to
+    itself (MuPDF reads it as 'unknown' and gives the glyph id, which the check knows); a
+    keycap's characters keep their order."""
+    import pymupdf
+
+    result = renderer.render(make_item(context=text), "context", want_pdf=True)
+    report = check_pdf(result.pdf, text, renderer.margin_pt)
+    assert report.ok, report.summary()
+    with pymupdf.open(stream=result.pdf, filetype="pdf") as doc:
+        read = doc[0].get_text().rstrip("\n")
+    if "\ufffd" not in text:
+        assert read == text
+
+
+def test_the_text_layer_check_catches_characters_out_of_order(renderer):
+    result = renderer.render(make_item(context="abc def"), "context", want_pdf=True)
+    report = check_pdf(result.pdf, "acb def", renderer.margin_pt)
+    assert not report.ok and report.out_of_order[0] == 1, report.summary()
+
+
 def test_options_render_with_letters_and_question_stays_text(renderer):
     item = make_item(question="Which?", options=["alpha", "beta"])
     result = renderer.render(item, "options", want_pdf=True)
