@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from .corpora.dedup import DedupOptions
 from .errors import UsageError
+from .options import OPTIONS
 from .renderers.generate import GenerateOptions
 from .renderers.occlude import OccludeOptions
 from .renderers.page import PageOptions
@@ -28,7 +29,7 @@ class Selection(BaseModel):
     """Which items: corpus, rows, filters, dedup, sample. Every command that reads a corpus
     takes these."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     corpus: str = Field(description="a registered corpus name or a local file")
     source: Path | None = Field(None, description="local copy of the corpus (file or folder)")
@@ -118,7 +119,7 @@ def show_progress(flag: bool | None) -> bool:
 class ExecutionOptions(BaseModel):
     """How a run is carried out; none of it changes the output."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     out: Path
     workers: int = Field(1, ge=0, description="processes; 0 = one per core")
@@ -130,7 +131,7 @@ class ApiOptions(BaseModel):
     """How ``generate`` reaches the APIs and what it may spend; none of it changes what is
     asked, so none of it is part of the run's identity (run.json records it apart)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     image_base_url: str | None = Field(None, description="default: OPENAI_BASE_URL, else "
                                                          "api.openai.com")

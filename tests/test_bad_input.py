@@ -238,7 +238,11 @@ def test_hostile_yaml_configs_are_one_line_naming_the_file(tmp_path, content, me
      "--ppi: 10 is not a PPI over 10 and at most 1200 (got 10.0)"),
     (("sweep", "RUN", "--ppi", "10"), "--ppi: 10 is not a PPI over 10 and at most 1200 "
                                       "(got 10.0)"),
-    (("sweep", "RUN", "--ppi", "nan"), "--ppi: nan is not a PPI over 10 and at most 1200"),
+    (("sweep", "RUN", "--ppi", "nan"), "--ppi: Input should be a finite number (got nan)"),
+    (("sweep", "RUN", "--rotate", "nan"), "--rotate: Input should be a finite number"),
+    (("sweep", "RUN", "--rotate", "inf"), "--rotate: Input should be a finite number"),
+    (("transform", "RUN", "--apply", "rotate:nan"),
+     "--apply rotate:nan: degrees: Input should be a finite number"),
     (("render", "mmlu-redux", "--source", SAMPLE, "--limit", str(2 ** 70)),
      "--limit: Input should be less than or equal to 9223372036854775807"),
     (("render", "mmlu-redux", "--source", SAMPLE, "--sample", str(2 ** 70)),

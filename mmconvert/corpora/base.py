@@ -11,10 +11,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import ItemError, SourceError, UsageError
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
+from ..options import OPTIONS
 from ..seeds import rng
 from .sources import (
     Row,
@@ -64,7 +65,7 @@ class CorpusOptions(BaseModel):
     """Options that only some corpora take. Each corpus names its own model (a subclass);
     ``extra="forbid"`` makes an option that does not apply a one-line error."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
 
 # the Selection fields that are corpus options, and their flags

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ..errors import UsageError
 from ..items import Item
+from ..options import OPTIONS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,7 +35,7 @@ DedupField = Literal["context", "question", "options", "all"]
 class DedupOptions(BaseModel):
     """``--dedup`` and the ``dedup`` command."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     model: str = Field("BAAI/bge-m3", description="sentence-transformers name or local path")
     threshold: float = Field(0.85, gt=0, le=1, description="cosine at or above: a duplicate")

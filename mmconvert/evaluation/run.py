@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ..errors import MMConvertError, SourceError, UsageError
 from ..executors import local_executor
 from ..manifest import JsonlLog, write_json
+from ..options import OPTIONS
 from ..renderers import renderer_class
 from ..runfolder import LOCK, locked, open_run, read_recorded
 from .scoring import (
@@ -50,7 +51,7 @@ class EvalOptions(BaseModel):
     """What ``mmconvert eval`` asks and how; ``api_key_env`` names the variable the key is
     read from, the key itself is never stored."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     model: str = Field(description="the model name the endpoint serves")
     base_url: str = Field("https://api.openai.com/v1", description="OpenAI-compatible endpoint",

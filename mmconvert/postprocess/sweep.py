@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..manifest import MANIFEST, RUN_INFO, write_json
+from ..options import OPTIONS
 from ..renderers import renderer_class, row_renderer
 from ..renderers.page import PPI
 from ..rows import SCHEMA
@@ -51,7 +52,7 @@ class SweepOptions(BaseModel):
     are the CLI's own flags (``--scale``, ``--rotate``, ``--jpeg-quality``), and ``vary``
     takes any transform by name (``vary: {blur: [0.5, 1, 2]}``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     ppi: list[PPI] = Field(default_factory=list, description="page runs: PPIs to re-draw at")
     scale: list[float] = Field(default_factory=list, description="factors to resize images by")

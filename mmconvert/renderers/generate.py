@@ -14,11 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from ..api.errors import ApiMalformed
 from ..errors import ItemError
 from ..items import Item
+from ..options import OPTIONS
 from ..prompts import Prompts, format_options
 from ..rows import GeneratedRow
 from ..seeds import rng
@@ -46,7 +47,7 @@ def count_tokens(text: str) -> int:
 class GenerateOptions(BaseModel):
     """Everything that decides what is asked of the APIs."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     image_model: str = Field("gpt-image-1", description="image-generation model")
     chat_model: str = Field("gpt-4o-mini", description="chat model for layout and depiction")

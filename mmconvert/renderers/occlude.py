@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from ..errors import ItemError, ItemFiltered, UsageError
 from ..items import Item, StoredImage, base_language
+from ..options import OPTIONS
 from ..rows import OcclusionRow
 from ..seeds import rng
 from .base import Renderer
@@ -56,7 +57,7 @@ HIDDEN_WIDTHS = (600, 1000)
 class OccludeOptions(BaseModel):
     """Everything that decides what an occluded item looks like."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     style: Literal["standard", "hidden"] = Field(
         "standard", description="standard: caption below, fixed width and font; hidden: the "

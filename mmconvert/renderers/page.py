@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
+from ..options import OPTIONS
 from ..rows import PageRow
 from .base import Renderer, item_from_row
 from .drawing import color_params, fill_black, mupdf, set_png_ppi, show_runs
@@ -46,7 +47,7 @@ PPI = Annotated[float, AfterValidator(_ppi)]
 class PageOptions(BaseModel):
     """Everything that decides what a page image looks like."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
     ppi: PPI = Field(92.9, description="pixels per inch of the PNG pages")
     font_size: float = Field(12.0, gt=2, le=72, description="type size in points")

@@ -12,11 +12,13 @@ from __future__ import annotations
 import random
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
+
+from ...options import OPTIONS
 
 
 class TransformOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = OPTIONS
 
 
 class Transform:
