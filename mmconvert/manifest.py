@@ -61,12 +61,27 @@ def open_for_append(path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     no_link(path.parent)
     try:
-        return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                       | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     FILE_MODE)
     except OSError as err:
         if err.errno == errno.ELOOP:
             no_link(path)
         raise
+    no_hard_link(fd, path)
+    return fd
+
+
+def no_hard_link(fd: int, path: Path) -> None:
+    """Refuse (closing ``fd``) a file that has other names: writing into it in place would
+    change a file elsewhere that shares its data (a hard link)."""
+    links = os.fstat(fd).st_nlink
+    if links > 1:
+        os.close(fd)
+        from .errors import RunFolderError
+
+        raise RunFolderError(f"{path} has {links} names (a hard link to a file elsewhere); "
+                             "mmconvert writes into no file in place that another name "
+                             "shares: remove it, or choose another folder")
 
 
 def json_bytes(data: Any, indent: int = 2) -> bytes:

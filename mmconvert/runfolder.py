@@ -29,6 +29,7 @@ from .manifest import (
     JsonlLog,
     atomic_write,
     json_bytes,
+    no_hard_link,
     no_link,
     no_links_in,
     sync,
@@ -243,6 +244,7 @@ def locked(path: Path, what: Path) -> Iterator[None]:
             if err.errno == errno.ELOOP:
                 no_link(path)
             raise
+        no_hard_link(fd, path)  # the lock's note is written into it
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -142,3 +142,17 @@ def test_the_jsonl_export_checks_image_hashes_like_every_format(demo, tmp_path):
     result = run("export", demo, "--format", "jsonl", "--out", tmp_path / "j")
     assert result.exit_code == 1 and "has changed since the run (sha256 differs)" in \
         result.output, result.output
+
+
+@pytest.mark.parametrize("name", ["manifest.jsonl", "qa.jsonl", ".mmconvert.lock"])
+def test_no_file_is_written_in_place_through_a_hard_link(demo, victim, name):
+    path = demo / name
+    if path.exists():
+        path.unlink()
+    os.link(victim / "precious.txt", path)
+    command = {"qa.jsonl": ("qa", "check", demo, "--checks", "image", "--no-progress")}.get(
+        name, ("render", "mmlu-redux", "--source", SAMPLE, "--out", demo))
+    result = run(*command)
+    assert result.exit_code == 1 and "a hard link to a file elsewhere" in result.output, \
+        result.output
+    assert untouched(victim)

@@ -266,7 +266,9 @@ class Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send JSON")
             return
         text = self.headers.get("Content-Length") or "0"
-        if not text.isdigit():  # "abc", "-1" (which would read to the end, past the cap)
+        # ASCII digits, few of them: not "abc", "-1" (which would read to the end, past the
+        # cap), "²" (a digit to isdigit(), not to int()) or 5,000 digits (past int()'s limit)
+        if not (text.isascii() and text.isdigit() and len(text) <= 18):
             self._error(HTTPStatus.BAD_REQUEST, "Content-Length must be a whole number")
             self.close_connection = True
             return

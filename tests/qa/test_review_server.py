@@ -235,7 +235,7 @@ def test_hostile_requests_get_a_4xx_and_the_server_goes_on(folder, serve, capsys
     status, payload = s.request("POST", "/api/verdict", deep)
     assert status in (400, 413), payload
     host = f"127.0.0.1:{s.port}".encode()
-    for length in (b"abc", b"-1"):
+    for length in (b"abc", b"-1", "²".encode(), b"9" * 5000):
         answer = raw(s.port, b"POST /api/verdict HTTP/1.1\r\nHost: " + host
                      + b"\r\nContent-Type: application/json\r\nContent-Length: " + length
                      + b"\r\nConnection: close\r\n\r\n" + b"x" * 100)
