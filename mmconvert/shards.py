@@ -277,13 +277,25 @@ class ShardWriter:
         self._packing.clear()
 
 
-def shard_ids(path: Path) -> list[str] | None:
-    """The ids a shard holds, in order, or None when it cannot be read (torn)."""
+def open_shard(path: Path):
+    """The shard at ``path`` as a ``pyarrow.parquet.ParquetFile``; a ValueError when it is not
+    one of ours (another file's schema) or cannot be read (torn; pyarrow's ArrowInvalid is a
+    ValueError too)."""
     import pyarrow.parquet as pq
 
+    shard = pq.ParquetFile(path)
+    names = set(shard.schema_arrow.names)
+    if not {"id", "row", "images", "files"} <= names:
+        raise ValueError(f"not an mmconvert shard (its columns: {', '.join(sorted(names))})")
+    return shard
+
+
+def shard_ids(path: Path) -> list[str] | None:
+    """The ids a shard holds, in order, or None when it cannot be read (torn, or another
+    file's)."""
     try:
-        return pq.ParquetFile(path).read(columns=["id"]).column("id").to_pylist()
-    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        return open_shard(path).read(columns=["id"]).column("id").to_pylist()
+    except (OSError, ValueError):
         return None
 
 
@@ -294,10 +306,8 @@ def holds(path: Path, lines: list[bytes]) -> bool:
     manifest) does not."""
     import hashlib
 
-    import pyarrow.parquet as pq
-
     try:
-        shard = pq.ParquetFile(path)
+        shard = open_shard(path)
         if shard.metadata.num_rows != len(lines) or not lines:
             return False
         pending = iter(lines)
@@ -359,7 +369,6 @@ class ShardReader:
         self.broken: dict[Path, str] = {}  # shards that could not be read, and why
 
     def _refresh(self) -> None:
-        import pyarrow.parquet as pq
 
         from .corpora.sources import row_group_starts
 
@@ -370,7 +379,7 @@ class ShardReader:
             for key in [k for k in self._groups if k[0] == path]:  # a shard made again
                 del self._groups[key]
             try:
-                shard = pq.ParquetFile(path)
+                shard = open_shard(path)
                 table = shard.read(columns=["images.list.element.path",
                                             "files.list.element.path"])
             except (OSError, ValueError) as err:  # torn: the others are still read

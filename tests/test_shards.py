@@ -425,3 +425,31 @@ def test_resume_redoes_a_whole_shard_whose_rows_or_bytes_differ(both, tmp_path, 
     assert any(f"removed {removed} shard(s) torn, changed" in line for line in log), log
     assert shard_bytes(out) == shard_bytes(sharded)
     assert manifest.read_bytes() == (sharded / "manifest.jsonl").read_bytes()
+
+
+def test_a_parquet_file_of_another_schema_in_shards_is_no_traceback(both, tmp_path):
+    """A file named like a shard that is not one: readers pass over it (naming it when a
+    file they need is in no shard), and a resumed run removes it."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _, sharded = both
+    out = tmp_path / "run"
+    shutil.copytree(sharded, out)
+    last = shard_files(out)[-1]
+    foreign = last.with_name(f"shard-{int(last.stem.split('-')[1]) + 1:06d}.parquet")
+    pq.write_table(pa.table({"a": [1, 2]}), foreign)
+    result = run("export", out, "--format", "jsonl", "--out", tmp_path / "j")
+    assert result.exit_code == 0, result.output
+    pq.write_table(pa.table({"a": [1, 2]}), shard_files(out)[0])  # one that is needed
+    import mmconvert.shards as shards
+
+    shards._READERS.clear()  # as a new process would read them
+    result = run("export", out, "--format", "jsonl", "--out", tmp_path / "k")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "shard-000000.parquet cannot be read (not an mmconvert shard" in result.output
+    log = []
+    mmconvert.convert({**CONFIG, "store": "shards", "shard_rows": 4}, out=out, log=log.append)
+    assert shard_bytes(out) == shard_bytes(sharded)
