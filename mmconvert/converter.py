@@ -349,7 +349,12 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
 
     with folder.lock():  # one run at a time per folder; nothing is written before this
         folder.check(config.identity(), execution.overwrite)  # again, under the lock
-        folder.create(execution.overwrite)
+        kept = folder.create(execution.overwrite)
+        if kept:
+            note = (f"{execution.out}: --overwrite left {len(kept)} file(s) no run recorded "
+                    f"(the first: {kept[0]}); a run deletes only its own files")
+            log(note)
+            summary.notes.append(note)
         if report.dedup is not None:
             write_json(execution.out / DEDUP, report.dedup, indent=1)
 

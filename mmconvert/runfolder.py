@@ -53,6 +53,17 @@ OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals",
          "layout", "stats", SHARDS)
 
 
+# files a run makes that no row records: its plots, its shards and their spool, and temporary
+# files of writes a kill interrupted
+_RUN_MADE = re.compile(r"^(stats/(images_per_item|words_per_image|image_sizes|vision_tokens)"
+                       r"\.png|shards/shard-\d{6}\.parquet|shards/\.spool/.+"
+                       r"|(.+/)?\.[^/]+\.tmp)$")
+
+
+def _made_by_a_run(rel: str) -> bool:
+    return bool(_RUN_MADE.match(rel))
+
+
 def identity_of(config: dict[str, Any]) -> dict[str, Any]:
     """A recorded config as a run identity: without ``on_error``, which decides how a run
     goes, not what it makes (run folders made before it left the identity recorded it)."""
@@ -328,25 +339,69 @@ class RunFolder:
         """One run at a time in this folder (``locked``)."""
         return locked(self.path / LOCK, self.path)
 
-    def create(self, overwrite: bool) -> None:
-        if overwrite:
-            self.clear()
+    def create(self, overwrite: bool) -> list[str]:
+        """Make the folder (with ``overwrite``, first clear what an earlier run wrote);
+        returns the files ``clear`` left because no run recorded them."""
+        kept = self.clear() if overwrite else []
         self.path.mkdir(parents=True, exist_ok=True)
         self.remove_partial_files()
+        return kept
 
     def remove_partial_files(self) -> None:
         """Temporary files of writes a kill interrupted (their targets were never replaced)."""
         for temp in self.path.rglob(".*.tmp"):
             temp.unlink(missing_ok=True)
 
-    def clear(self) -> None:
-        """Remove what an earlier run wrote (and nothing else)."""
+    def clear(self) -> list[str]:
+        """Remove what an earlier run wrote, and nothing else: its own files (manifest,
+        run.json, …), every file its rows record, its plots and shards, and the folders
+        that leaves empty. Returns the files left (run-relative): a file of the user's in
+        ``images/`` is not a run's to delete."""
+        recorded = self._recorded()
+        kept: list[str] = []
         for name in OWNED:
             target = self.path / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
+            if target.is_symlink() or not target.exists():
+                continue
+            if not target.is_dir():
                 target.unlink()
+                continue
+            for path in sorted(target.rglob("*"), reverse=True):  # files, then their folders
+                rel = path.relative_to(self.path).as_posix()
+                if path.is_dir() and not path.is_symlink():
+                    if not any(path.iterdir()):
+                        path.rmdir()
+                elif rel in recorded or _made_by_a_run(rel):
+                    path.unlink()
+                else:
+                    kept.append(rel)
+            if not any(target.iterdir()):
+                target.rmdir()
+        return sorted(kept)
+
+    def _recorded(self) -> set[str]:
+        """The run-relative paths the manifest's rows record (a line that does not parse
+        records nothing)."""
+        found: set[str] = set()
+        if not self.manifest.path.is_file():
+            return found
+        with open(self.manifest.path, "rb") as handle:
+            for raw in handle:
+                try:
+                    row = json.loads(raw)
+                except ValueError:
+                    continue
+                if not isinstance(row, dict):
+                    continue
+                for entry in row.get("images") or []:
+                    if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+                        found.add(entry["path"])
+                for key in ("layout", "original"):
+                    if isinstance(row.get(key), dict) and isinstance(row[key].get("path"), str):
+                        found.add(row[key]["path"])
+                if isinstance(row.get("pdf"), str):
+                    found.add(row["pdf"])
+        return found
 
     def write_info(self, info: dict[str, Any]) -> None:
         write_json(self.path / RUN_INFO, info)

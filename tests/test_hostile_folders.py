@@ -156,3 +156,20 @@ def test_no_file_is_written_in_place_through_a_hard_link(demo, victim, name):
     assert result.exit_code == 1 and "a hard link to a file elsewhere" in result.output, \
         result.output
     assert untouched(victim)
+
+
+def test_overwrite_deletes_only_what_a_run_wrote(demo):
+    (demo / "images" / "holiday.jpg").write_bytes(b"mine")
+    (demo / "stats").mkdir()
+    (demo / "stats" / "q3.csv").write_text("a,b")
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", demo, "--overwrite",
+                 "--ppi", "72")
+    assert result.exit_code == 0, result.output
+    assert "--overwrite left 2 file(s) no run recorded (the first: images/holiday.jpg)" in \
+        result.output
+    assert (demo / "images" / "holiday.jpg").read_bytes() == b"mine"
+    assert (demo / "stats" / "q3.csv").read_text() == "a,b"
+    rows = [json.loads(line) for line in (demo / "manifest.jsonl").read_text().splitlines()]
+    assert rows[0]["renderer"]["params"]["ppi"] == 72
+    assert sorted(p.name for p in (demo / "images").iterdir()) == sorted(
+        [r["images"][0]["path"].split("/")[-1] for r in rows] + ["holiday.jpg"])
