@@ -12,6 +12,7 @@ inspect task; the scorer is ``scoring``'s family rules. mmconvert reads the logs
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import urllib.error
@@ -291,7 +292,83 @@ def inspect_model(name: str, base_url: str):
     from inspect_ai.model import get_model
 
     return get_model(f"openai-api/{SERVICE.lower()}/{name}", base_url=base_url, memoize=False,
-                     max_retries=0)
+                     max_retries=0, http_client=capped_http_client(MAX_REPLY_BYTES))
+
+
+# the most of one reply that is read (and so kept, in inspect's cache and logs and in
+# responses.jsonl): a chat completion at any --max-tokens is far smaller; a server that sends
+# more (50 MB replies kept whole took 764 MB for 8) fails that request instead
+MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+
+def capped_http_client(cap: int):
+    """The HTTP client inspect's provider would make, its transports wrapped so that no reply
+    body past ``cap`` bytes is read."""
+    import httpx2
+    from openai import DefaultAsyncHttpxClient
+
+    try:  # inspect's own defaults (timeouts, limits, proxies), where this inspect has them
+        from inspect_ai._util.http_defaults_httpx2 import default_client_kwargs
+
+        kwargs = default_client_kwargs()
+    except ImportError:
+        kwargs = {}
+    kwargs["transport"] = _CappedTransport(kwargs.get("transport")
+                                           or httpx2.AsyncHTTPTransport(), cap)
+    kwargs["mounts"] = {key: None if mount is None else _CappedTransport(mount, cap)
+                        for key, mount in (kwargs.get("mounts") or {}).items()}
+    return DefaultAsyncHttpxClient(**kwargs)
+
+
+class ReplyTooLarge(Exception):
+    """A reply body past the cap: the request fails (and is retried as any failure is)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _capped_transport_class():
+    """A transport class over httpx2's (imported here: only ``eval`` needs it) that reads no
+    reply body past its ``cap``."""
+    import httpx2
+
+    class CappedStream(httpx2.AsyncByteStream):
+        def __init__(self, stream, cap: int):
+            self.stream, self.cap = stream, cap
+
+        async def __aiter__(self):
+            read = 0
+            async for chunk in self.stream:
+                read += len(chunk)
+                if read > self.cap:
+                    raise ReplyTooLarge(f"the reply is over {self.cap // (1024 * 1024)} MiB; "
+                                        "not read further")
+                yield chunk
+
+        async def aclose(self):
+            await self.stream.aclose()
+
+    class CappedTransport(httpx2.AsyncBaseTransport):
+        def __init__(self, inner, cap: int):
+            self.inner, self.cap = inner, cap
+
+        async def handle_async_request(self, request):
+            response = await self.inner.handle_async_request(request)
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.cap:
+                await response.aclose()
+                raise ReplyTooLarge(f"the reply declares {int(declared):,} bytes, over "
+                                    f"{self.cap // (1024 * 1024)} MiB; not read")
+            return httpx2.Response(response.status_code, headers=response.headers,
+                                   stream=CappedStream(response.stream, self.cap),
+                                   extensions=response.extensions, request=request)
+
+        async def aclose(self):
+            await self.inner.aclose()
+
+    return CappedTransport
+
+
+def _CappedTransport(inner, cap: int):  # noqa: N802 - a class made on first use
+    return _capped_transport_class()(inner, cap)
 
 
 def _generate_config(rows: list[dict[str, Any]], options: EvalOptions):

@@ -456,3 +456,24 @@ def test_a_request_that_never_answers_is_bounded_by_timeout(demo, tmp_path):
         fake.stop()
     assert time.monotonic() - started < 30
     assert result.exit_code == 1 and "failed" in result.output, result.output
+
+
+def test_a_huge_reply_is_not_kept(demo, tmp_path):
+    """A server that answers 6 MiB fails that request: nothing of it is kept, in
+    responses.jsonl, inspect's cache or its logs."""
+    first = rows(demo)[0]["text_prompt"]
+    fake = FakeOpenAI(answer=lambda body: ("x" * (6 << 20)) if text_of(body)[0] == first
+                      else "Answer: A", models=("reader",))
+    url = fake.start()
+    out = tmp_path / "ev"
+    try:
+        result = run("eval", demo, "--model", "reader", "--base-url", url, "--out", out,
+                     "--modality", "text", "--max-retries", 0)
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output
+    responses = JsonlLog(out / "responses.jsonl").read()
+    failed = [r for r in responses if r.get("error")]
+    assert len(failed) == 1 and "over 4 MiB" in failed[0]["error"], failed
+    kept = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert kept < 2 << 20, kept
