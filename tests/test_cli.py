@@ -106,7 +106,7 @@ def test_bad_option_values_are_one_line(tmp_path):
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "o",
                  "--ppi", "-3")
     assert result.exit_code == 2
-    assert result.output == "Error: --ppi: Input should be greater than 10 (got -3.0)\n"
+    assert result.output == "Error: --ppi: -3 is not a PPI over 10 and at most 1200 (got -3.0)\n"
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "o",
                  "--crop", "content", "--line-pitch", "0")
     assert result.output == "Error: --line-pitch: Input should be greater than 0 (got 0.0)\n"
@@ -132,7 +132,8 @@ def test_yaml_config_and_flag_override(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("pages: {}\n", encoding="utf-8")
     result = run("render", "mmlu-redux", "--config", bad, "--out", tmp_path / "x")
-    assert result.output == f"Error: --config {bad}: pages: Extra inputs are not permitted\n"
+    assert result.output == (f"Error: --config {bad}: pages: Extra inputs are not permitted; "
+                             "did you mean 'page'?\n")
 
 
 def test_list_shows_every_seed_corpus():
