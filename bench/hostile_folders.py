@@ -134,7 +134,8 @@ def attacks(run: Path, outside: Path):
     yield "symlink image file -> file outside", link(str(image.relative_to(run)),
                                                      outside / "precious.txt")
     yield "FIFO image file", fifo(image)
-    yield "FIFO qa.jsonl", fifo(run / "qa.jsonl")
+    for name in ("qa.jsonl", "manifest.jsonl", "run.json", "skipped.jsonl"):
+        yield f"FIFO {name}", fifo(run / name)
     yield "row image path ../", row_path("image", "../outside/precious.txt")
     yield "row layout path ../", row_path("layout", "../outside/precious.txt")
     yield "row pdf path absolute", row_path("pdf", str(outside / "precious.txt"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +56,27 @@ def no_links_in(folder: Path) -> None:
                         no_link(Path(sub.path))
 
 
+def open_regular(path: Path):
+    """``path`` opened for reading in binary, if it is a regular file: it is opened without
+    blocking, so a FIFO or a device where a run's file should be is one line at once instead
+    of a reader waiting for ever (FileNotFoundError passes through)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        from .errors import RunFolderError
+
+        raise RunFolderError(f"{path} is not a regular file (a FIFO, a device or a folder); "
+                             "mmconvert reads a run's files only from regular files")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (``open_regular``)."""
+    with open_regular(path) as handle:
+        return handle.read()
+
+
 def open_for_append(path: Path) -> int:
     """A descriptor of ``path`` (created if missing) for reading and appending, never
     through a symbolic link."""
@@ -67,6 +89,12 @@ def open_for_append(path: Path) -> int:
         if err.errno == errno.ELOOP:
             no_link(path)
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        from .errors import RunFolderError
+
+        raise RunFolderError(f"{path} is not a regular file (a FIFO, a device or a folder); "
+                             "mmconvert appends only to regular files")
     no_hard_link(fd, path)
     return fd
 
@@ -159,7 +187,7 @@ class JsonlLog:
         cut a torn last line)."""
         if not self.path.exists():
             return
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path) as handle:
             for line in handle:
                 if line.strip():
                     yield line
@@ -170,7 +198,7 @@ class JsonlLog:
         if not self.path.exists():
             return
         self._cut_torn_line()
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path) as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -186,7 +214,7 @@ class JsonlLog:
     def _cut_torn_line(self) -> None:
         """Remove what follows the last newline (a row a kill tore), reading from the end;
         the file is opened for writing only when there is something to cut."""
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path) as handle:
             size = handle.seek(0, os.SEEK_END)
             end = size
             while end > 0:

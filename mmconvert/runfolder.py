@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +31,7 @@ from .manifest import (
     no_hard_link,
     no_link,
     no_links_in,
+    read_bytes,
     sync,
     write_json,
 )
@@ -135,18 +135,13 @@ def read_run_file(root: Path, rel: str, *, where: str = "", field: str = "path",
 
 
 def read_regular(path: Path) -> bytes:
-    """The bytes of ``path`` if it is a regular file; an OSError otherwise. It is opened
-    without blocking, so a FIFO or a device where a run's file should be is refused at once
-    instead of waiting forever for a writer."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    """The bytes of ``path`` if it is a regular file; an OSError otherwise (the caller names
+    the row and field). It is opened without blocking, so a FIFO or a device where a run's
+    file should be is refused at once instead of waiting forever for a writer."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
+        return read_bytes(path)
+    except RunFolderError:
+        raise OSError(errno.EINVAL, "not a regular file", str(path)) from None
 
 
 def run_file_or_none(root: Path, rel: str) -> bytes | None:
@@ -288,6 +283,9 @@ def open_run(path: Path, *, need_info: bool = False) -> RunFolder:
     """The run folder at ``path`` for reading; one line if it is not one."""
     path = Path(path)
     for wanted in (MANIFEST, RUN_INFO) if need_info else (MANIFEST,):
+        if (path / wanted).exists() and not (path / wanted).is_file():
+            raise RunFolderError(f"{path / wanted} is not a regular file (a FIFO, a device or "
+                                 "a folder): not an mmconvert run folder")
         if not (path / wanted).is_file():
             raise RunFolderError(f"{path} has no {wanted}: not an mmconvert run folder")
     return RunFolder(path)
@@ -317,7 +315,7 @@ class RunFolder:
             return
         if info_path.exists():
             try:
-                previous = json.loads(info_path.read_text(encoding="utf-8")).get("config")
+                previous = json.loads(read_bytes(info_path).decode("utf-8")).get("config")
                 previous = identity_of(previous or {})
             except (json.JSONDecodeError, AttributeError):
                 raise RunFolderError(f"{info_path}: damaged; use --overwrite to start "
@@ -593,7 +591,7 @@ class RunFolder:
         if not path.is_file():
             return {}
         try:
-            info = json.loads(path.read_text(encoding="utf-8"))
+            info = json.loads(read_bytes(path).decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise RunFolderError(f"{path}: not JSON ({getattr(err, 'msg', err)})") from None
         if not isinstance(info, dict):

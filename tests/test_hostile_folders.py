@@ -173,3 +173,21 @@ def test_overwrite_deletes_only_what_a_run_wrote(demo):
     assert rows[0]["renderer"]["params"]["ppi"] == 72
     assert sorted(p.name for p in (demo / "images").iterdir()) == sorted(
         [r["images"][0]["path"].split("/")[-1] for r in rows] + ["holiday.jpg"])
+
+
+@pytest.mark.parametrize("name", ["qa.jsonl", "manifest.jsonl", "run.json"])
+def test_a_fifo_where_a_run_file_should_be_is_one_line(demo, tmp_path, name):
+    import subprocess
+    import sys
+
+    (demo / name).unlink(missing_ok=True)
+    os.mkfifo(demo / name)
+    for command in (["qa", "summary", demo], ["export", demo, "--format", "jsonl", "--out",
+                                              tmp_path / "j"]):
+        done = subprocess.run([sys.executable, "-m", "mmconvert", *map(str, command)],
+                              capture_output=True, text=True, timeout=60)
+        if name == "run.json" and done.returncode == 0:
+            continue  # a command that does not need run.json does not open it
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.strip().splitlines()[-1].startswith("Error: ") and \
+            "is not a regular file" in done.stderr, done.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ItemError
-from ..manifest import MANIFEST, RUN_INFO
+from ..manifest import MANIFEST, RUN_INFO, open_regular
 from ..qa.events import kept
 from ..renderers import renderer_class, row_renderer
 from ..renderers.base import Renderer
@@ -129,7 +129,7 @@ class RunSource:
     def _lines(self) -> Iterator[tuple[int, dict[str, Any] | None, ItemError | None]]:
         path = self.run / MANIFEST
         seen: dict[str, int] = {}
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             for number, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     continue

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFolderError, UsageError
-from ..manifest import QA, dumps, open_for_append
+from ..manifest import QA, dumps, open_for_append, open_regular
 
 VERDICTS = ("accept", "reject")
 AUTO, REVIEWER = "auto:", "reviewer:"
@@ -180,7 +180,7 @@ class QaLog:
 
     def _refresh(self) -> set[str]:
         try:
-            with open(self.path, "rb") as handle:
+            with open_regular(self.path) as handle:
                 handle.seek(self._offset)
                 data = handle.read()
         except FileNotFoundError:
