@@ -152,8 +152,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         base = tmp / "base"
+        # made as COMMANDS' render makes it, so that "render (resume)" resumes it
         status, _ = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", base,
-                              "--pdf", timeout=120)
+                              timeout=120)
         assert status == "ok", status
         names = [n for n in COMMANDS if not args.only or args.only in n]
         started = time.perf_counter()
