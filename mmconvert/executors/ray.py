@@ -82,6 +82,31 @@ def speaks_grpc(sock: socket.socket) -> bool:
     return head[3] == 0x04
 
 
+def _quiet_ray() -> None:
+    """Keep Ray's own reports of a dying actor out of the run's output: mmconvert turns what
+    ends a run into its one line (``_failure``), and a retried task needs no word. Ray Data
+    logs the failure with its traceback (stderr), and the driver's raylet listener prints
+    worker deaths on stdout, where a command's own output (``--json``) goes; both go to the
+    ``mmconvert.ray`` logger at debug level instead."""
+    import ray._private.worker as ray_worker
+
+    for name in ("ray.data", "ray"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    printer = getattr(ray_worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "quieted", False):
+        return
+
+    def print_to_stdstream(data, ignore_prefix: bool):
+        if isinstance(data, dict) and data.get("pid") == "raylet":
+            for line in data.get("lines") or []:
+                logging.getLogger("mmconvert.ray").debug("raylet: %s", line)
+            return
+        printer(data, ignore_prefix)
+
+    print_to_stdstream.quieted = True
+    ray_worker.print_to_stdstream = print_to_stdstream
+
+
 @contextlib.contextmanager
 def _quiet_stderr():
     """File descriptor 2 to /dev/null for the duration (Ray writes to it from C++)."""
@@ -185,8 +210,7 @@ class RayExecutor(Executor):
             remote: Callable[[Any], Any] | None = None) -> Iterator[Any]:
         ray = import_ray()
         self.start()
-        for name in ("ray.data", "ray"):
-            logging.getLogger(name).setLevel(logging.ERROR)
+        _quiet_ray()
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False

@@ -339,3 +339,26 @@ def test_an_address_where_something_else_listens_is_one_line_and_quick(tmp_path)
     assert made.stderr.splitlines()[-1].startswith(
         f"Error: something listens at {address}, but it is not a Ray cluster")
     assert time.perf_counter() - started < 30
+
+
+def test_a_dying_actor_prints_nothing_but_the_one_line(tmp_path):
+    """Ray Data logs the failure with a traceback on stderr and the driver prints the
+    raylet's word of each dead worker on stdout: a real process shows only mmconvert's line."""
+    script = tmp_path / "die.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+        "from tests.executors.test_ray import _dying_worker\n"
+        "from mmconvert.errors import MMConvertError\n"
+        "from mmconvert.executors.ray import RayExecutor\n"
+        "try:\n"
+        "    list(RayExecutor(2).map(_dying_worker, range(10)))\n"
+        "except MMConvertError as err:\n"
+        "    print(f'Error: {err}', file=sys.stderr)\n"
+        "    sys.exit(1)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=180, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
+    assert done.stderr.startswith("Error: a Ray worker failed (ActorDiedError")
