@@ -66,6 +66,8 @@ class FakeOpenAI:
     models: tuple[str, ...] | None = None
     # GET /v1/models answers 302 to this URL (another origin, in the attack tests)
     models_redirect: str | None = None
+    # GET /v1/models answers these bytes as they are (a JSON list, say), with status 200
+    models_body: bytes | None = None
     log: list[Logged] = field(default_factory=list)
     # the Authorization header of every request, GETs included
     authorizations: list[str | None] = field(default_factory=list)
@@ -138,7 +140,9 @@ class FakeOpenAI:
             handler.send_header("Content-Length", "0")
             handler.end_headers()
             return
-        if not handler.path.endswith("/models") or self.models is None:
+        if self.models_body is not None and handler.path.endswith("/models"):
+            status, payload = 200, self.models_body
+        elif not handler.path.endswith("/models") or self.models is None:
             status, payload = 404, _error("Not found", "invalid_request_error", None)
         elif self.key and handler.headers.get("Authorization") != f"Bearer {self.key}":
             status, payload = 401, _error("Incorrect API key provided.",

@@ -477,3 +477,16 @@ def test_a_huge_reply_is_not_kept(demo, tmp_path):
     assert len(failed) == 1 and "over 4 MiB" in failed[0]["error"], failed
     kept = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     assert kept < 2 << 20, kept
+
+
+@pytest.mark.parametrize("body", [b'["reader"]', b'{"data": 5}', b'{"data": [1, "x"]}', b"\xff"])
+def test_a_models_answer_of_any_shape_is_no_traceback(demo, tmp_path, body):
+    fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",), models_body=body)
+    url = fake.start()
+    try:
+        result = run("eval", demo, "--model", "reader", "--base-url", url, "--out",
+                     tmp_path / "ev", "--modality", "text", "--limit", 1)
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output  # the model is checked by the first request
+    assert len(fake.requests("chat")) == 1
