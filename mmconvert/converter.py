@@ -331,14 +331,16 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
     # a folder with rows: the selection's ids are kept, to check its manifest against
     resuming = not execution.overwrite and folder.manifest.path.is_file() and \
         folder.manifest.path.stat().st_size > 0
-    # ``--limit`` counts items that become output (a rule may still drop an item while it is
-    # made, as the occluder drops short captions): the selection goes on past the limit, and
-    # the sink stops once the limit's items are in the manifest
-    selection = stream_selection(config.model_copy(update={"limit": None}), corpus, log=log,
+    # ``--limit`` counts items that become output: for a renderer that may drop an item by a
+    # rule while it makes it (the occluder's short captions), the selection goes on past the
+    # limit and the sink stops once the limit's items are in the manifest
+    at_sink = config.limit is not None and job.renderer.drops_items
+    selected = config.model_copy(update={"limit": None}) if at_sink else config
+    selection = stream_selection(selected, corpus, log=log,
                                  progress=show_progress(execution.progress),
                                  dedup_file=execution.out / DEDUP,
                                  reuse_dedup=not execution.overwrite, ids=resuming)
-    if config.limit is not None:
+    if at_sink:
         selection.count = min(selection.count, config.limit)
     report = selection.report
     for note in report.notes:
@@ -363,7 +365,7 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
             folder.skipped.rewrite([r for r in folder.skipped.read()
                                     if r.get("stage") != "generate"])
         repaired, done, made = folder.resume(selection.ids)
-        if config.limit is not None and len(made) >= config.limit:
+        if at_sink and len(made) >= config.limit:
             # the limit's items are all made: count the selection's items already done
             # (until every one in the manifest has passed), and make nothing
             left = set(made)
@@ -407,7 +409,7 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
                 grouped = folder.grouped()
             with grouped:
                 # the bar counts the items already done as the selection passes them
-                wanted = None if config.limit is None else config.limit - len(made)
+                wanted = config.limit - len(made) if at_sink else None
                 _sink(folder, _run_tasks(todo(), config, execution, job, selection.count,
                                          lambda: summary.already_done, folder.spool),
                       config, summary, wanted)

@@ -402,3 +402,16 @@ def test_a_sharded_generate_run_holds_what_a_files_run_writes(fake, tmp_path):
     for row in rows(plain):
         rel = row["images"][0]["path"]
         assert read_run_file(sharded, rel) == (plain / rel).read_bytes()
+
+
+def test_a_limit_starts_no_paid_request_past_it(fake, tmp_path):
+    """generate's work is paid for: its --limit applies to the selection, so a concurrency
+    larger than the limit sends no request for an item past it."""
+    items = write_items(tmp_path / "items.jsonl", 12)
+    out = tmp_path / "run"
+    result = generate(fake, items, out, "--limit", 2, "--concurrency", 8)
+    assert result.exit_code == 0, result.output
+    assert [r["id"] for r in rows(out)] == ["item-0000", "item-0001"]
+    assert {r.prompt.split("Q-")[1][:4] for r in image_requests(fake) if "Q-" in r.prompt} \
+        <= {"0000", "0001"}
+    assert len(image_requests(fake)) == 2

@@ -59,6 +59,11 @@ class Renderer:
     # its answer is the list of covered spans, scored span by span with VCR's exact match and
     # Jaccard index, not an option letter or an accepted string
     answer_spans: ClassVar[bool] = False
+    # may leave an item out by a rule while it draws it (``ItemFiltered``: the occluder's
+    # too-short captions): ``--limit`` then counts made items at the sink, the work past it
+    # cancelled; a renderer that drops nothing (and one whose work is paid for) has its limit
+    # applied to the selection, so no item past it is ever started
+    drops_items: ClassVar[bool] = False
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Renderer:

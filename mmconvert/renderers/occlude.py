@@ -186,6 +186,7 @@ class CaptionOccluder(Renderer):
     twin_roles = ocr_roles = paper_roles = ("text_only",)
     answer_spans = True
     flush_edges = ("left",)  # VCR's captions start flush at the image's left edge
+    drops_items = True  # too short for a span, over --max-height
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> CaptionOccluder:
