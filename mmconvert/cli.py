@@ -976,39 +976,49 @@ def stats_command(run_dir, out, as_json, no_plots):
 @click.argument("kind", type=click.Choice(["corpora", "renderers", "transforms", "exporters",
                                            "executors"]), required=False)
 def list_parts(kind):
-    """List the registered corpora, renderers, transforms, exporters and executors."""
+    """List the registered corpora, renderers, transforms, exporters and executors, with the
+    package that provides each plugin (entry points: mmconvert.corpora, .renderers,
+    .transforms, .exporters; see docs/plugins.md)."""
     from .corpora import CORPORA
     from .executors import EXECUTORS
     from .exporters import EXPORTERS
     from .postprocess.transforms import TRANSFORMS
     from .renderers import RENDERERS
 
+    def first(part) -> str:
+        return ((part.__doc__ or "").strip().splitlines() or [""])[0]
+
+    def parts(registry, describe):
+        """Each part's line; a plugin that cannot be loaded is its one line, the rest go on."""
+        for name in registry.names():
+            package = registry.provider(name)
+            origin = "" if package == "mmconvert" else f"  [from {package}]"
+            try:
+                line = describe(name, registry.get(name))
+            except UsageError as err:
+                line = f"  {name:<14} cannot be used: {err}"
+            click.echo(line + origin)
+        for line in registry.broken:
+            click.echo(f"  ! {line}")
+
     if kind in (None, "corpora"):
         click.echo("corpora:")
-        for name in CORPORA.names():
-            cls = CORPORA.get(name)
-            click.echo(f"  {name:<14} {cls.hub_id or '':<34} {cls.description}")
+        parts(CORPORA, lambda name, cls: f"  {name:<14} {cls.hub_id or '':<34} "
+                                         f"{cls.description}")
         click.echo(f"  {'PATH':<14} {'(a local .jsonl/.csv/.parquet)':<34} generic item schema")
     if kind in (None, "renderers"):
         click.echo("renderers:")
-        for name in RENDERERS.names():
-            cls = RENDERERS.get(name)
-            doc = (cls.__doc__ or "").strip().splitlines()[0]
-            click.echo(f"  {name:<14} v{cls.version:<5} {doc}")
+        parts(RENDERERS, lambda name, cls: f"  {name:<14} v{cls.version:<5} {first(cls)}")
     if kind in (None, "transforms"):
         click.echo("transforms (--apply NAME:VALUE, sweep --vary NAME:V1,V2):")
-        for name in TRANSFORMS.names():
-            cls = TRANSFORMS.get(name)
-            click.echo(f"  {name:<14} {cls.primary + ' ' + cls.example:<18} {cls.description}")
+        parts(TRANSFORMS, lambda name, cls: f"  {name:<14} {cls.primary + ' ' + cls.example:<18} "
+                                            f"{cls.description}")
     if kind in (None, "exporters"):
         click.echo("exporters (export --format NAME):")
-        for name in EXPORTERS.names():
-            doc = (EXPORTERS.get(name).__doc__ or "").strip().splitlines()
-            click.echo(f"  {name:<14} {doc[0] if doc else ''}")
+        parts(EXPORTERS, lambda name, fn: f"  {name:<14} {first(fn)}")
     if kind in (None, "executors"):
         click.echo("executors:")
-        for name in EXECUTORS.names():
-            click.echo(f"  {name:<14} {EXECUTORS.get(name).description}")
+        parts(EXECUTORS, lambda name, cls: f"  {name:<14} {cls.description}")
 
 
 if __name__ == "__main__":  # pragma: no cover

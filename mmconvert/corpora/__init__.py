@@ -7,7 +7,8 @@ from pathlib import Path
 from ..registry import Registry
 from .base import Corpus, LoadReport, LoadRequest
 
-CORPORA: Registry[type[Corpus]] = Registry("corpus")
+CORPORA: Registry[type[Corpus]] = Registry("corpus", "mmconvert.corpora",
+                                           "mmconvert.corpora.base:Corpus")
 for _name, _target in (
     ("mmlu", "mmlu:MMLU"),
     ("mmlu-redux", "mmlu:MMLURedux"),

@@ -23,7 +23,7 @@ from .source import RunSource
 
 # each exporter: ``export(source: RunSource, staging: Path, out: Path, name: str, **options)
 # -> items written``, writing into ``staging`` (moved to ``out`` when it is complete)
-EXPORTERS: Registry = Registry("export format")
+EXPORTERS: Registry = Registry("export format", "mmconvert.exporters")
 EXPORTERS.register("hf", "mmconvert.exporters.hf:export_hf")
 EXPORTERS.register("hf-disk", "mmconvert.exporters.hf:export_hf_disk")
 EXPORTERS.register("lmms-eval", "mmconvert.exporters.hf:export_lmms_eval")

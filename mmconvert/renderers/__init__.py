@@ -10,7 +10,8 @@ from ..registry import Registry
 if TYPE_CHECKING:
     from .base import Renderer
 
-RENDERERS: Registry[type[Renderer]] = Registry("renderer")
+RENDERERS: Registry[type[Renderer]] = Registry("renderer", "mmconvert.renderers",
+                                                "mmconvert.renderers.base:Renderer")
 RENDERERS.register("page", "mmconvert.renderers.page:PageRenderer")
 RENDERERS.register("occlude", "mmconvert.renderers.occlude:CaptionOccluder")
 RENDERERS.register("generate", "mmconvert.renderers.generate:ImageApiRenderer")

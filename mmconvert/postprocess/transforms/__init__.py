@@ -12,7 +12,8 @@ from ...registry import Registry
 if TYPE_CHECKING:
     from .base import Transform
 
-TRANSFORMS: Registry[type[Transform]] = Registry("transform")
+TRANSFORMS: Registry[type[Transform]] = Registry(
+    "transform", "mmconvert.transforms", "mmconvert.postprocess.transforms.base:Transform")
 TRANSFORMS.register("scale", "mmconvert.postprocess.transforms.scale:Scale")
 TRANSFORMS.register("rotate", "mmconvert.postprocess.transforms.rotate:Rotate")
 TRANSFORMS.register("jpeg", "mmconvert.postprocess.transforms.jpeg:Jpeg")
@@ -48,5 +49,6 @@ def parse_step(text: str, where: str = "--apply") -> Transform:
 
 
 def in_order() -> list[type[Transform]]:
-    """Every registered transform, in the order registered (a sweep's axis order)."""
-    return [TRANSFORMS.get(name) for name in TRANSFORMS.registered()]
+    """Every registered transform that loads, in the order registered (a sweep's axis
+    order); a plugin that does not load is said on stderr and left out."""
+    return TRANSFORMS.usable()
