@@ -482,10 +482,10 @@ def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[dict[
                         # inspect's own time per request (bench/eval_speed.py); the logs are
                         # written in full at the end of the task all the same
                         log_realtime=False, log_buffer=1000, log_model_api=False)
-    return read_logs(logs, rows)
+    return read_logs(logs, rows, options.timeout)
 
 
-def read_logs(logs, rows: list[dict[str, Any]]) -> list[Outcome]:
+def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> list[Outcome]:
     """One outcome per item and condition, in manifest order."""
     pages = {row["id"]: len(images_of(row, "image")) for row in rows}
     subsets = {row["id"]: row.get("subset") or "" for row in rows}
@@ -496,7 +496,7 @@ def read_logs(logs, rows: list[dict[str, Any]]) -> list[Outcome]:
             raise MMConvertError(one_line(message))
         for sample in log.samples or []:
             condition = sample.metadata.get("condition")
-            error = one_line(sample.error.message) if sample.error else None
+            error = request_error(sample.error.message, timeout) if sample.error else None
             score = (sample.scores or {}).get("mmconvert")
             scored = None
             if score is not None and error is None:
@@ -508,6 +508,15 @@ def read_logs(logs, rows: list[dict[str, Any]]) -> list[Outcome]:
                 str(sample.id), condition, subsets[str(sample.id)], pages[str(sample.id)],
                 sample.output.completion if sample.output else None, scored, error)
     return [found[(row["id"], c)] for row in rows for c in CONDITIONS if (row["id"], c) in found]
+
+
+def request_error(message: str, timeout: int | None) -> str:
+    """A failed request's error in one line, saying what was waited for when it was the
+    answer (inspect reports a timed-out attempt as a RetryError around AttemptTimeoutError)."""
+    text = one_line(message)
+    if timeout is not None and "TimeoutError" in text:
+        return f"no complete answer within --timeout {timeout} s ({text[:160]})"
+    return text
 
 
 def one_line(message: str) -> str:
