@@ -362,8 +362,10 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
 
         folder.write_info(_run_info(config, summary, job, folder, status="running"))
         if api is not None and api.retry_failed:
+            from .api.errors import API_STAGE
+
             folder.skipped.rewrite([r for r in folder.skipped.read()
-                                    if r.get("stage") != "generate"])
+                                    if r.get("stage") != API_STAGE])
         repaired, done, made = folder.resume(selection.ids)
         if at_sink and len(made) >= config.limit:
             # the limit's items are all made: count the selection's items already done

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..errors import ItemError, MMConvertError
 
+API_STAGE = "generate"  # the stage a failed request is recorded under in skipped.jsonl
+
 
 class ApiFailure(ItemError):
     """An item's request failed for good (after the tries). Recorded in skipped.jsonl whatever
@@ -13,7 +15,7 @@ class ApiFailure(ItemError):
     kind = "failed"
 
     def __init__(self, reason: str, **kwargs):
-        kwargs.setdefault("stage", "generate")
+        kwargs.setdefault("stage", API_STAGE)
         super().__init__(reason, **kwargs)
 
 

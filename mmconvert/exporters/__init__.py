@@ -113,4 +113,7 @@ def _record(source: RunSource, summary: ExportSummary, name: str,
             "left_out": dict(sorted(summary.left_out.items())),
             "qa": {"reject_votes": source.reject_votes, "accepted_only": source.accepted_only,
                    "awaiting_review": summary.awaiting_review},
-            "skipped": summary.skipped, **({"paths": paths} if summary.format == "jsonl" else {})}
+            "skipped": summary.skipped,
+            # the options the format takes (``takes`` on its function), as given
+            **{key: value for key, value in (("paths", paths),)
+               if key in getattr(EXPORTERS.get(summary.format), "takes", ())}}

@@ -50,6 +50,9 @@ def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
     return count
 
 
+export_jsonl.takes = ("paths",)  # recorded in export.json
+
+
 def other_files(row: dict) -> list[tuple[str, str]]:
     """The files a row names besides its images, as (key, path): its layout and original
     (``{"path": …}`` entries) and its PDF (a path)."""

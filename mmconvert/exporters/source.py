@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ItemError
-from ..manifest import MANIFEST, RUN_INFO, open_regular
+from ..manifest import MANIFEST, open_regular
 from ..qa.events import kept
-from ..renderers import renderer_class, row_renderer
+from ..renderers import row_renderer, run_renderer
 from ..renderers.base import Renderer
 from ..rows import row_problem
 from ..runfolder import inside, open_run, read_recorded
@@ -123,8 +123,7 @@ class RunSource:
     @property
     def renderer(self) -> type[Renderer]:
         """The renderer the run was made with (its contract: roles, twins)."""
-        return renderer_class((self.info.get("config") or {}).get("renderer", "page"),
-                              str(self.run / RUN_INFO))
+        return run_renderer(self.run, self.info)
 
     def _lines(self) -> Iterator[tuple[int, dict[str, Any] | None, ItemError | None]]:
         path = self.run / MANIFEST

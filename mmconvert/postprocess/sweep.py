@@ -31,9 +31,9 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
-from ..manifest import MANIFEST, RUN_INFO, write_json
+from ..manifest import MANIFEST, write_json
 from ..options import OPTIONS
-from ..renderers import renderer_class, row_renderer
+from ..renderers import row_renderer, run_renderer
 from ..renderers.page import PPI
 from ..rows import SCHEMA
 from ..runfolder import LOCK, Output, RunFolder, identity_of, locked, open_run, read_recorded
@@ -184,7 +184,7 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
            overwrite: bool, on_error: str, progress: bool) -> SweepSummary:
     info, rows = read_run(base)
     config = info.get("config") or {}
-    renderer = renderer_class(config.get("renderer", "page"), f"{base / RUN_INFO}")
+    renderer = run_renderer(base, info)
     base_ppi = renderer.base_ppi(config)
     if options.ppi and not renderer.redraws:
         raise UsageError(f"--ppi re-draws the stored layout of page runs; {base} was made by "

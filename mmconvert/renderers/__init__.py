@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..registry import Registry
@@ -33,6 +34,24 @@ def row_renderer(row: dict[str, Any], where: str = "") -> type[Renderer]:
     renderer = row.get("renderer") if isinstance(row, dict) else None
     return renderer_class(renderer.get("name") if isinstance(renderer, dict) else None,
                           f"{where}: field renderer.name" if where else "")
+
+
+def run_renderer(folder: Path, info: dict[str, Any]) -> type[Renderer]:
+    """The renderer a run was made with: the one its run.json names, or, in a folder written
+    before run.json named it, the one its first manifest row names."""
+    import json
+
+    from ..manifest import MANIFEST, RUN_INFO, JsonlLog
+
+    name = (info.get("config") or {}).get("renderer")
+    if name is not None:
+        return renderer_class(name, str(folder / RUN_INFO))
+    first = next(JsonlLog(folder / MANIFEST).lines(), None)
+    try:
+        row = json.loads(first) if first else None
+    except ValueError:
+        row = None
+    return row_renderer(row, f"{folder / MANIFEST} line 1")
 
 
 def from_row(row: dict[str, Any]) -> Renderer:

@@ -181,6 +181,13 @@ def test_occlusion_exports_carry_the_text_only_image(tmp_path, datasets_quiet):
     table = pd.read_csv(tmp_path / "v" / "occ.tsv", sep="\t")
     assert "text_only_image" in table.columns
     assert base64.b64decode(table.loc[0, "text_only_image"]).startswith(b"\x89PNG")
+    # a run.json that does not name its renderer (an older folder): the rows name it; no
+    # default takes it for a page run
+    info = json.loads((occ / "run.json").read_text())
+    del info["config"]["renderer"]
+    (occ / "run.json").write_text(json.dumps(info))
+    assert run("export", occ, "--format", "vlmevalkit", "--out", tmp_path / "w").exit_code == 0
+    assert "text_only_image" in pd.read_csv(tmp_path / "w" / "occ.tsv", sep="\t").columns
 
 
 class TaskLoader(yaml.SafeLoader):
