@@ -39,7 +39,7 @@ from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
 from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
 from .evaluation.scoring import unscorable
-from .executors import BACKEND, executor_for
+from .executors import executor_for, runs_here
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import MANIFEST, sync, write_json
@@ -479,7 +479,7 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
     on a cluster write their files (``RunFolder.spool``)."""
     threads = getattr(job, "threads", None)
     api = getattr(job, "api_options", None)
-    if api is not None and api.budget is not None and BACKEND.get()[0] != "local":
+    if api is not None and api.budget is not None and not runs_here():
         raise UsageError("--budget is kept by one process, and --executor ray runs the "
                          "requests in several; leave out one or the other")
     groups = iter(lambda: list(itertools.islice(tasks, job.batch)), [])

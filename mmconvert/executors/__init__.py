@@ -34,6 +34,11 @@ def use(name: str, address: str | None = None) -> None:
     BACKEND.set((name, address))
 
 
+def runs_here() -> bool:
+    """Whether this invocation's work runs on this machine's own executors (not a cluster)."""
+    return BACKEND.get()[0] == "local"
+
+
 def executor_for(workers: int, tasks: int, *, threads: int | None = None,
                  gpu: bool = False) -> Executor:
     """The executor for ``tasks`` tasks: the local one (``local_executor``), or the chosen
