@@ -355,6 +355,12 @@ def check(root: Path, ids: list[Any], lines: Callable[[], Iterator[bytes]]) -> t
     return position, removed
 
 
+def _signature(path: Path) -> tuple[int, int, int]:
+    """What tells a shard file from the one made again in its place."""
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
 class ShardReader:
     """A sharded run's files by the names its rows record: an index of names to (shard, row)
     read from the shards' path columns, and the last few row groups read kept decoded."""
@@ -363,7 +369,7 @@ class ShardReader:
         self.root = root
         self._lock = threading.Lock()
         self._index: dict[str, tuple[Path, int]] = {}
-        self._seen: dict[Path, int] = {}
+        self._seen: dict[Path, tuple[int, int, int]] = {}  # each shard's signature
         self._groups: OrderedDict[tuple[Path, int], list[dict[str, Any]]] = OrderedDict()
         self._starts: dict[Path, list[int]] = {}
         self.broken: dict[Path, str] = {}  # shards that could not be read, and why
@@ -372,12 +378,14 @@ class ShardReader:
 
         from .corpora.sources import row_group_starts
 
-        for path in shard_files(self.root):
-            size = path.stat().st_size
+        present = set(shard_files(self.root))
+        for gone in [path for path in self._seen if path not in present]:  # removed since
+            self._forget(gone)
+        for path in sorted(present):
+            size = _signature(path)
             if self._seen.get(path) == size:
                 continue
-            for key in [k for k in self._groups if k[0] == path]:  # a shard made again
-                del self._groups[key]
+            self._forget(path)  # a shard made again: none of its old names or groups stay
             try:
                 shard = open_shard(path)
                 table = shard.read(columns=["images.list.element.path",
@@ -395,10 +403,28 @@ class ShardReader:
             self._starts[path] = row_group_starts(shard.metadata)
             self._seen[path] = size
 
+    def _forget(self, path: Path) -> None:
+        self._index = {name: where for name, where in self._index.items() if where[0] != path}
+        for key in [k for k in self._groups if k[0] == path]:
+            del self._groups[key]
+        self._seen.pop(path, None)
+        self.broken.pop(path, None)
+
+    def _current(self, rel: str) -> bool:
+        """Whether ``rel`` is indexed in a shard that is, on disk, the one indexed (a resumed
+        run may have made it again while this process, a review server say, kept reading)."""
+        found = self._index.get(rel)
+        if found is None:
+            return False
+        try:
+            return _signature(found[0]) == self._seen.get(found[0])
+        except OSError:
+            return False
+
     def holder(self, rel: str) -> Path | None:
         """The shard that holds ``rel``, or None."""
         with self._lock:
-            if rel not in self._index:
+            if not self._current(rel):
                 self._refresh()
             found = self._index.get(rel)
             return found[0] if found else None
@@ -410,7 +436,7 @@ class ShardReader:
         import pyarrow.parquet as pq
 
         with self._lock:
-            if rel not in self._index:
+            if not self._current(rel):
                 self._refresh()
             if rel not in self._index:
                 return None
