@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .errors import RunFolderError
+
 MANIFEST = "manifest.jsonl"
 SKIPPED = "skipped.jsonl"
 QA = "qa.jsonl"
@@ -32,8 +34,6 @@ def no_link(path: Path) -> None:
     through a link (a run folder's ``stats`` or ``qa.jsonl`` pointing elsewhere would make it
     write there)."""
     if os.path.islink(path):
-        from .errors import RunFolderError
-
         raise RunFolderError(f"{path} is a symbolic link (to {os.readlink(path)}); mmconvert "
                              "writes nothing through a link: remove it, or choose another "
                              "folder")
@@ -61,14 +61,18 @@ def open_regular(path: Path):
     blocking, so a FIFO or a device where a run's file should be is one line at once instead
     of a reader waiting for ever (FileNotFoundError passes through)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        from .errors import RunFolderError
-
-        raise RunFolderError(f"{path} is not a regular file (a FIFO, a device or a folder); "
-                             "mmconvert reads a run's files only from regular files")
+    only_regular(fd, path, "reads a run's files only from")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
+
+
+def only_regular(fd: int, path: Path, what: str) -> None:
+    """Refuse (closing ``fd``) a file that is not a regular one: a FIFO would block its
+    reader or writer for ever."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunFolderError(f"{path} is not a regular file (a FIFO, a device or a folder); "
+                             f"mmconvert {what} regular files")
 
 
 def read_bytes(path: Path) -> bytes:
@@ -89,12 +93,7 @@ def open_for_append(path: Path) -> int:
         if err.errno == errno.ELOOP:
             no_link(path)
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        from .errors import RunFolderError
-
-        raise RunFolderError(f"{path} is not a regular file (a FIFO, a device or a folder); "
-                             "mmconvert appends only to regular files")
+    only_regular(fd, path, "appends only to")
     no_hard_link(fd, path)
     return fd
 
@@ -105,11 +104,23 @@ def no_hard_link(fd: int, path: Path) -> None:
     links = os.fstat(fd).st_nlink
     if links > 1:
         os.close(fd)
-        from .errors import RunFolderError
-
         raise RunFolderError(f"{path} has {links} names (a hard link to a file elsewhere); "
                              "mmconvert writes into no file in place that another name "
                              "shares: remove it, or choose another folder")
+
+
+def whole_lines_end(fd: int, size: int) -> int:
+    """Where the last whole line of the file ``fd`` (``size`` bytes) ends: after its last
+    newline, found reading back from the end a block at a time (a line torn by a kill may
+    be longer than any block); 0 when there is none."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        found = os.pread(fd, end - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
 
 
 def json_bytes(data: Any, indent: int = 2) -> bytes:
@@ -205,8 +216,6 @@ class JsonlLog:
                 try:
                     yield number, json.loads(line)
                 except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                    from .errors import RunFolderError
-
                     reason = getattr(err, "msg", None) or str(err)
                     raise RunFolderError(f"{self.path} line {number}: not a JSON row "
                                          f"({reason}); the file is damaged") from None
@@ -215,16 +224,8 @@ class JsonlLog:
         """Remove what follows the last newline (a row a kill tore), reading from the end;
         the file is opened for writing only when there is something to cut."""
         with open_regular(self.path) as handle:
-            size = handle.seek(0, os.SEEK_END)
-            end = size
-            while end > 0:
-                step = min(end, 1 << 16)
-                handle.seek(end - step)
-                found = handle.read(step).rfind(b"\n")
-                if found >= 0:
-                    end = end - step + found + 1
-                    break
-                end -= step
+            size = os.fstat(handle.fileno()).st_size
+            end = whole_lines_end(handle.fileno(), size)
         if end < size:
             fd = open_for_append(self.path)
             try:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFolderError, UsageError
-from ..manifest import QA, dumps, open_for_append, open_regular
+from ..manifest import QA, dumps, open_for_append, open_regular, whole_lines_end
 
 VERDICTS = ("accept", "reject")
 AUTO, REVIEWER = "auto:", "reviewer:"
@@ -234,19 +234,9 @@ class QaLog:
         """Cut off a line torn by a kill (an event no reader has seen whole), so that it does
         not glue itself to the next one."""
         size = os.fstat(fd).st_size
-        if not size or os.pread(fd, 1, size - 1) == b"\n":
-            return
-        # back from the end, a block at a time, to the last newline (a torn line may be
-        # longer than any block), or the start of the file
-        end = size
-        while end > 0:
-            start = max(0, end - 65536)
-            found = os.pread(fd, end - start, start).rfind(b"\n")
-            if found >= 0:
-                os.ftruncate(fd, start + found + 1)
-                return
-            end = start
-        os.ftruncate(fd, 0)
+        end = whole_lines_end(fd, size)
+        if end < size:
+            os.ftruncate(fd, end)
 
 
 @dataclass
