@@ -32,6 +32,18 @@ def _run_path(value: str) -> str:
 RunPath = Annotated[str, Field(min_length=1), AfterValidator(_run_path)]
 
 
+def recorded_files(row: Any) -> list[tuple[str, str | None]]:
+    """Every file a manifest row records, as (run-relative path, its sha256 or None): its
+    images, its layout and original, its PDF. A row that does not parse as one (a damaged
+    line) records what it plainly names and nothing else."""
+    if not isinstance(row, dict):
+        return []
+    entries = [e for e in row.get("images") or [] if isinstance(e, dict)]
+    entries += [row[key] for key in ("layout", "original") if isinstance(row.get(key), dict)]
+    found = [(e["path"], e.get("sha256")) for e in entries if isinstance(e.get("path"), str)]
+    return found + ([(row["pdf"], None)] if isinstance(row.get("pdf"), str) else [])
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

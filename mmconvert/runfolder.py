@@ -380,25 +380,17 @@ class RunFolder:
     def _recorded(self) -> set[str]:
         """The run-relative paths the manifest's rows record (a line that does not parse
         records nothing)."""
+        from .rows import recorded_files
+
         found: set[str] = set()
         if not self.manifest.path.is_file():
             return found
-        with open(self.manifest.path, "rb") as handle:
-            for raw in handle:
-                try:
-                    row = json.loads(raw)
-                except ValueError:
-                    continue
-                if not isinstance(row, dict):
-                    continue
-                for entry in row.get("images") or []:
-                    if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-                        found.add(entry["path"])
-                for key in ("layout", "original"):
-                    if isinstance(row.get(key), dict) and isinstance(row[key].get("path"), str):
-                        found.add(row[key]["path"])
-                if isinstance(row.get("pdf"), str):
-                    found.add(row["pdf"])
+        for raw in self.manifest.lines():
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                continue
+            found.update(path for path, _ in recorded_files(row))
         return found
 
     def write_info(self, info: dict[str, Any]) -> None:

@@ -306,6 +306,8 @@ def holds(path: Path, lines: list[bytes]) -> bool:
     manifest) does not."""
     import hashlib
 
+    from .rows import recorded_files
+
     try:
         shard = open_shard(path)
         if shard.metadata.num_rows != len(lines) or not lines:
@@ -317,10 +319,7 @@ def holds(path: Path, lines: list[bytes]) -> bool:
                 if record["row"].encode("utf-8") != line.rstrip(b"\n"):
                     return False
                 row = json.loads(line)
-                recorded = {entry["path"]: entry.get("sha256") for entry in row["images"]}
-                for key in ("layout", "original"):
-                    if isinstance(row.get(key), dict):
-                        recorded[row[key]["path"]] = row[key].get("sha256")
+                recorded = dict(recorded_files(row))
                 stored = (record["images"] or []) + (record["files"] or [])
                 if {e["path"] for e in record["images"] or []} != {
                         e["path"] for e in row["images"]}:
@@ -375,15 +374,14 @@ class ShardReader:
         self.broken: dict[Path, str] = {}  # shards that could not be read, and why
 
     def _refresh(self) -> None:
-
         from .corpora.sources import row_group_starts
 
         present = set(shard_files(self.root))
         for gone in [path for path in self._seen if path not in present]:  # removed since
             self._forget(gone)
         for path in sorted(present):
-            size = _signature(path)
-            if self._seen.get(path) == size:
+            signature = _signature(path)
+            if self._seen.get(path) == signature:
                 continue
             self._forget(path)  # a shard made again: none of its old names or groups stay
             try:
@@ -392,7 +390,7 @@ class ShardReader:
                                             "files.list.element.path"])
             except (OSError, ValueError) as err:  # torn: the others are still read
                 self.broken[path] = str(err).splitlines()[0][:200]
-                self._seen[path] = size
+                self._seen[path] = signature
                 continue
             self.broken.pop(path, None)
             for number, (images, files) in enumerate(zip(
@@ -401,7 +399,7 @@ class ShardReader:
                 for entry in (images or []) + (files or []):
                     self._index[entry["path"]] = (path, number)
             self._starts[path] = row_group_starts(shard.metadata)
-            self._seen[path] = size
+            self._seen[path] = signature
 
     def _forget(self, path: Path) -> None:
         self._index = {name: where for name, where in self._index.items() if where[0] != path}
