@@ -150,15 +150,18 @@ class ApiOptions(BaseModel):
         return with_absolute_paths(self.model_dump(mode="json"), ("price_table", "cache_dir"))
 
 
+def submodel(model: type[BaseModel], name: Any) -> type[BaseModel] | None:
+    """The options model that field ``name`` of ``model`` holds (``page``: PageOptions;
+    ``dedup``: DedupOptions, optional), or None for a plain field or no such field."""
+    info = model.model_fields.get(name) if isinstance(name, str) else None
+    kinds = (getattr(info.annotation, "__args__", None) or (info.annotation,)) if info else ()
+    return next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
+
+
 def sections() -> set[str]:
     """The option names whose value is itself a mapping of options (``page``, ``dedup``)."""
-    found = set()
-    for model in CONFIGS.values():
-        for name, info in model.model_fields.items():
-            kinds = getattr(info.annotation, "__args__", None) or (info.annotation,)
-            if any(isinstance(k, type) and issubclass(k, BaseModel) for k in kinds):
-                found.add(name)
-    return found
+    return {name for model in CONFIGS.values() for name in model.model_fields
+            if submodel(model, name) is not None}
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -224,10 +227,7 @@ def did_you_mean(model: type[BaseModel], loc: tuple) -> str:
     import difflib
 
     for part in loc[:-1]:  # down to the model that holds the unknown key
-        info = model.model_fields.get(part) if isinstance(part, str) else None
-        kinds = getattr(info.annotation, "__args__", None) or (info.annotation,) if info else ()
-        model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)),
-                     None)
+        model = submodel(model, part)
         if model is None:
             return ""
     close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)

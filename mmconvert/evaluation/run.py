@@ -313,9 +313,9 @@ def capped_http_client(cap: int):
         kwargs = default_client_kwargs()
     except ImportError:
         kwargs = {}
-    kwargs["transport"] = _CappedTransport(kwargs.get("transport")
-                                           or httpx2.AsyncHTTPTransport(), cap)
-    kwargs["mounts"] = {key: None if mount is None else _CappedTransport(mount, cap)
+    capped = _capped_transport_class()
+    kwargs["transport"] = capped(kwargs.get("transport") or httpx2.AsyncHTTPTransport(), cap)
+    kwargs["mounts"] = {key: None if mount is None else capped(mount, cap)
                         for key, mount in (kwargs.get("mounts") or {}).items()}
     return DefaultAsyncHttpxClient(**kwargs)
 
@@ -366,9 +366,6 @@ def _capped_transport_class():
 
     return CappedTransport
 
-
-def _CappedTransport(inner, cap: int):  # noqa: N802 - a class made on first use
-    return _capped_transport_class()(inner, cap)
 
 
 def _generate_config(rows: list[dict[str, Any]], options: EvalOptions):

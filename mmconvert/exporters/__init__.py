@@ -115,5 +115,5 @@ def _record(source: RunSource, summary: ExportSummary, name: str,
                    "awaiting_review": summary.awaiting_review},
             "skipped": summary.skipped,
             # the options the format takes (``takes`` on its function), as given
-            **{key: value for key, value in (("paths", paths),)
-               if key in getattr(EXPORTERS.get(summary.format), "takes", ())}}
+            **({"paths": paths} if "paths" in getattr(EXPORTERS.get(summary.format), "takes",
+                                                        ()) else {})}

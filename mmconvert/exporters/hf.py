@@ -233,7 +233,7 @@ def card(source: RunSource, name: str, count: int, out: Path, disk: bool = False
     renderer = source.renderer.name
     # the renderer's options as its rows recorded them (the config leaves some to the corpus,
     # such as what becomes image)
-    params = {**(config.get(renderer) or {}), **source.params}
+    params = {**(config.get(renderer) or {}), **(source.params or {})}
     variant = source.info.get("variant")
     left_out = ", ".join(f"{n} {status}" for status, n in sorted(source.left_out.items()))
     load = (f"datasets.load_from_disk({str(out)!r})" if disk else

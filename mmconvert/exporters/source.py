@@ -79,9 +79,9 @@ class RunSource:
     keep: set[str] = field(default_factory=set)
     count: int = 0  # items that will be exported (before images are checked)
     awaiting_review: int = 0  # of those, items an OCR check flagged that no reviewer has seen
-    # the renderer options the exported rows share, as recorded (``note_params``)
-    params: dict[str, Any] = field(default_factory=dict)
-    _params_seen: bool = False
+    # the renderer options the exported rows share, as recorded (``note_params``); None
+    # before the first row
+    params: dict[str, Any] | None = None
     max_options: int = 0
 
     def __post_init__(self):
@@ -111,10 +111,8 @@ class RunSource:
     def note_params(self, row: dict[str, Any]) -> None:
         """Keep the renderer options that every exported row so far recorded alike."""
         recorded = (row.get("renderer") or {}).get("params") or {}
-        if not self._params_seen:
-            self.params, self._params_seen = dict(recorded), True
-        else:
-            self.params = {k: v for k, v in self.params.items() if recorded.get(k) == v}
+        self.params = dict(recorded) if self.params is None else {
+            k: v for k, v in self.params.items() if recorded.get(k) == v}
 
     def base_run(self) -> Path | None:
         base = self.info.get("base") if self.info.get("variant") else None
