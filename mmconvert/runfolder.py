@@ -124,24 +124,16 @@ def read_run_file(root: Path, rel: str, *, where: str = "", field: str = "path",
     ItemError naming ``where`` and ``field``."""
     path = inside(root, rel, where=where, field=field, **context)
     try:
-        return read_regular(path)
+        return read_bytes(path)  # a regular file only: a FIFO is refused, not waited on
     except FileNotFoundError:
         if is_sharded(root):
             return read_stored(root, rel, where=where, field=field, **context)
         raise ItemError(f"{path} is missing", where=where, field=field, **context) from None
+    except RunFolderError as err:
+        raise ItemError(str(err), where=where, field=field, **context) from None
     except OSError as err:
         raise ItemError(f"cannot read {path} ({err.strerror})", where=where, field=field,
                         **context) from None
-
-
-def read_regular(path: Path) -> bytes:
-    """The bytes of ``path`` if it is a regular file; an OSError otherwise (the caller names
-    the row and field). It is opened without blocking, so a FIFO or a device where a run's
-    file should be is refused at once instead of waiting forever for a writer."""
-    try:
-        return read_bytes(path)
-    except RunFolderError:
-        raise OSError(errno.EINVAL, "not a regular file", str(path)) from None
 
 
 def run_file_or_none(root: Path, rel: str) -> bytes | None:
