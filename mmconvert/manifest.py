@@ -86,14 +86,20 @@ def open_for_append(path: Path) -> int:
     through a symbolic link."""
     path.parent.mkdir(parents=True, exist_ok=True)
     no_link(path.parent)
+    return open_in_place(path, os.O_APPEND, "appends only to")
+
+
+def open_in_place(path: Path, flags: int, what: str, mode: int = FILE_MODE) -> int:
+    """A read-write descriptor of ``path`` (created if missing, ``flags`` added) for a
+    write in place: refused in one line when ``path`` is a symbolic link, not a regular
+    file, or a hard link (the write would land in a file elsewhere)."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     FILE_MODE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | flags, mode)
     except OSError as err:
         if err.errno == errno.ELOOP:
             no_link(path)
         raise
-    only_regular(fd, path, "appends only to")
+    only_regular(fd, path, what)
     no_hard_link(fd, path)
     return fd
 

@@ -28,9 +28,9 @@ from .manifest import (
     JsonlLog,
     atomic_write,
     json_bytes,
-    no_hard_link,
     no_link,
     no_links_in,
+    open_in_place,
     read_bytes,
     sync,
     write_json,
@@ -236,13 +236,7 @@ def locked(path: Path, what: Path) -> Iterator[None]:
         no_links_in(Path(what))  # nothing the block writes goes through a link
     deadline = time.monotonic() + DEAD_HOLDER_GRACE
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                no_link(path)
-            raise
-        no_hard_link(fd, path)  # the lock's note is written into it
+        fd = open_in_place(path, 0, "locks only", 0o666)  # the lock's note is written in it
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
