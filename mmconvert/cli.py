@@ -983,6 +983,7 @@ def list_parts(kind):
     from .executors import EXECUTORS
     from .exporters import EXPORTERS
     from .postprocess.transforms import TRANSFORMS
+    from .registry import BUILT_IN
     from .renderers import RENDERERS
 
     def first(part) -> str:
@@ -992,7 +993,7 @@ def list_parts(kind):
         """Each part's line; a plugin that cannot be loaded is its one line, the rest go on."""
         for name in registry.names():
             package = registry.provider(name)
-            origin = "" if package == "mmconvert" else f"  [from {package}]"
+            origin = "" if package == BUILT_IN else f"  [from {package}]"
             try:
                 line = describe(name, registry.get(name))
             except UsageError as err:
