@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mmconvert.corpora import LoadReport, LoadRequest, resolve  # noqa: E402
-from mmconvert.jobs import OccludeJob  # noqa: E402
+from mmconvert.renderers.occlude import OccludeJob  # noqa: E402
 from mmconvert.renderers import occlude as occlude_module  # noqa: E402
 from mmconvert.renderers.occlude import CaptionOccluder, OccludeOptions  # noqa: E402
 

@@ -39,10 +39,11 @@ from .corpora.base import check_corpus_options, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
 from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
 from .evaluation.scoring import unscorable
-from .executors import executor_for, runs_here
+from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import MANIFEST, sync, write_json
+from .renderers import renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, RunFolder
 from .seeds import rng
@@ -126,7 +127,7 @@ class JobWorker:
 
     def __init__(self, config: RunConfig, job=None):
         self.config, self.job = config, job
-        self.api = getattr(job, "api_options", None)
+        self.api = job.api_options if job is not None else None
 
     def __getstate__(self):
         # the config, and how to reach the APIs (no key: keys are read from the
@@ -309,16 +310,36 @@ def _dedup(read: Callable[[], Iterable[Item]], options: DedupOptions, path: Path
     return (lambda position: position not in removed), report.as_dict()
 
 
-def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
+def convert(config: RunConfig | dict, *, out: Path | str | None = None, workers: int = 1,
             overwrite: bool = False, progress: bool | None = None, log=None,
-            api: ApiOptions | None = None) -> RunSummary:
-    """Do what ``mmconvert render`` (or ``occlude``, or ``generate`` with ``api``) does;
-    return the run's summary."""
-    if isinstance(config, dict):
-        config = run_config(config)
-    execution = build(ExecutionOptions, {"out": Path(out), "workers": workers,
-                                         "overwrite": overwrite, "progress": progress})
-    log = log or (lambda message: print(message, file=sys.stderr))
+            api: ApiOptions | dict | None = None, executor: str | None = None,
+            address: str | None = None,
+            execution: ExecutionOptions | None = None) -> RunSummary:
+    """Do what ``mmconvert render`` (or another renderer's command, with ``api`` for a paid
+    one) does; return the run's summary. ``config`` is its renderer's config model or a dict
+    of its fields (``renderer`` names the renderer; the default one's when left out);
+    ``execution`` (or ``out``, ``workers``, ``overwrite``, ``progress``, ``executor``,
+    ``address``) says where and how it runs. Bad options are mmconvert's own one-line
+    ``UsageError``."""
+    if not isinstance(config, RunConfig):
+        config = run_config(config, "config")
+    if isinstance(api, dict):
+        api = build(ApiOptions, api, "api")
+    if execution is None:
+        if executor is None:
+            executor, address = BACKEND.get()
+        execution = build(ExecutionOptions, {
+            "out": out, "workers": workers, "overwrite": overwrite, "progress": progress,
+            "executor": executor, "address": address}, "execution")
+    token = BACKEND.set((execution.executor, execution.address))
+    try:
+        return _convert(config, execution, api, log or (lambda m: print(m, file=sys.stderr)))
+    finally:
+        BACKEND.reset(token)
+
+
+def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | None,
+             log) -> RunSummary:
     started = time.perf_counter()
     summary = RunSummary(out=execution.out)
 
@@ -405,7 +426,7 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
                 # a shard is packed where the workers run (``Executor.submit``)
                 grouped = folder.sharded(config.shard_rows,
                                          executor_for(execution.workers, 1).submit)
-            elif getattr(job, "threads", None):
+            elif job.threads:
                 grouped = contextlib.nullcontext()
             else:
                 grouped = folder.grouped()
@@ -426,12 +447,10 @@ def convert(config: RunConfig | dict, *, out: Path | str, workers: int = 1,
 
 
 def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str], str]:
-    """``generate --dry-run``: the prompts and the estimated cost of a run, calling nothing
-    and writing nothing."""
-    from .jobs import GenerateJob
-
+    """``--dry-run`` of a renderer that calls a paid API: the prompts and the estimated cost
+    of a run, calling nothing and writing nothing."""
     corpus = resolve(config.corpus)
-    job = GenerateJob(config, api, dry_run=True)
+    job = renderer_class(config.renderer).job(config, api, dry_run=True)
     items, _ = load_selection(config, corpus, log=log)
     return job.dry_run([(item, job.part(item, corpus), corpus.prompt_keys(item))
                         for item in items])
@@ -477,15 +496,15 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
     job that waits on the network) threads sharing ``job``. Tasks go in groups of
     ``job.batch``, cut in task order, as they come. ``spool``: where a sharded run's workers
     on a cluster write their files (``RunFolder.spool``)."""
-    threads = getattr(job, "threads", None)
-    api = getattr(job, "api_options", None)
+    threads, api = job.threads, job.api_options
     if api is not None and api.budget is not None and not runs_here():
         raise UsageError("--budget is kept by one process, and --executor ray runs the "
                          "requests in several; leave out one or the other")
     groups = iter(lambda: list(itertools.islice(tasks, job.batch)), [])
     # enough groups to choose the executor (one group: inline; fewer than the workers: as
     # many processes as groups)
-    head = list(itertools.islice(groups, max(1, execution.workers or os.cpu_count() or 1)))
+    head = list(itertools.islice(groups, max(1, threads or execution.workers or
+                                             os.cpu_count() or 1)))
     executor = executor_for(execution.workers, len(head), threads=threads)
     # a run's workers on a cluster write their files where they run (a sharded run's into
     # its spool, which the cluster packs into shards): only rows travel back
@@ -544,6 +563,5 @@ def _run_info(config: RunConfig, summary: RunSummary, job, folder: RunFolder,
         "notes": summary.notes,
         "items": summary.selected,
     }
-    if hasattr(job, "report"):
-        info.update(job.report(folder.manifest.read()))
+    info.update(job.report(folder.manifest.read))
     return info

@@ -3,6 +3,17 @@
 from __future__ import annotations
 
 
+def first_line(err: BaseException | str, limit: int | None = None, *,
+               kind: bool = False) -> str:
+    """The first line of an exception's message (its class name when it has none), cut to
+    ``limit`` characters; ``kind``: led by the class name, ``OSError: ...``."""
+    text = str(err).strip()
+    if kind and isinstance(err, BaseException):
+        text = f"{type(err).__name__}: {text}".strip()
+    line = text.splitlines()[0] if text else type(err).__name__
+    return line[:limit] if limit else line
+
+
 class MMConvertError(Exception):
     """Base class of every error mmconvert reports to a user."""
 

@@ -148,11 +148,13 @@ class GeneratedRow(QuestionRow):
 
 def problem(err: ValidationError) -> tuple[str, str]:
     """(field, message) of a validation error's first problem: ``images[0].sha256``."""
-    first = err.errors()[0]
+    from .options import first_error
+
+    first = first_error(err)
     field = ""
     for part in first["loc"]:
         field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
-    message = first["msg"].removeprefix("Value error, ")
+    message = first["msg"]
     if first["type"] == "missing":
         message = "missing"
     elif first["type"] == "extra_forbidden":

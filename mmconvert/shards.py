@@ -39,7 +39,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from .errors import ItemError
+from .errors import ItemError, first_line
 from .manifest import dumps
 
 SHARDS = "shards"
@@ -389,7 +389,7 @@ class ShardReader:
                 table = shard.read(columns=["images.list.element.path",
                                             "files.list.element.path"])
             except (OSError, ValueError) as err:  # torn: the others are still read
-                self.broken[path] = str(err).splitlines()[0][:200]
+                self.broken[path] = first_line(err, 200)
                 self._seen[path] = signature
                 continue
             self.broken.pop(path, None)

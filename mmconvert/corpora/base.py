@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import ItemError, SourceError, UsageError
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
-from ..options import OPTIONS
+from ..options import OPTIONS, first_error
 from ..seeds import rng
 from .sources import (
     Row,
@@ -86,7 +86,7 @@ def check_corpus_options(corpus: Corpus, values: dict[str, Any]) -> CorpusOption
     try:
         return model.model_validate(given)
     except ValidationError as err:
-        first = err.errors()[0]
+        first = first_error(err)
         flag = CORPUS_OPTIONS.get(str(first["loc"][0]), str(first["loc"][0]))
         raise UsageError(f"{corpus.name}: {flag}: {first['msg']}") from None
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HubUnavailableError, ItemError, SourceError
+from ..errors import HubUnavailableError, ItemError, SourceError, first_line
 from ..items import StoredImage
 
 TABLE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
@@ -208,7 +208,7 @@ class ParquetCell(StoredImage):
         try:
             value = _parquet_row(self.path, self.row, self.column)
         except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds
-            raise ItemError(f"{self.path}: cannot read row {self.row} ({err})".splitlines()[0],
+            raise ItemError(f"{self.path}: cannot read row {self.row} ({first_line(err)})",
                             where=where, field=self.column) from None
         return image_cell(value, where, self.column)
 
@@ -434,6 +434,5 @@ def offline():
 
 
 def _offline(label: str, err: Exception) -> str:
-    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return (f"cannot load {label} from the Hugging Face hub ({first[:160]}); "
+    return (f"cannot load {label} from the Hugging Face hub ({first_line(err, 160)}); "
             "pass --source PATH with a local copy")

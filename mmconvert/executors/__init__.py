@@ -18,25 +18,30 @@ EXECUTORS.register("process", "mmconvert.executors.local:ProcessExecutor")
 EXECUTORS.register("thread", "mmconvert.executors.local:ThreadExecutor")
 EXECUTORS.register("ray", "mmconvert.executors.ray:RayExecutor")
 
-# where this invocation runs its work: "local" (this machine's inline, process or thread
-# executor, by ``local_executor``) or a registered executor that takes a cluster address
-# (``--executor ray [--ray-address HOST:PORT]``); set once by the CLI or ``use``
-BACKEND: ContextVar[tuple[str, str | None]] = ContextVar("backend", default=("local", None))
-BACKENDS = ("local", "ray")
+# where this invocation runs its work: LOCAL (this machine's inline, process or thread executor,
+# by ``local_executor``) or a registered cluster executor (``Executor.cluster``) with its
+# address (``--executor ray [--ray-address HOST:PORT]``); set by ``use`` for a run
+LOCAL = "local"
+BACKEND: ContextVar[tuple[str, str | None]] = ContextVar("backend", default=(LOCAL, None))
+
+
+def backends() -> list[str]:
+    """What ``--executor`` takes: ``local`` and every cluster executor registered."""
+    return [LOCAL] + [cls.name for cls in EXECUTORS.usable() if cls.cluster]
 
 
 def use(name: str, address: str | None = None) -> None:
-    """Run this invocation's work on ``name`` ("local" or "ray")."""
-    if name not in BACKENDS:
+    """Run this invocation's work on ``name`` (``local``, or a cluster executor)."""
+    if name not in backends():
         from ..errors import UsageError
 
-        raise UsageError(f"unknown executor {name!r} (choose from {', '.join(BACKENDS)})")
+        raise UsageError(f"unknown executor {name!r} (choose from {', '.join(backends())})")
     BACKEND.set((name, address))
 
 
 def runs_here() -> bool:
     """Whether this invocation's work runs on this machine's own executors (not a cluster)."""
-    return BACKEND.get()[0] == "local"
+    return BACKEND.get()[0] == LOCAL
 
 
 def executor_for(workers: int, tasks: int, *, threads: int | None = None,
@@ -47,7 +52,7 @@ def executor_for(workers: int, tasks: int, *, threads: int | None = None,
     which without one uses every core of its machine by itself (embedding): in this process
     here; on a cluster, one worker per GPU when it has GPUs."""
     name, address = BACKEND.get()
-    if name == "local":
+    if name == LOCAL:
         if gpu:
             return EXECUTORS.get("inline")(1)
         return local_executor(workers, tasks, threads=threads)

@@ -23,6 +23,9 @@ from typing import Any, ClassVar
 class Executor:
     name: ClassVar[str]
     description: ClassVar[str]
+    # runs on a cluster at an address (``--executor NAME [--ray-address ...]``), not one of
+    # this machine's own executors, which ``local`` chooses among
+    cluster: ClassVar[bool] = False
 
     def __init__(self, workers: int = 1):
         self.workers = max(1, workers)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
-from ..errors import MMConvertError, UsageError
+from ..errors import MMConvertError, UsageError, first_line
 from .base import Executor
 
 INSTALL_HINT = "--executor ray needs Ray: pip install 'mmconvert[ray]'"
@@ -160,12 +160,12 @@ class _Actor:
             try:
                 return pickle.dumps((False, err))
             except Exception:  # noqa: BLE001 - an exception that cannot be pickled
-                return pickle.dumps((False, MMConvertError(
-                    f"{err.__class__.__name__}: {err}".splitlines()[0])))
+                return pickle.dumps((False, MMConvertError(first_line(err, kind=True))))
 
 
 class RayExecutor(Executor):
     name = "ray"
+    cluster = True
     description = ("Ray Data: a local Ray cluster of --workers CPUs, or the cluster at "
                    "--ray-address")
 
@@ -200,7 +200,7 @@ class RayExecutor(Executor):
             with _quiet_stderr():  # Ray's start-up banner and C++ log lines
                 ray.init(**options)
         except Exception as err:  # noqa: BLE001 - Ray raises many kinds; one line for all
-            raise MMConvertError(f"could not start or join Ray: {err}".splitlines()[0]) from None
+            raise MMConvertError(f"could not start or join Ray: {first_line(err)}") from None
         # one cluster for the whole invocation (a sweep maps once a variant), left at exit
         atexit.register(ray.shutdown)
         return True
@@ -313,9 +313,8 @@ def _failure(err: BaseException) -> BaseException:
     raised = _task_error(err)
     if raised is not None:
         return raised
-    message = f"{err.__class__.__name__}: {err}".splitlines()[0]
-    return MMConvertError(f"a Ray worker failed ({message}); what was written stays, and "
-                          "running the command again resumes")
+    return MMConvertError(f"a Ray worker failed ({first_line(err, kind=True)}); what was "
+                          "written stays, and running the command again resumes")
 
 
 def _task_error(err: BaseException) -> BaseException | None:

@@ -106,6 +106,20 @@ def clamp(box: list[int], size: tuple[int, int]) -> list[int]:
             min(max(box[2], 0), width), min(max(box[3], 0), height)]
 
 
+def on_white(image):
+    """``image`` with its transparency flattened onto white, as RGB (a palette image
+    whether or not it has a transparent colour, which is the same for an opaque one); an image
+    without an alpha channel unchanged. A JPEG has no alpha; a page is read on paper."""
+    if image.mode not in ("RGBA", "LA", "PA", "P"):
+        return image
+    from PIL import Image
+
+    rgba = image.convert("RGBA")
+    flat = Image.new("RGB", rgba.size, "white")
+    flat.paste(rgba, mask=rgba.getchannel("A"))
+    return flat
+
+
 def encode(image, fmt: str, *, ppi: float | None = None, quality: int = 95,
            subsampling: str = "4:2:0") -> bytes:
     """``image`` as PNG (zlib level 6) or JPEG (baseline, ``quality``, chroma
@@ -119,14 +133,8 @@ def encode(image, fmt: str, *, ppi: float | None = None, quality: int = 95,
 
             data = set_png_ppi(data, ppi)
         return data
-    if image.mode in ("RGBA", "LA", "P"):
-        from PIL import Image
-
-        rgba = image.convert("RGBA")
-        flat = Image.new("RGB", rgba.size, "white")
-        flat.paste(rgba, mask=rgba.getchannel("A"))
-        image = flat
-    elif image.mode not in ("L", "RGB"):
+    image = on_white(image)
+    if image.mode not in ("L", "RGB"):
         image = image.convert("RGB")
     extra = {"dpi": (round(ppi), round(ppi))} if ppi else {}
     image.save(buffer, format="JPEG", quality=quality, subsampling=SUBSAMPLING[subsampling],

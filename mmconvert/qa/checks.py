@@ -69,14 +69,15 @@ def load_thresholds(path: str | None = None) -> dict[str, Any]:
     return json.loads(text)
 
 
-def max_cer(renderer: str, language: str, table: dict[str, Any]) -> float:
-    """The calibrated threshold of ``renderer`` for ``language`` (a table without the renderer
-    is a one-line error rather than another renderer's threshold)."""
-    per = table["max_cer"].get(renderer)
+def max_cer(renderer, language: str, table: dict[str, Any]) -> float:
+    """The calibrated threshold of ``renderer`` (a class) for ``language``: the table's, else
+    the one the renderer declares (``Renderer.max_cer``: a plugin's own); neither is a
+    one-line error rather than another renderer's threshold."""
+    per = table["max_cer"].get(renderer.name) or renderer.max_cer
     if per is None:
-        raise UsageError(f"the OCR thresholds have no max_cer for the {renderer} renderer "
-                         f"(they have: {', '.join(sorted(table['max_cer']))}); add it, or give "
-                         "--max-cer")
+        raise UsageError(f"the OCR thresholds have no max_cer for the {renderer.name} renderer "
+                         f"(they have: {', '.join(sorted(table['max_cer']))}) and it declares "
+                         "none; add it, or give --max-cer")
     return per.get(tesseract_lang(language), per["default"])
 
 
@@ -236,10 +237,10 @@ class Checker:
 
     def measure(self, row: dict[str, Any], read: list[OcrResult]) -> dict[str, Any]:
         """The OCR check's figures for one reading of the row's images."""
-        renderer, language = row["renderer"]["name"], row.get("language") or "en"
+        renderer, language = row_renderer(row), row.get("language") or "en"
         limit = self.max_cer if self.max_cer is not None else max_cer(renderer, language,
                                                                         self.table)
-        source = row_renderer(row).ocr_text(row)
+        source = renderer.ocr_text(row)
         reference = readable(source, language)
         hypothesis = "\n".join(r.text for r in read)
         # what the source has and the reading lacks or got wrong; insertions are free: covered

@@ -12,11 +12,15 @@ from (run seed, item id, stage), and drawing with those parameters is a pure fun
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
 from ..items import Item
+
+if TYPE_CHECKING:
+    from ..config import ApiOptions, RunConfig
+    from ..jobs import Job
 
 
 def item_from_row(row: dict[str, Any]) -> Item:
@@ -30,11 +34,21 @@ def item_from_row(row: dict[str, Any]) -> Item:
 
 class Renderer:
     """Base of every registered renderer; subclasses set the class attributes and implement
-    ``from_params``, ``sample`` and ``expected_text``."""
+    ``job``, ``from_params``, ``sample`` and ``expected_text``.
+
+    A renderer is its own kind of run: ``config_model`` is what its command's flags, a YAML
+    config and run.json hold, ``job`` what a worker does with each item. The default renderer
+    runs as ``mmconvert render``; every other as ``mmconvert <name>`` and as ``mmconvert
+    render --renderer <name>``; ``help`` is that command's help.
+    """
 
     name: ClassVar[str]
     version: ClassVar[str]
+    # its run's options: a ``config.RunConfig`` with ``renderer: Literal[<name>]`` and a
+    # field holding ``options_model``
+    config_model: ClassVar[type[RunConfig]]
     options_model: ClassVar[type[BaseModel]]
+    help: ClassVar[str] = ""
     # the pydantic model of its manifest rows (``rows.py``)
     row_model: ClassVar[type[BaseModel]]
     # what the run calls one image ("page" for A4 pages)
@@ -64,6 +78,19 @@ class Renderer:
     # cancelled; a renderer that drops nothing (and one whose work is paid for) has its limit
     # applied to the selection, so no item past it is ever started
     drops_items: ClassVar[bool] = False
+    # calls a paid API: its command takes ``ApiOptions`` (keys, budget, response cache) and
+    # ``--dry-run`` (``Job.dry_run``), and a run the budget stops is reported as stopped
+    paid: ClassVar[bool] = False
+    # the OCR check's highest error rate per Tesseract language ("default": the rest), used
+    # when ``qa/thresholds.json`` (or ``--thresholds``) has none for this renderer
+    max_cer: ClassVar[dict[str, float] | None] = None
+
+    @classmethod
+    def job(cls, config: RunConfig, api: ApiOptions | None = None, *,
+            dry_run: bool = False) -> Job:
+        """What a worker does with each item of a run made with ``config``; ``api`` and
+        ``dry_run`` for a renderer that is ``paid``."""
+        raise NotImplementedError
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Renderer:

@@ -9,25 +9,32 @@ benchmark copy (JPEG, longer side 1024) is a pure function of the returned image
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from ..api.errors import ApiMalformed
-from ..errors import ItemError
-from ..items import Item
+from ..config import ApiOptions, RunConfig
+from ..errors import ItemError, UsageError
+from ..items import Item, RenderPart
+from ..jobs import Job, row_head
 from ..options import OPTIONS
+from ..postprocess.imaging import on_white
 from ..prompts import Prompts, format_options
 from ..rows import GeneratedRow
+from ..runfolder import Output, item_file
 from ..seeds import rng
 from .base import Renderer
 
 if TYPE_CHECKING:  # the API client is imported when a run makes calls, not with the options
     from ..api.client import ApiClient
     from ..api.prices import Cost
+    from ..corpora import Corpus
 
 LAYOUTS = ("background", "interleaved")
 FONTS = ("handwritten", "standard")
@@ -60,7 +67,8 @@ class GenerateOptions(BaseModel):
         "auto", description=f"auto: {WIDE} for items over long_tokens, else {TALL}")
     long_tokens: int = Field(LONG_TOKENS, ge=1, description="size auto: the wide size above "
                                                             "this many tokens")
-    quality: Literal["low", "medium", "high", "auto"] = "high"
+    quality: Literal["low", "medium", "high", "auto"] = Field("high",
+                                                              description="image quality")
     max_side: int = Field(1024, ge=64, le=8192, description="benchmark copy's longer side")
     jpeg_quality: int = Field(95, ge=1, le=100, description="benchmark copy's JPEG quality")
     chat_max_tokens: int = Field(300, ge=16, le=8192, description="reply limit of chat calls")
@@ -74,6 +82,16 @@ class GenerateOptions(BaseModel):
         if head == "tokens" and count.isdigit() and int(count) > 0:
             return value
         raise ValueError("expected auto, background, interleaved or tokens:N (N > 0)")
+
+
+class GenerateConfig(RunConfig):
+    """A ``generate`` run: which items, how the image API is asked to draw them, what to
+    write. Where the servers are and how much may be spent are ``ApiOptions``."""
+
+    renderer: Literal["generate"] = "generate"
+    generate: GenerateOptions = Field(default_factory=GenerateOptions)
+    prompt_style: Literal["cot", "direct"] = Field(
+        "cot", description="style of the manifest's evaluation prompts")
 
 
 @dataclass(frozen=True)
@@ -146,13 +164,7 @@ def benchmark_copy(data: bytes, max_side: int, quality: int) -> tuple[bytes, tup
             image.load()
             original_format = (image.format or "").lower()
             original_size = image.size
-            if image.mode in ("RGBA", "LA", "P"):
-                rgba = image.convert("RGBA")
-                flat = Image.new("RGB", rgba.size, "white")
-                flat.paste(rgba, mask=rgba.getchannel("A"))
-                image = flat
-            elif image.mode != "RGB":
-                image = image.convert("RGB")
+            image = on_white(image).convert("RGB")
     except (OSError, ValueError, Image.DecompressionBombError) as err:
         raise ApiMalformed(f"image API: the returned image cannot be decoded ({err})") from None
     scale = max_side / max(image.size)
@@ -169,12 +181,34 @@ class ImageApiRenderer(Renderer):
 
     name = "generate"
     version = "1"
+    config_model = GenerateConfig
     row_model = GeneratedRow
+    help = """Draw each item of CORPUS (context, question and options) with an image-generation
+    API, LogicOCR-style: a background scene or text beside an illustration, handwritten or
+    printed.
+
+    Every response is cached before it is used, so a re-run, a crash or --overwrite never pays
+    for a response twice. The returned image is kept in originals/; the benchmark copy is a
+    JPEG in images/.
+
+    \b
+    Examples:
+      mmconvert generate logiqa --source LogiQA-dataset --dedup --dry-run
+      mmconvert generate logiqa --source LogiQA-dataset --layout tokens:250 --budget 20
+      mmconvert generate logiqa2 --chat-base-url http://localhost:8000/v1 \\
+          --chat-model Qwen/Qwen2.5-14B-Instruct
+    """
     options_model = GenerateOptions
     roles = shown_roles = ocr_roles = ("generated",)
     checks = frozenset({"ocr", "options", "image"})
     ocr_psm = 3  # a natural image: Tesseract finds the text blocks itself
     ocr_edge_words = True
+    paid = True
+
+    @classmethod
+    def job(cls, config: GenerateConfig, api: ApiOptions | None = None, *,
+            dry_run: bool = False) -> GenerateJob:
+        return GenerateJob(config, api, dry_run=dry_run)
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> ImageApiRenderer:
@@ -279,3 +313,165 @@ class ImageApiRenderer(Renderer):
                                                         self.options.jpeg_quality)
         return Generated(plan, layout, template, prompt, depiction, original, fmt,
                          original_size, jpeg, size, calls)
+
+
+class GenerateJob(Job):
+    """``mmconvert generate``: each whole item drawn by an image-generation API (LogicOCR).
+
+    Runs in threads (``threads`` requests in flight), since it waits on the network; the API
+    client, its response cache and the budget are shared by them.
+    """
+
+    def __init__(self, config: GenerateConfig, api: ApiOptions | None = None, *,
+                 dry_run: bool = False):
+        from ..api.client import ApiClient
+
+        self.config = config
+        self.api_options = api or ApiOptions()
+        self.api = ApiClient(self.api_options)
+        self.prompts = Prompts(config.prompt_dir)
+        self.renderer = ImageApiRenderer(config.generate, self.prompts, self.api)
+        self.threads = self.api_options.concurrency
+        self._check(dry_run)
+
+    def _check(self, dry_run: bool) -> None:
+        """Fail before the first request: templates, keys, and prices when there is a
+        budget."""
+        options = self.config.generate
+        chat = options.layout != "interleaved"
+        names = [f"generate_{layout}_{font}" for layout in LAYOUTS for font in FONTS]
+        names += ["generate_depiction"] if chat else []
+        names += ["generate_layout"] if options.layout == "auto" else []
+        for name in names:
+            self.prompts.template(name)
+        if not dry_run:
+            try:
+                import openai  # noqa: F401
+            except ImportError:
+                raise UsageError("generate needs the openai client: pip install "
+                                 "'mmconvert[generate]'") from None
+            self.api.check_keys(("image", "chat") if chat else ("image",))
+        if self.api_options.budget is not None:
+            for model in [options.image_model] + ([options.chat_model] if chat else []):
+                if not self.api.prices.has(model):
+                    raise UsageError(
+                        f"--budget needs a price for {model}, which the price table "
+                        f"({self.api.prices.origin}) lacks; give --price-table FILE with "
+                        f'{{"models": {{"{model}": {{"per_million_tokens": {{...}}}}}}}}')
+
+    def part(self, item: Item, corpus: Corpus) -> RenderPart:
+        return "all"
+
+    def fonts(self) -> list[dict[str, str]]:
+        return []  # the image model draws the type
+
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        config, options, output = self.config, self.config.generate, Output()
+        made = self.renderer.generate(item, config.seed, prompt_keys)
+        ext = {"jpeg": "jpg"}.get(made.original_format, made.original_format or "bin")
+        original = item_file("originals", item.id, f".{ext}")
+        output.file(original, made.original)
+        images = [output.image(item_file("images", item.id, ".jpg"), made.jpeg, "generated",
+                              *made.size)]
+        prompt, text_prompt = self.prompts.pair(item, "all", config.prompt_style, prompt_keys)
+        chat_used = bool({"layout", "depiction"} & set(made.calls))
+        row = row_head(item, self.renderer, {
+            **options.model_dump(mode="json"), "layout": made.layout, "font": made.plan.font,
+            "size": made.plan.size, "tokens": made.plan.tokens}, config.seed)
+        row.update({
+            "images": images,
+            "original": {"path": original, "format": made.original_format,
+                         "width": made.original_size[0], "height": made.original_size[1],
+                         "sha256": hashlib.sha256(made.original).hexdigest()},
+            "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
+            "question": item.question, "context": item.context, "options": item.options,
+            "answer": item.answer, "metadata": item.metadata,
+            "text_in_image": image_text(item),
+            "generation": {
+                "template": made.template, "image_prompt": made.prompt, "layout": made.layout,
+                "layout_from": "chat" if made.plan.layout == "auto" else options.layout,
+                "font": made.plan.font, "depiction": made.depiction,
+                "image_model": options.image_model,
+                "chat_model": options.chat_model if chat_used else None,
+                "size": made.plan.size, "quality": options.quality,
+                "benchmark_copy": {"format": "jpeg", "quality": options.jpeg_quality,
+                                   "subsampling": "4:4:4", "max_side": options.max_side,
+                                   "resample": "lanczos"}},
+            "provenance": {"cost_usd": made.cost, "calls": made.calls},
+        })
+        output.row = row
+        return output
+
+    def dry_run(self, tasks) -> tuple[list[str], str]:
+        """``--dry-run``: each item's prompts, and a summary of counts and estimated cost;
+        nothing is called. With ``--layout auto`` both layouts' image prompts are shown and the
+        estimate assumes the dearer path (layout choice, depiction, image)."""
+        renderer, seed = self.renderer, self.config.seed
+        blocks: list[str] = []
+        counts: dict[str, Counter[str]] = {"layout": Counter(), "font": Counter(),
+                                           "size": Counter()}
+        usd = {"image": 0.0, "chat": 0.0}
+        requests, cached, unpriced = Counter(), 0, set()
+        for item, _, keys in tasks:
+            plan = renderer.plan(item, seed)
+            for name in counts:
+                counts[name][getattr(plan, name)] += 1
+            values = renderer.values(item)
+            blocks.append(f"=== {item.id}: layout {plan.layout}, font {plan.font}, size "
+                          f"{plan.size}, {plan.tokens} tokens")
+            layouts = LAYOUTS if plan.layout == "auto" else (plan.layout,)
+            chats = (["layout"] if plan.layout == "auto" else []) + (
+                ["depiction"] if "background" in layouts else [])
+            for purpose in chats:
+                prompt = renderer.chat_prompt(purpose, values, keys)
+                blocks += [f"--- chat ({purpose}), {self.config.generate.chat_model}", prompt]
+                cost = renderer.chat_estimate(prompt)
+                usd["chat"] += cost.usd or 0.0
+                requests["chat"] += 1
+                if cost.usd is None:
+                    unpriced.add(self.config.generate.chat_model)
+            image_costs = []
+            for layout in layouts:
+                depiction = "<depiction written by the chat model>" * (layout == "background")
+                template, prompt = renderer.image_prompt(layout, plan.font,
+                                                         {**values, "depiction": depiction}, keys)
+                blocks += [f"--- image ({template}), {self.config.generate.image_model}",
+                           prompt]
+                image_costs.append(renderer.image_estimate(prompt, plan.size))
+                if layout == "interleaved" and plan.layout == "interleaved":
+                    cached += self.api.cached("image", renderer.image_params(prompt, plan.size),
+                                              item.id, seed)
+            requests["image"] += 1
+            usd["image"] += max(c.usd or 0.0 for c in image_costs)
+            if any(c.usd is None for c in image_costs):
+                unpriced.add(self.config.generate.image_model)
+        summary = (f"dry run: {len(tasks)} item(s); "
+                   + "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+                               for name, c in counts.items())
+                   + f"; requests: {requests['image']} image, at most {requests['chat']} chat; "
+                   f"estimated cost ${usd['image'] + usd['chat']:.2f} (image "
+                   f"${usd['image']:.2f}, chat ${usd['chat']:.4f}; prices "
+                   f"{self.api.prices.origin}, as of {self.api.prices.as_of})")
+        if unpriced:
+            summary += f"; no price for {', '.join(sorted(unpriced))} (counted as $0)"
+        if cached:
+            summary += f"; {cached} image response(s) already cached (free)"
+        return blocks, summary + "; nothing was called"
+
+    def report(self, rows) -> dict[str, Any]:
+        """Spend and usage per item and in total over the run folder's manifest (``rows()``),
+        and what this invocation asked and paid."""
+        per_item: dict[str, float | None] = {}
+        usage: Counter[str] = Counter()
+        for row in rows():
+            provenance = row.get("provenance") or {}
+            per_item[row["id"]] = provenance.get("cost_usd")
+            for purpose, call in (provenance.get("calls") or {}).items():
+                for name, value in (call.get("usage") or {}).items():
+                    if isinstance(value, int):
+                        usage[f"{purpose}_{name}"] += value
+        priced = [v for v in per_item.values() if v is not None]
+        return {"spend": {"total_usd": round(sum(priced), 6),
+                          "items_unpriced": len(per_item) - len(priced),
+                          "usage": dict(sorted(usage.items())), "per_item_usd": per_item},
+                "api": {"options": self.api_options.record(), "this_run": self.api.report()}}

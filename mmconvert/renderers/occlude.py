@@ -20,21 +20,30 @@ import math
 import warnings
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..errors import ItemError, ItemFiltered, UsageError
-from ..items import Item, StoredImage, base_language
-from ..options import OPTIONS
+from ..config import RunConfig
+from ..errors import ItemError, ItemFiltered, UsageError, first_line
+from ..items import Item, RenderPart, StoredImage, base_language
+from ..jobs import Job, row_head
+from ..options import OPTIONS, cli
+from ..postprocess.imaging import on_white
+from ..prompts import Prompts
 from ..rows import OcclusionRow
+from ..runfolder import Output, item_file
 from ..seeds import rng
 from .base import Renderer
 from .drawing import encode_png, fill_black, mupdf, png_deflater, show_runs
-from .fonts import INVISIBLE, FontChain, caption_font, font_chain
+from .fonts import INVISIBLE, FontChain, caption_font, font_chain, font_manifest
 from .layout import Block, Run, control_characters, normalise
 from .shaping import ShapingLineBreaker, run_extents
 from .spans import Span, SpanChooser
+
+if TYPE_CHECKING:
+    from ..config import ApiOptions
+    from ..corpora import Corpus
 
 Difficulty = Literal["easy", "hard"]
 LANGUAGES = ("en", "zh")
@@ -64,17 +73,23 @@ class OccludeOptions(BaseModel):
         "hidden test set's style (caption above or below, width 600-1000 px, font drawn from "
         "the shipped set, difficulty mixed)")
     difficulty: Literal["easy", "hard", "mixed"] | None = Field(
-        None, description="band height (default easy; hidden style: mixed)")
+        None, description="band height: easy, hard, or drawn per item",
+        json_schema_extra=cli(default="easy; hidden style: mixed"))
     width: int | None = Field(None, ge=32, le=4096,
-                              description="image and caption width in px (default 300)")
-    font: str | None = Field(None, description="caption face (default Liberation Sans, "
-                                               "Droid Sans Fallback for Chinese)")
+                              description="image and caption width in px",
+                              json_schema_extra=cli(default="300"))
+    font: str | None = Field(
+        None, description="caption face: Liberation Sans, Liberation Serif, Comic Neue, "
+                          "Ubuntu, FiraGO, Noto Sans, Droid Sans Fallback",
+        json_schema_extra=cli(default="Liberation Sans, Droid Sans Fallback for Chinese"))
     font_size: int = Field(20, ge=6, le=200, description="type size in px")
     max_lines: int = Field(5, ge=1, le=50, description="caption lines kept")
     max_height: int = Field(900, ge=32, description="taller stacked images are dropped")
     ngram: int = Field(5, ge=1, le=20, description="words per covered span")
     mask_ratio: float = Field(0.5, gt=0, le=1, description="most of the tokens covered")
-    ner: bool = Field(True, description="keep named entities uncovered (English)")
+    ner: bool = Field(True, description="English: keep named entities uncovered (--no-ner: "
+                                        "choose spans without an entity model; the manifest "
+                                        "says ner: none)")
     max_pixels: int = Field(50_000_000, ge=1, description="larger images are refused "
                                                           "before decoding")
 
@@ -91,6 +106,13 @@ class OccludeOptions(BaseModel):
 
     def resolved_difficulty(self) -> str:
         return self.difficulty or ("mixed" if self.style == "hidden" else "easy")
+
+
+class OccludeConfig(RunConfig):
+    """An ``occlude`` run: which image-caption pairs, how to cover them, what to write."""
+
+    renderer: Literal["occlude"] = "occlude"
+    occlude: OccludeOptions = Field(default_factory=OccludeOptions)
 
 
 @dataclass(frozen=True)
@@ -179,7 +201,18 @@ class CaptionOccluder(Renderer):
 
     name = "occlude"
     version = "1"
+    config_model = OccludeConfig
     row_model = OcclusionRow
+    help = """Make VCR-style items of CORPUS (image-caption pairs): each image stacked over its
+    caption, 5-word spans of the caption partly covered by white bands, and a text-only image
+    of the same size.
+
+    \b
+    Examples:
+      mmconvert occlude captions --source path/to/coco --split val2017 --difficulty hard
+      mmconvert occlude captions --source pairs.tsv --language zh
+      mmconvert occlude captions --source wit.parquet --style hidden --workers 0
+    """
     options_model = OccludeOptions
     roles = ("stacked", "text_only")
     shown_roles = ("stacked",)
@@ -187,6 +220,11 @@ class CaptionOccluder(Renderer):
     answer_spans = True
     flush_edges = ("left",)  # VCR's captions start flush at the image's left edge
     drops_items = True  # too short for a span, over --max-height
+
+    @classmethod
+    def job(cls, config: OccludeConfig, api: ApiOptions | None = None, *,
+            dry_run: bool = False) -> OccludeJob:
+        return OccludeJob(config)
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> CaptionOccluder:
@@ -490,7 +528,7 @@ def open_image(source, where: str, max_pixels: int):
         raise ItemError(f"{name} is larger than {max_pixels / 1e6:g} megapixels; refused "
                         "before decoding", where=where, field="image") from None
     except (UnidentifiedImageError, OSError, ValueError) as err:
-        raise ItemError(f"{name} is not a readable image ({_short(err)})", where=where,
+        raise ItemError(f"{name} is not a readable image ({first_line(err, 120)})", where=where,
                         field="image") from None
     width, height = image.size
     if width * height > max_pixels:
@@ -537,18 +575,84 @@ def decode_photo(image, width: int, where: str):
                 image = image.reduce(factor)
         image = ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError) as err:
-        raise ItemError(f"truncated or damaged image ({_short(err)})", where=where,
+        raise ItemError(f"truncated or damaged image ({first_line(err, 120)})", where=where,
                         field="image") from None
-    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and
-                                              "transparency" in image.info):
-        rgba = image.convert("RGBA")
-        flat = Image.new("RGB", rgba.size, "white")
-        flat.paste(rgba, mask=rgba.getchannel("A"))
-        image = flat
-    else:
-        image = image.convert("RGB")
+    image = on_white(image).convert("RGB")
     return image.resize((width, height), Image.Resampling.LANCZOS)
 
 
-def _short(err: Exception) -> str:
-    return str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+
+class OccludeJob(Job):
+    """``mmconvert occlude``: image over caption with spans partly covered (VCR)."""
+
+    batch = 32  # captions a worker sends through spaCy's nlp.pipe at once
+
+    def __init__(self, config: OccludeConfig):
+        self.config = config
+        self.renderer = CaptionOccluder(config.occlude, language=config.language)
+        self.prompts = Prompts(config.prompt_dir)
+
+    def part(self, item: Item, corpus: Corpus) -> RenderPart:
+        return "context"
+
+    def fonts(self) -> list[dict[str, str]]:
+        seen: dict[str, dict[str, str]] = {}
+        for face in self.renderer.fonts():
+            for entry in font_manifest(font_chain(face)):
+                seen.setdefault(entry["name"], entry)
+        return list(seen.values())
+
+    def prepare(self, items: list[Item]) -> None:
+        self.renderer.prepare(items, self.config.seed)
+
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        config, output = self.config, Output()
+        result = self.renderer.render(item, config.seed)
+        params = result.params
+        width, height = result.size
+        images = [
+            output.image(item_file("images", item.id, "_stacked.png"), result.stacked,
+                        "stacked", width, height, boxes=span_boxes(result.boxes["stacked"])),
+            output.image(item_file("images", item.id, "_text.png"), result.text_only,
+                        "text_only", width, height,
+                        boxes=span_boxes(result.boxes["text_only"])),
+        ]
+        values = {"count": str(len(params.spans)),
+                  "masked_caption": masked_caption(result.shown, params.spans)}
+        row = row_head(item, self.renderer, {
+            **config.occlude.model_dump(mode="json"), **params.as_dict(),
+            # the entity filter as it ran: a language with no entity model (Chinese) had none,
+            # whatever --ner asked, so the params and the row's ``ner`` agree
+            "ner": config.occlude.ner and self.renderer.chooser(params.language).ner != "none",
+            "line_height": result.line_height, "band_rows": list(result.band)}, config.seed)
+        row.update({
+            "images": images,
+            "prompt": self.prompts.fill("vcr_image", values, prompt_keys),
+            "text_prompt": self.prompts.fill("vcr_text", values, prompt_keys),
+            "caption": result.caption, "caption_in_image": result.shown,
+            "masked_spans": [span.as_dict() for span in params.spans],
+            "answer": [span.text for span in params.spans],
+            "difficulty": params.difficulty, "position": params.position, "font": params.font,
+            "ner": self.renderer.chooser(params.language).ner, "lines": result.lines,
+            "source_image": item.image if isinstance(item.image, str) else None,
+            "metadata": item.metadata,
+        })
+        output.row = row
+        return output
+
+
+
+def span_boxes(boxes) -> list[dict[str, Any]]:
+    """The bands of an image as manifest entries: the covered span (an index into
+    ``masked_spans``) and its box [left, top, right, bottom] in pixels, right and bottom
+    exclusive. Post-processing (scale, rotate) moves them with the image."""
+    return [{"span": span, "box": box} for span, box in boxes]
+
+
+def masked_caption(text: str, spans, blank: str = "[___]") -> str:
+    """``text`` with each span replaced by ``blank`` (the text-only twin's caption)."""
+    out, pos = [], 0
+    for span in spans:
+        out += [text[pos:span.start], blank]
+        pos = span.end
+    return "".join(out + [text[pos:]])

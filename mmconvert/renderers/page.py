@@ -3,20 +3,25 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
+from ..config import RunConfig
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
-from ..options import OPTIONS
+from ..jobs import Job, row_head
+from ..options import OPTIONS, cli
+from ..prompts import Prompts
 from ..rows import PageRow
+from ..runfolder import Output, item_file
 from .base import Renderer, item_from_row
 from .drawing import color_params, fill_black, mupdf, set_png_ppi, show_runs
-from .fonts import FontChain, font_chain
+from .fonts import FontChain, font_chain, font_manifest
 from .layout import (
     Block,
     Line,
@@ -28,6 +33,10 @@ from .layout import (
 )
 from .pdfwriter import PdfLine, PdfPage, write_pdf
 from .shaping import ShapingLineBreaker, first_strong_rtl
+
+if TYPE_CHECKING:
+    from ..config import ApiOptions
+    from ..corpora import Corpus
 
 POINTS_PER_INCH = 72.0
 # the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
@@ -49,7 +58,7 @@ class PageOptions(BaseModel):
 
     model_config = OPTIONS
 
-    ppi: PPI = Field(92.9, description="pixels per inch of the PNG pages")
+    ppi: PPI = Field(92.9, description="pixels per inch of the page images")
     font_size: float = Field(12.0, gt=2, le=72, description="type size in points")
     line_spacing: float = Field(
         1.2, ge=1.0, le=3.0,
@@ -62,9 +71,10 @@ class PageOptions(BaseModel):
     margin: float = Field(0.25, ge=0, le=2, description="page margins in inches")
     page_width: float = Field(8.27, gt=1, le=40, description="page width in inches (A4)")
     page_height: float = Field(11.69, gt=1, le=40, description="page height in inches (A4)")
-    color: Literal["gray", "rgb"] = "gray"
+    color: Literal["gray", "rgb"] = Field("gray", description="PNG colour")
     render: RenderPart | None = Field(
-        None, description="what becomes image: options, context or all (default: the corpus')")
+        None, description="what becomes image",
+        json_schema_extra=cli(default="the corpus' render policy"))
     crop: Literal["content", "bottom", "none"] = Field(
         "content",
         description="content: every page cut on the right to its widest line plus four "
@@ -99,6 +109,16 @@ class PageOptions(BaseModel):
                              "A4-wide pages, 14.4 pt pitch); render the corpus again, with "
                              "--crop bottom --line-pitch 14.4 --indent hanging for that look")
         return data
+
+
+class RenderConfig(RunConfig):
+    """A ``render`` run: which items, how to draw them, what to write."""
+
+    renderer: Literal["page"] = "page"
+    page: PageOptions = Field(default_factory=PageOptions)
+    pdf: bool = Field(False, description="keep each item's vector PDF in pdf/")
+    prompt_style: Literal["cot", "direct"] = Field(
+        "cot", description="prompt style of the manifest's prompts")
 
 
 @dataclass
@@ -146,12 +166,28 @@ class PageRenderer(Renderer):
 
     name = "page"
     version = "2"
+    config_model = RenderConfig
     row_model = PageRow
+    help = """Render CORPUS (a registered name, or a JSONL/CSV/Parquet file) as page images.
+
+    \b
+    Examples:
+      mmconvert render mmlu-redux --ppi 92.9 --sample 35
+      mmconvert render mmlu-redux --source path/to/mmlu_redux --out runs/redux
+      mmconvert render babilong --source tasks_1-20_v1-2 --subset qa1
+      mmconvert render logiqa --source LogiQA-dataset --language zh --dedup
+      mmconvert render items.jsonl --render all --pdf --font-size 10
+    """
     options_model = PageOptions
     unit = "page"
     roles = shown_roles = ocr_roles = paper_roles = ("page",)
     checks = frozenset({"ocr", "text_layer", "image"})
     redraws = True
+
+    @classmethod
+    def job(cls, config: RenderConfig, api: ApiOptions | None = None, *,
+            dry_run: bool = False) -> PageJob:
+        return PageJob(config)
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> PageRenderer:
@@ -394,3 +430,49 @@ def pixels(inches: float, ppi: float) -> int:
     """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
     return math.floor(inches * ppi + 0.5 + 1e-9)
 
+
+def layout_file(output: Output, item_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A page item's layout (``layout/<id>.json``), which PPI sweeps re-draw."""
+    data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    rel = item_file("layout", item_id, ".json")
+    return {"path": rel, "pages": len(record["pages"]),
+            "lines": sum(len(page) for page in record["pages"]), **output.file(rel, data)}
+
+
+
+class PageJob(Job):
+    """``mmconvert render``: the chosen part of each item on A4 page images."""
+
+    def __init__(self, config: RenderConfig):
+        self.config = config
+        self.renderer = PageRenderer(config.page)
+        self.prompts = Prompts(config.prompt_dir)
+
+    def part(self, item: Item, corpus: Corpus) -> RenderPart:
+        return self.config.page.render or corpus.part_for(item)
+
+    def fonts(self) -> list[dict[str, str]]:
+        return font_manifest()
+
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        config, output = self.config, Output()
+        result = self.renderer.render(item, part, want_pdf=config.pdf)
+        prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
+        images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), page.png,
+                               "page", page.width, page.height, ppi=config.page.ppi)
+                  for number, page in enumerate(result.pages, start=1)]
+        row = row_head(item, self.renderer,
+                       {**config.page.model_dump(mode="json"), "render": part}, config.seed)
+        row["images"] = images
+        row["layout"] = layout_file(output, item.id, result.layout)
+        if result.pdf is not None:
+            rel = item_file("pdf", item.id, ".pdf")
+            output.file(rel, result.pdf)
+            row["pdf"] = rel
+        row.update({
+            "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
+            "question": item.question, "context": item.context, "options": item.options,
+            "answer": item.answer, "metadata": item.metadata,
+        })
+        output.row = row
+        return output

@@ -116,7 +116,7 @@ def test_an_english_item_whose_chinese_is_drawn_as_boxes_fails_the_ocr_measure(t
     boxes = "".join("\u25a1" if ord(c) >= 0x2E80 else c for c in text)
     assert ocr_languages("en", text) == "eng+chi_sim"
     renderer = PageRenderer(PageOptions(ppi=300))
-    limit = max_cer("page", "en", load_thresholds())
+    limit = max_cer(PageRenderer, "en", load_thresholds())
     from mmconvert.qa.ocr import readable
 
     chars = len(readable(text))
