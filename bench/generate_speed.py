@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mmconvert.config import ApiOptions  # noqa: E402
-from mmconvert.renderers.generate import GenerateConfig  # noqa: E402
 from mmconvert.converter import convert  # noqa: E402
+from mmconvert.renderers.generate import GenerateConfig  # noqa: E402
 
 
 def write_items(path: Path, count: int) -> None:

@@ -25,9 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mmconvert.corpora import LoadReport, LoadRequest, resolve  # noqa: E402
-from mmconvert.renderers.occlude import OccludeJob  # noqa: E402
 from mmconvert.renderers import occlude as occlude_module  # noqa: E402
-from mmconvert.renderers.occlude import CaptionOccluder, OccludeOptions  # noqa: E402
+from mmconvert.renderers.occlude import (  # noqa: E402
+    CaptionOccluder,
+    OccludeJob,  # noqa: E402
+    OccludeOptions,
+)
 
 SHARED = Path("/work/shared/data/image-caption/coco-mini")
 
