@@ -12,7 +12,6 @@ import click
 from . import __version__
 from .api.prices import BudgetReached
 from .errors import MMConvertError, UsageError
-from .postprocess.imaging import RESAMPLING
 
 
 def one_line(text: str) -> str:
@@ -50,159 +49,91 @@ def disk_error(err: OSError) -> str:
     return f"{where}cannot write: {err.strerror or err}{hint}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class Main(click.Group):
+    """The commands: the fixed ones, ``render`` (the default renderer, or ``--renderer NAME``)
+    and one per other registered renderer (``occlude``, ``generate``, a plugin's), each built
+    from its renderer's models when it is used."""
+
+    def list_commands(self, ctx):
+        from .renderers import DEFAULT, RENDERERS
+
+        return sorted({*self.commands, *LAZY, "render",
+                       *(n for n in RENDERERS.names() if n != DEFAULT)})
+
+    def get_command(self, ctx, name):
+        from .renderers import DEFAULT, RENDERERS
+
+        if name in self.commands:
+            return self.commands[name]
+        if name in LAZY:
+            return LAZY[name]()
+        if name == "render" or (name in RENDERERS and name != DEFAULT):
+            return run_command(DEFAULT if name == "render" else name, name)
+        return None
+
+    def resolve_command(self, ctx, args):
+        """``render --renderer NAME ...``: the command of renderer NAME, under ``render``."""
+        if args and args[0] == "render":
+            for position, arg in enumerate(args[1:-1], start=1):
+                if arg == "--renderer":
+                    return "render", run_command(args[position + 1], "render"), args[1:]
+            for arg in args[1:]:
+                if arg.startswith("--renderer="):
+                    return "render", run_command(arg.split("=", 1)[1], "render"), args[1:]
+        if args and self.get_command(ctx, args[0]) is None and not args[0].startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1)
+            ctx.fail(f"No such command {args[0]!r}" + (f"; did you mean {close[0]!r}?"
+                                                       if close else "."))
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=Main,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="mmconvert")
 def main():
     """Turn text benchmarks and corpora into image benchmarks for vision-language models."""
-    from .executors import use
+    from .executors import LOCAL, use
 
-    use("local")  # each invocation starts local; --executor ray says otherwise
-
-
-
-def selection_options(fn):
-    """The options that choose items, shared by every command that reads a corpus."""
-    options = [
-        click.argument("corpus"),
-        click.option("--source", type=click.Path(path_type=Path),
-                     help="Local copy of the corpus: a file, or a folder with a file per subset "
-                          "(hub parquet, save_to_disk, or the original release files)."),
-        click.option("--subset", "subsets", multiple=True,
-                     help="Subset (config) to load; repeatable."),
-        click.option("--split", help="Split to load (default: the corpus' own, e.g. test)."),
-        click.option("--keep-flagged", is_flag=True, default=None,
-                     help="MMLU-Redux: keep rows whose error_type is not ok."),
-        click.option("--language", help="logiqa, logiqa2: en or zh; longbench: en, zh or all; "
-                                        "captions: the captions' language."),
-        click.option("--max-length", type=int,
-                     help="LongBench: keep rows whose length is below this (default 8192, "
-                          "through the 4k-8k bin)."),
-        click.option("--all-captions", is_flag=True, default=None,
-                     help="captions: every caption of an image, not only the first."),
-        click.option("--shuffle-options", is_flag=True, default=None,
-                     help="Reorder each item's options with a seed from --seed and its id "
-                          "(the manifest keeps the original order and answer)."),
-        click.option("--dedup", is_flag=True, default=None,
-                     help="Remove exact and near-duplicate items before sampling."),
-        click.option("--dedup-threshold", type=float,
-                     help="Cosine similarity at or above which items are duplicates "
-                          "(default 0.85)."),
-        click.option("--dedup-field", type=click.Choice(["context", "question", "options", "all"]),
-                     help="Text compared for duplicates (default context)."),
-        click.option("--embedding-model",
-                     help="sentence-transformers model name or local folder "
-                          "(default BAAI/bge-m3)."),
-        click.option("--dedup-index", type=click.Choice(["exact", "faiss"]),
-                     help="exact (default): a blocked search; faiss: an index for large corpora."),
-        click.option("--batch-size", type=int, help="Embedding batch size (default 32)."),
-        click.option("--device", help="Embedding device (default: cuda or mps when present)."),
-        click.option("--sample", type=int,
-                     help="Items per subset, sampled with --seed (ReadBench: 35)."),
-        click.option("--limit", type=int, help="Items overall, after sampling."),
-        click.option("--seed", type=int, help="Run seed (default 0)."),
-        click.option("--on-error", type=click.Choice(["fail", "skip"]),
-                     help="On a bad row: stop (fail, default) or record it and go on (skip)."),
-        click.option("--config", "config_file", type=click.Path(path_type=Path),
-                     help="YAML file of options (the config's fields); flags override it."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    use(LOCAL)  # each invocation starts local; --executor says otherwise
 
 
-SELECTION_FLAGS = ("source", "split", "keep_flagged", "language", "max_length", "all_captions",
-                   "shuffle_options", "sample", "limit", "seed", "on_error", "store",
-                   "shard_rows")
-DEDUP_FLAGS = {"dedup_threshold": "threshold", "dedup_field": "field",
-               "embedding_model": "model", "dedup_index": "index", "batch_size": "batch_size",
-               "device": "device"}
+CONFIG = click.Option(["--config", "config_file"], type=click.Path(path_type=Path),
+                      help="YAML file of options (the config's fields); flags override it.")
 
 
-def selection_values(flags: dict, *, dedup_default: bool = False) -> tuple[dict, str]:
-    """Config values from a YAML file and the flags (flags win); the origin for messages."""
-    from .config import load_yaml
-
-    config_file = flags.pop("config_file", None)
-    values = load_yaml(config_file) if config_file else {}
-    origin = f"--config {config_file}" if config_file else "options"
-    values["corpus"] = flags.pop("corpus")
-    subsets = flags.pop("subsets", ())
-    if subsets:
-        values["subsets"] = list(subsets)
-    values.update({k: flags.pop(k) for k in SELECTION_FLAGS if flags.get(k) is not None})
-    dedup = {DEDUP_FLAGS[k]: flags.pop(k) for k in list(DEDUP_FLAGS) if flags.get(k) is not None}
-    wanted = flags.pop("dedup", None)
-    if wanted or dedup or dedup_default or values.get("dedup"):
-        values["dedup"] = {**(values.get("dedup") or {}), **dedup}
-    return values, origin
+def backend_options(fn):
+    """``--executor`` and ``--ray-address`` of a command that reads a run (``config.Backend``
+    checks them; ``use_backend``)."""
+    fn = click.option("--ray-address", "address", metavar="HOST:PORT", default=None,
+                      help="Join this cluster (with --executor ray).")(fn)
+    return click.option("--executor", default="local", show_default=True,
+                        help="local: this machine's processes; ray: Ray Data on a local "
+                             "cluster, or the one at --ray-address. Output is the same.")(fn)
 
 
-def run_options(fn):
-    """Where and how a run is carried out (none of it changes the output)."""
-    options = [
-        click.option("--workers", type=click.IntRange(min=0), default=1, show_default=True,
-                     help="Processes to render with; 0 = one per core. Output is the same for "
-                          "any N."),
-        click.option("--overwrite", is_flag=True,
-                     help="Replace a run folder made with other options."),
-        click.option("--progress/--no-progress", default=None,
-                     help="Progress bar (default: when stderr is a terminal)."),
-        *backend_options(),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+def use_backend(executor: str, address: str | None) -> None:
+    from .config import Backend, build
+
+    build(Backend, {"executor": executor, "address": address}).use()
 
 
-def store_options(fn):
-    """How a run that makes images stores its files."""
-    options = [
-        click.option("--store", type=click.Choice(["files", "shards"]), default=None,
-                     help="files (default): one file per image, under images/; shards: "
-                          "Parquet shards under shards/ (images as Hugging Face Image values, "
-                          "readable by datasets.load_dataset('parquet')), the same manifest."),
-        click.option("--shard-rows", type=click.IntRange(min=1), default=None,
-                     help="Rows a shard, with --store shards (default 1000)."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+def read_config(config_file: Path | None) -> tuple[dict, str]:
+    """A ``--config`` file's values and the origin its messages name."""
+    from .config import FLAGS, load_yaml
+
+    if config_file is None:
+        return {}, FLAGS
+    return load_yaml(config_file), f"--config {config_file}"
 
 
-def backend_options():
-    """``--executor`` and ``--ray-address``: where the work runs (the output is the same)."""
-    def choose(ctx, param, value):
-        if param.name == "executor":
-            ctx.meta["mmconvert.executor"] = value
-        else:
-            ctx.meta["mmconvert.ray_address"] = value
-        if "mmconvert.executor" in ctx.meta and "mmconvert.ray_address" in ctx.meta:
-            from .executors import use
-
-            address = ctx.meta["mmconvert.ray_address"]
-            name = ctx.meta["mmconvert.executor"]
-            if address and name == "local":
-                raise click.UsageError("--ray-address needs --executor ray")
-            use(name, address)
-        return value
-
-    return [
-        click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
-                     show_default=True, expose_value=False, callback=choose,
-                     help="local: this machine's processes; ray: Ray Data on a local Ray "
-                          "cluster of --workers CPUs, or the one at --ray-address (pip install "
-                          "'mmconvert[ray]'). Output is the same."),
-        click.option("--ray-address", metavar="HOST:PORT", default=None, expose_value=False,
-                     callback=choose, help="Join this Ray cluster (with --executor ray)."),
-    ]
-
-
-def run_and_report(config, out: Path, workers: int, overwrite: bool, progress, api=None):
+def run_and_report(config, execution, api=None):
     """Carry out a run; its notes and summary line go to stderr."""
     from .converter import convert
 
-    summary = convert(config, out=out, workers=workers, overwrite=overwrite, progress=progress,
-                      log=lambda m: click.echo(one_line(m), err=True), api=api)
+    summary = convert(config, execution=execution, api=api,
+                      log=lambda m: click.echo(one_line(m), err=True))
     click.echo(summary.line(), err=True)
     if not summary.selected:  # nothing to do is not a success
         load = summary.load
@@ -210,381 +141,251 @@ def run_and_report(config, out: Path, workers: int, overwrite: bool, progress, a
         raise OneLineError(MMConvertError(
             f"nothing to do: no item of the {load.get('rows', 0)} row(s) read was selected"
             + (f" (dropped: {dropped})" if dropped else "")
-            + (f"; {load['skipped']} skipped (see {out / 'skipped.jsonl'})"
+            + (f"; {load['skipped']} skipped (see {execution.out / 'skipped.jsonl'})"
                if load.get("skipped") else "")))
-    return summary
-
-
-def set_given(target: dict, **values) -> dict:
-    """``target`` updated with the values that were given (not None)."""
-    target.update({k: v for k, v in values.items() if v is not None})
-    return target
-
-
-def page_options(ppi: str = "--ppi", prefix: str = ""):
-    """The page renderer's options (``render``, and ``sweep`` of a corpus, where the PPI is
-    the base's)."""
-    def decorate(fn):
-        options = [
-            click.option(ppi, "ppi", type=float,
-                         help=prefix + "Pixels per inch of the page images (default 92.9)."),
-            click.option("--render", "render_part",
-                         type=click.Choice(["options", "context", "all"]),
-                         help=prefix + "What becomes image (default: the corpus' render "
-                                       "policy)."),
-            click.option("--color", type=click.Choice(["gray", "rgb"]),
-                         help=prefix + "PNG colour (default gray)."),
-            click.option("--pdf", is_flag=True, default=None,
-                         help=prefix + "Keep each item's vector PDF in pdf/."),
-            click.option("--crop", type=click.Choice(["content", "bottom", "none"]),
-                         help=prefix + "How pages are cut (default content, as ReadBench: each "
-                                       "page four margins right of its widest line and the "
-                                       "last one below its text; bottom: only the last page's "
-                                       "bottom; none: whole A4 pages)."),
-            click.option("--line-spacing", type=float,
-                         help=prefix + "Line pitch as a multiple of the font's ascent + "
-                                       "descent (default 1.2, ReadBench's: 16.09 pt at 12 pt)."),
-            click.option("--line-pitch", type=float,
-                         help=prefix + "Line pitch in points, in place of --line-spacing "
-                                       "(14.4 is 1.2 x the type size)."),
-            click.option("--indent", type=click.Choice(["none", "hanging"]),
-                         help=prefix + "Where wrapped option lines start (default none, "
-                                       "as ReadBench: at the margin; hanging: under the "
-                                       "option's text)."),
-            click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
-                         help=prefix + "Prompt style of the manifest's prompts (default cot)."),
-            click.option("--prompt-dir", type=click.Path(path_type=Path),
-                         help=prefix + "Folder of prompt templates that replace the shipped "
-                                       "ones by name."),
-        ]
-        for option in reversed(options):
-            fn = option(fn)
-        return fn
-    return decorate
-
-
-PAGE_GEOMETRY_FLAGS = ("crop", "line_spacing", "line_pitch", "indent")
-
-
-def page_values(values: dict, ppi, render_part, color, pdf, prompt_style, prompt_dir,
-                flags: dict) -> dict:
-    """``values`` with the page options that were given (flags over the YAML's); the geometry
-    flags are taken out of ``flags``."""
-    set_given(values, pdf=pdf, prompt_style=prompt_style, prompt_dir=prompt_dir)
-    values["page"] = set_given(dict(values.get("page") or {}), ppi=ppi, render=render_part,
-                               color=color, **{k: flags.pop(k, None)
-                                               for k in PAGE_GEOMETRY_FLAGS})
-    return values
-
-
-@main.command()
-@selection_options
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Run folder to write (default: runs/<corpus>).")
-@page_options()
-@store_options
-@run_options
-@reports_errors
-def render(out, ppi, render_part, color, pdf, prompt_style, prompt_dir, workers, overwrite,
-           progress, **flags):
-    """Render CORPUS (a registered name, or a JSONL/CSV/Parquet file) as page images.
-
-    \b
-    Examples:
-      mmconvert render mmlu-redux --ppi 92.9 --sample 35
-      mmconvert render mmlu-redux --source path/to/mmlu_redux --out runs/redux
-      mmconvert render babilong --source tasks_1-20_v1-2 --subset qa1
-      mmconvert render logiqa --source LogiQA-dataset --language zh --dedup
-      mmconvert render items.jsonl --render all --pdf
-    """
-    from .config import RenderConfig, build
-
-    corpus = flags["corpus"]
-    values, origin = selection_values(flags)
-    config = build(RenderConfig, page_values(values, ppi, render_part, color, pdf, prompt_style,
-                                             prompt_dir, flags), origin)
-    run_and_report(config, out or Path("runs") / Path(corpus).stem, workers, overwrite,
-                   progress)
-
-
-@main.command()
-@selection_options
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Run folder to write (default: runs/<corpus>-occlude).")
-@click.option("--difficulty", type=click.Choice(["easy", "hard", "mixed"]),
-              help="Band height: easy, hard, or drawn per item (default easy; hidden style: "
-                   "mixed).")
-@click.option("--style", type=click.Choice(["standard", "hidden"]),
-              help="standard (default): caption below, fixed width and font. hidden: caption "
-                   "above or below, width 600-1000 px and font drawn per item.")
-@click.option("--width", type=int, help="Image and caption width in px (default 300).")
-@click.option("--font", help="Caption face: Liberation Sans (default), Liberation Serif, "
-                             "Comic Neue, Ubuntu, FiraGO, Noto Sans, Droid Sans Fallback.")
-@click.option("--font-size", type=int, help="Type size in px (default 20).")
-@click.option("--max-lines", type=int, help="Caption lines kept (default 5).")
-@click.option("--max-height", type=int,
-              help="Drop pairs whose stacked image is taller (default 900 px).")
-@click.option("--ngram", type=int, help="Words per covered span (default 5).")
-@click.option("--mask-ratio", type=float,
-              help="Most of a caption's tokens covered (default 0.5).")
-@click.option("--no-ner", "no_ner", is_flag=True, default=None,
-              help="English: choose spans without an entity model (the manifest says ner: "
-                   "none).")
-@click.option("--prompt-dir", type=click.Path(path_type=Path),
-              help="Folder of prompt templates that replace the shipped ones by name.")
-@store_options
-@run_options
-@reports_errors
-def occlude(out, difficulty, style, width, font, font_size, max_lines, max_height, ngram,
-            mask_ratio, no_ner, prompt_dir, workers, overwrite, progress, **flags):
-    """Make VCR-style items of CORPUS (image-caption pairs): each image stacked over its
-    caption, 5-word spans of the caption partly covered by white bands, and a text-only image
-    of the same size.
-
-    \b
-    Examples:
-      mmconvert occlude captions --source path/to/coco --split val2017 --difficulty hard
-      mmconvert occlude captions --source pairs.tsv --language zh
-      mmconvert occlude captions --source wit.parquet --style hidden --workers 0
-    """
-    from .config import OccludeConfig, build
-
-    corpus = flags["corpus"]
-    values, origin = selection_values(flags)
-    set_given(values, prompt_dir=prompt_dir)
-    values["occlude"] = set_given(
-        dict(values.get("occlude") or {}), difficulty=difficulty, style=style, width=width,
-        font=font, font_size=font_size, max_lines=max_lines, max_height=max_height,
-        ngram=ngram, mask_ratio=mask_ratio, ner=False if no_ner else None)
-    config = build(OccludeConfig, values, origin)
-    run_and_report(config, out or Path("runs") / f"{Path(corpus).stem}-occlude", workers,
-                   overwrite, progress)
-
-
-@main.command()
-@selection_options
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Run folder to write (default: runs/<corpus>-generate).")
-@click.option("--image-model", help="Image-generation model (default gpt-image-1).")
-@click.option("--chat-model", help="Chat model that chooses the layout and writes background "
-                                   "depictions (default gpt-4o-mini).")
-@click.option("--layout", help="auto (the chat model chooses, default), background, "
-                               "interleaved, or tokens:N (background for items over N tokens, "
-                               "LogicOCR: tokens:250).")
-@click.option("--font", type=click.Choice(["random", "handwritten", "standard"]),
-              help="Font style; random (default) draws it per item from --seed.")
-@click.option("--size", type=click.Choice(["auto", "1536x1024", "1024x1536", "1024x1024"]),
-              help="Image size; auto (default): 1536x1024 for items over 250 tokens, else "
-                   "1024x1536.")
-@click.option("--quality", type=click.Choice(["low", "medium", "high", "auto"]),
-              help="Image quality (default high).")
-@click.option("--max-side", type=int, help="Longer side of the benchmark JPEG (default 1024).")
-@click.option("--jpeg-quality", type=int, help="Benchmark JPEG quality (default 95).")
-@click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
-              help="Style of the manifest's evaluation prompts (default cot).")
-@click.option("--prompt-dir", type=click.Path(path_type=Path),
-              help="Folder of prompt templates that replace the shipped ones by name "
-                   "(generate_<layout>_<font>.txt, generate_layout.txt, "
-                   "generate_depiction.txt, ...).")
-@click.option("--image-base-url", help="Image API base URL (default: OPENAI_BASE_URL, else "
-                                       "OpenAI's).")
-@click.option("--chat-base-url", help="Chat API base URL, any OpenAI-compatible server "
-                                      "(e.g. a local vLLM).")
-@click.option("--api-key-env", help="Environment variable holding the API key (default "
-                                    "OPENAI_API_KEY). Keys are never written anywhere.")
-@click.option("--chat-api-key-env", help="Variable holding the chat server's key (default: "
-                                         "--api-key-env; a local server needs none).")
-@click.option("--concurrency", type=int, help="Requests in flight at once (default 8).")
-@click.option("--budget", type=float,
-              help="USD this invocation may spend; it stops before a request would pass it.")
-@click.option("--price-table", type=click.Path(path_type=Path),
-              help="JSON price table whose models replace the shipped prices.")
-@click.option("--cache-dir", type=click.Path(path_type=Path),
-              help="Response cache (default $MMCONVERT_CACHE, else "
-                   "~/.cache/mmconvert/responses).")
-@click.option("--max-tries", type=int, help="Tries per request (default 5).")
-@click.option("--timeout", type=float, help="Seconds per try (default 300).")
-@click.option("--retry-failed", is_flag=True, default=None,
-              help="Try again the items whose requests failed, were refused or came back "
-                   "malformed.")
-@click.option("--dry-run", is_flag=True,
-              help="Print the prompts, counts and estimated cost; call nothing, write nothing.")
-@click.option("--overwrite", is_flag=True, help="Replace a run folder made with other options "
-                                                "(the response cache is kept).")
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bar (default: when stderr is a terminal).")
-@store_options
-@reports_errors
-@backend_options()[0]
-@backend_options()[1]
-def generate(out, image_model, chat_model, layout, font, size, quality, max_side, jpeg_quality,
-             prompt_style, prompt_dir, image_base_url, chat_base_url, api_key_env,
-             chat_api_key_env, concurrency, budget, price_table, cache_dir, max_tries, timeout,
-             retry_failed, dry_run, overwrite, progress, **flags):
-    """Draw each item of CORPUS (context, question and options) with an image-generation API,
-    LogicOCR-style: a background scene or text beside an illustration, handwritten or printed.
-
-    Every response is cached before it is used, so a re-run, a crash or --overwrite never pays
-    for a response twice. The returned image is kept in originals/; the benchmark copy is a JPEG
-    in images/.
-
-    \b
-    Examples:
-      mmconvert generate logiqa --source LogiQA-dataset --dedup --dry-run
-      mmconvert generate logiqa --source LogiQA-dataset --layout tokens:250 --budget 20
-      mmconvert generate logiqa2 --chat-base-url http://localhost:8000/v1 \\
-          --chat-model Qwen/Qwen2.5-14B-Instruct
-    """
-    from .config import ApiOptions, GenerateConfig, build
-    from .converter import preview
-
-    corpus = flags["corpus"]
-    values, origin = selection_values(flags)
-    api_values = set_given(dict(values.pop("api", None) or {}), image_base_url=image_base_url,
-                           chat_base_url=chat_base_url, api_key_env=api_key_env,
-                           chat_api_key_env=chat_api_key_env, concurrency=concurrency,
-                           budget=budget, price_table=price_table, cache_dir=cache_dir,
-                           max_tries=max_tries, timeout=timeout, retry_failed=retry_failed)
-    set_given(values, prompt_style=prompt_style, prompt_dir=prompt_dir)
-    values["generate"] = set_given(
-        dict(values.get("generate") or {}), image_model=image_model, chat_model=chat_model,
-        layout=layout, font=font, size=size, quality=quality, max_side=max_side,
-        jpeg_quality=jpeg_quality)
-    config = build(GenerateConfig, values, origin)
-    api = build(ApiOptions, api_values, origin)
-    if dry_run:
-        blocks, summary = preview(config, api, log=lambda m: click.echo(m, err=True))
-        click.echo("\n".join(blocks))
-        click.echo(summary, err=True)
-        return
-    summary = run_and_report(config, out or Path("runs") / f"{Path(corpus).stem}-generate",
-                             0, overwrite, progress, api=api)
     if summary.stopped:
         raise OneLineError(BudgetReached(
             f"{summary.stopped}: {summary.rendered + summary.already_done} of "
             f"{summary.selected} item(s) done, {summary.not_done} not started; re-run with a "
             "higher --budget to go on (finished work is kept)"))
+    return summary
 
 
-@main.command()
-@selection_options
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Report file to write (default: runs/<corpus>-dedup.json).")
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bars (default: when stderr is a terminal).")
-@reports_errors
-def dedup(out, progress, **flags):
-    """Find exact and near-duplicate items of CORPUS and write a report.
+def execution_flags(default_out: str, skip=()):
+    from .config import ExecutionOptions
+    from .flags import model_flags
 
-    Exact duplicates by a hash of the normalised text, then near duplicates by the cosine
-    similarity of sentence embeddings; the first item of each cluster is kept. The report lists
-    kept and removed ids, and each removal's nearest kept item and score. ``--dedup`` on other
-    commands applies the same removal before sampling.
-
-    \b
-    Examples:
-      mmconvert dedup logiqa --source LogiQA-dataset
-      mmconvert dedup logiqa2 --source LogiQA2.0 --embedding-model path/to/bge-m3
-    """
-    from .config import Selection, build, show_progress
-    from .converter import load_selection
-    from .manifest import write_json
-
-    corpus = flags["corpus"]
-    values, origin = selection_values(flags, dedup_default=True)
-    config = build(Selection, values, origin)
-    _, report = load_selection(config, log=lambda m: click.echo(m, err=True),
-                               progress=show_progress(progress))
-    out = out or Path("runs") / f"{Path(corpus).stem}-dedup.json"
-    data = {"corpus": config.identity(), **report.dedup}
-    write_json(out, data, indent=1)
-    click.echo(f"report written to {out}", err=True)
+    flags = model_flags(ExecutionOptions, skip=skip)
+    for flag in flags:
+        if flag.path == ("out",):
+            flag.option.help = f"Folder to write (default: {default_out})."
+    return flags
 
 
-def number_list(text: str | None, flag: str, kind=float) -> list | None:
-    """``"72,92.9,150"`` as numbers; a one-line error naming the flag otherwise."""
-    if text is None:
-        return None
+@functools.cache
+def run_command(renderer_name: str, name: str) -> click.Command:
+    """The command of a renderer: CORPUS, its config's flags (the selection's, its options'),
+    where and how it runs, and for a paid renderer the API's flags and ``--dry-run``."""
+    from .config import ApiOptions
+    from .flags import fill, flag_names, model_flags
+    from .renderers import DEFAULT, renderer_class
+
     try:
-        return [kind(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
-                                 param_hint=flag) from None
+        renderer = renderer_class(renderer_name)
+    except UsageError as err:  # a broken plugin: its one line when used, the others work
+        error = err
+
+        def broken(args):
+            raise OneLineError(error)
+        return click.Command(name, callback=broken, help=f"Cannot be used: {error}",
+                             params=[click.Argument(["args"], nargs=-1)],
+                             context_settings={"ignore_unknown_options": True})
+    suffix = "" if renderer.name == DEFAULT else f"-{renderer.name}"
+    config_flags = model_flags(renderer.config_model)
+    api_flags = model_flags(ApiOptions) if renderer.paid else []
+    exec_flags = execution_flags(f"runs/<corpus>{suffix}")
+    names = flag_names(config_flags + api_flags + exec_flags)
+
+    def callback(corpus, config_file, renderer=None, dry_run=False, **given):
+        from .config import ExecutionOptions, build
+
+        values, origin = read_config(config_file)
+        api_values = dict(values.pop("api", None) or {}) if api_flags else {}
+        values = fill(config_flags, given, {**values, "corpus": corpus})
+        config = build(renderer_class(renderer_name).config_model, values, origin, flags=names)
+        api = build(ApiOptions, fill(api_flags, given, api_values), origin, flags=names) \
+            if api_flags else None
+        execution = fill(exec_flags, given, {"out": Path("runs") / f"{Path(corpus).stem}{suffix}"})
+        execution = build(ExecutionOptions, execution, flags=names)
+        if dry_run:
+            from .converter import preview
+
+            blocks, summary = preview(config, api, log=lambda m: click.echo(m, err=True))
+            click.echo("\n".join(blocks))
+            click.echo(summary, err=True)
+            return
+        run_and_report(config, execution, api)
+
+    params = [click.Argument(["corpus"]), CONFIG]
+    if name == "render":
+        params.append(click.Option(["--renderer"], default=renderer.name, show_default=True,
+                                   help="The renderer (mmconvert list renderers); its own "
+                                        "flags follow."))
+    if renderer.paid:
+        params.append(click.Option(["--dry-run"], is_flag=True,
+                                   help="Print the prompts, counts and estimated cost; call "
+                                        "nothing, write nothing."))
+    return click.Command(name, callback=reports_errors(callback),
+                         help=renderer.help or renderer.__doc__,
+                         params=params + [f.option for f in config_flags + exec_flags + api_flags])
 
 
-@main.command("sweep")
-@selection_options
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Folder of the sweep: sweep.json and one run folder per variant (default: "
-                   "runs/<source>-sweep).")
-@click.option("--ppi", "ppis", help="PPIs to re-draw page runs at, e.g. 72,92.9,150,300.")
-@click.option("--scale", "scales",
-              help="Factors to resize every image by, e.g. 0.125,0.25,0.5,2,4 (plain "
-                   "resampling, also upward).")
-@click.option("--rotate", "rotations", help="Clockwise degrees to turn every image, e.g. 90,180.")
-@click.option("--jpeg-quality", "qualities", help="JPEG qualities to re-encode at, e.g. 95,75.")
-@click.option("--vary", "varied", multiple=True, metavar="NAME:V1,V2",
-              help="Any registered transform's main option, e.g. blur:0.5,1,2 or "
-                   "noise:4,8 or augraphy:ink,scanner; repeatable (mmconvert list "
-                   "transforms).")
-@click.option("--resample", type=click.Choice(RESAMPLING),
-              help="Resampling filter for --scale (default lanczos; recorded in each row).")
-@click.option("--jpeg-subsampling", type=click.Choice(["4:4:4", "4:2:2", "4:2:0"]),
-              help="Chroma subsampling of --jpeg-quality variants (default 4:2:0, Pillow's).")
-@page_options(ppi="--base-ppi", prefix="A corpus SOURCE: ")
-@run_options
-@reports_errors
-def sweep_command(out, ppis, scales, rotations, qualities, varied, resample, jpeg_subsampling, ppi,
-                  render_part, color, pdf, prompt_style, prompt_dir, workers, overwrite,
-                  progress, **flags):
-    """Make ablation variants of SOURCE: a run folder, or a corpus (rendered once as pages
-    into OUT/base, then swept). Each axis is varied alone against the base; every variant is a
-    run folder with the same item ids, listed in OUT/sweep.json.
+def command(name: str, callback, flags=(), params=(), help: str | None = None) -> click.Command:
+    """A command of ``params`` and the generated ``flags``, its errors one line."""
+    return click.Command(name, callback=reports_errors(callback), help=help or callback.__doc__,
+                         params=[*params, *(f.option for f in flags)])
 
-    \b
-    Examples:
-      mmconvert sweep mmlu-redux --source data/mmlu_redux --ppi 72,92.9,150,300
-      mmconvert sweep runs/vistw --scale 0.125,0.25,0.5,2,4
-      mmconvert sweep runs/logicocr --rotate 90,180 --jpeg-quality 95,75
-      mmconvert sweep runs/demo --config sweep.yaml   (sweep: {ppi: [72, 150], rotate: [90]})
-    """
-    from .config import RenderConfig, build, show_progress
-    from .postprocess.sweep import SweepOptions, sweep
 
-    source = Path(flags["corpus"])
-    values, origin = selection_values(flags)
-    axes = dict(values.pop("sweep", None) or {})
-    set_given(axes, ppi=number_list(ppis, "--ppi"), scale=number_list(scales, "--scale"),
-              rotate=number_list(rotations, "--rotate"),
-              jpeg_quality=number_list(qualities, "--jpeg-quality", int), resample=resample,
-              jpeg_subsampling=jpeg_subsampling)
-    for text in varied:
-        name, _, listed = text.partition(":")
-        if not listed:
-            raise UsageError(f"--vary {text}: expected NAME:V1,V2 (e.g. blur:0.5,1,2)")
-        axes.setdefault("vary", {})[name.strip()] = [
-            _number_or_text(v.strip()) for v in listed.split(",") if v.strip()]
-    options = build(SweepOptions, axes, origin)
-    out = out or Path("runs") / f"{source.stem}-sweep"
-    if (source / "run.json").is_file():
-        given = sorted(k for k in values if k not in ("corpus", "on_error")) + [
-            f"--{name.replace('_', '-')}" for name, value in (
-                ("base_ppi", ppi), ("render", render_part), ("color", color), ("pdf", pdf),
-                ("prompt_style", prompt_style), ("prompt_dir", prompt_dir),
-                *((k, flags.get(k)) for k in PAGE_GEOMETRY_FLAGS)) if value is not None]
-        if given:
-            raise UsageError(f"{source} is a run folder: corpus and render options "
-                             f"({', '.join(given)}) do not apply; sweep its corpus instead")
-        base = source
-    else:
-        config = build(RenderConfig, page_values(values, ppi, render_part, color, pdf,
-                                                 prompt_style, prompt_dir, flags), origin,
-                       flags={"ppi": "--base-ppi"})
-        base = out / "base"
-        run_and_report(config, base, workers, overwrite, progress)
-    summary = sweep(base, out, options, workers=workers, overwrite=overwrite,
-                    on_error=values.get("on_error", "fail"), progress=show_progress(progress))
-    click.echo(summary.line(), err=True)
+def progress_option(help="Progress bar (default: when stderr is a terminal)."):
+    return click.Option(["--progress/--no-progress"], default=None, help=help)
+
+
+def dedup_command() -> click.Command:
+    from .config import Selection
+    from .flags import fill, flag_names, model_flags
+
+    flags = model_flags(Selection)
+
+    def dedup(out, progress, corpus, config_file, **given):
+        """Find exact and near-duplicate items of CORPUS and write a report.
+
+        Exact duplicates by a hash of the normalised text, then near duplicates by the cosine
+        similarity of sentence embeddings; the first item of each cluster is kept. The report
+        lists kept and removed ids, and each removal's nearest kept item and score.
+        ``--dedup`` on other commands applies the same removal before sampling.
+
+        \b
+        Examples:
+          mmconvert dedup logiqa --source LogiQA-dataset
+          mmconvert dedup logiqa2 --source LogiQA2.0 --embedding-model path/to/bge-m3
+        """
+        from .config import build, show_progress
+        from .converter import load_selection
+        from .manifest import write_json
+
+        values, origin = read_config(config_file)
+        values = fill(flags, given, {**values, "corpus": corpus})
+        values["dedup"] = dict(values.get("dedup") or {})
+        config = build(Selection, values, origin, flags=flag_names(flags))
+        _, report = load_selection(config, log=lambda m: click.echo(m, err=True),
+                                   progress=show_progress(progress))
+        out = out or Path("runs") / f"{Path(corpus).stem}-dedup.json"
+        write_json(out, {"corpus": config.identity(), **report.dedup}, indent=1)
+        click.echo(f"report written to {out}", err=True)
+
+    return command("dedup", dedup, flags, [
+        click.Argument(["corpus"]), CONFIG,
+        click.Option(["--out", "-o"], type=click.Path(path_type=Path),
+                     help="Report file to write (default: runs/<corpus>-dedup.json)."),
+        progress_option("Progress bars (default: when stderr is a terminal).")])
+
+
+def sweep_command() -> click.Command:
+    """Its axes, the base render's flags (one a sweep axis also names gets ``--base-``) and
+    where it runs."""
+    from .config import Selection
+    from .flags import fill, flag_names, given_names, model_flags
+    from .postprocess.sweep import SweepOptions, parse_vary
+    from .renderers import DEFAULT, renderer_class
+
+    axes = model_flags(SweepOptions)
+    base_model = renderer_class(DEFAULT).config_model
+    skip = {*Selection.model_fields, "store", "shard_rows"}
+    taken = {f.name for f in axes}
+    clash = {".".join(f.path): "--base-" + f.name.removeprefix("--")
+             for f in model_flags(base_model, skip=skip) if f.name in taken}
+    selection = model_flags(Selection)
+    render = model_flags(base_model, skip=skip, rename=clash, note="A corpus SOURCE: ")
+    execution = execution_flags("runs/<source>-sweep", skip={"executor", "address"}) \
+        + execution_flags("", skip={"out", "workers", "overwrite", "progress"})
+
+    def sweep(varied, target, config_file, **given):
+        """Make ablation variants of SOURCE: a run folder, or a corpus (rendered once as pages
+        into OUT/base, then swept). Each axis is varied alone against the base; every variant
+        is a run folder with the same item ids, listed in OUT/sweep.json.
+
+        \b
+        Examples:
+          mmconvert sweep mmlu-redux --source data/mmlu_redux --ppi 72,92.9,150,300
+          mmconvert sweep runs/vistw --scale 0.125,0.25,0.5,2,4
+          mmconvert sweep runs/logicocr --rotate 90,180 --jpeg-quality 95,75
+          mmconvert sweep runs/demo --config sweep.yaml   (sweep: {ppi: [72, 150], rotate: [90]})
+        """
+        from .config import ExecutionOptions, build, show_progress
+        from .postprocess.sweep import sweep as make
+
+        source = target
+        values, origin = read_config(config_file)
+        options = fill(axes, given, dict(values.pop("sweep", None) or {}))
+        for text in varied:
+            name, listed = parse_vary(text)
+            options.setdefault("vary", {})[name] = listed
+        options = build(SweepOptions, options, origin, flags=flag_names(axes))
+        run = build(ExecutionOptions, fill(execution, given, {
+            "out": Path("runs") / f"{Path(source).stem}-sweep"}), flags=flag_names(execution))
+        run.use()
+        on_error = fill(selection, dict(given), {}).get("on_error") or \
+            values.get("on_error", "fail")
+        if (Path(source) / "run.json").is_file():
+            stated = [f for f in sorted(k for k in values if k not in ("corpus", "on_error"))
+                      + given_names(selection + render, given) if f != "--on-error"]
+            if stated:
+                raise UsageError(f"{source} is a run folder: corpus and render options "
+                                 f"({', '.join(stated)}) do not apply; sweep its corpus "
+                                 "instead")
+            base = Path(source)
+        else:
+            values = fill(selection + render, given, {**values, "corpus": source})
+            config = build(base_model, values, origin, flags=flag_names(selection + render))
+            base = run.out / "base"
+            run_and_report(config, run.model_copy(update={"out": base}))
+        summary = make(base, run.out, options, workers=run.workers, overwrite=run.overwrite,
+                       on_error=on_error, progress=show_progress(run.progress))
+        click.echo(summary.line(), err=True)
+
+    return command("sweep", sweep, axes + selection + render + execution, [
+        click.Argument(["target"], metavar="SOURCE"), CONFIG,
+        click.Option(["--vary", "varied"], multiple=True, metavar="NAME:V1,V2",
+                     help="Any registered transform's main option, e.g. blur:0.5,1,2 or "
+                          "noise:4,8 or augraphy:ink,scanner; repeatable (mmconvert list "
+                          "transforms).")])
+
+
+def eval_command() -> click.Command:
+    from .evaluation.run import EvalOptions
+    from .flags import fill, flag_names, model_flags
+
+    flags = model_flags(EvalOptions)
+
+    def evaluate(targets, out, dry_run, as_json, progress, **given):
+        """Evaluate RUN_DIR's items through an OpenAI-compatible endpoint, each as its image
+        prompt and as its text-only twin, on inspect_ai; score them by family and compare them
+        item by item (paired bootstrap interval of the difference, exact McNemar p for
+        right/wrong scores).
+
+        \b
+        mmconvert eval RUN_DIR --model MODEL [--base-url URL] [--out DIR]
+        mmconvert eval SWEEP_DIR --model MODEL     every variant, and a plot against the axis
+        mmconvert eval compare DIR DIR...          models side by side, with the mismatch analysis
+
+        \b
+        Examples:
+          mmconvert eval runs/demo --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
+          mmconvert eval runs/demo --model gpt-4o-mini --limit 50 --dry-run
+          mmconvert eval compare runs/demo-eval-a runs/demo-eval-b
+        """
+        from .config import build, show_progress
+        from .evaluation.commands import run_eval
+
+        values = fill(flags, given, {})
+        if targets and targets[0] != "compare" and "model" not in values:
+            raise UsageError("--model: required (the model name the endpoint serves)")
+        options = build(EvalOptions, values, flags=flag_names(flags)) \
+            if "model" in values else None
+        run_eval(targets, options, out, dry_run=dry_run, as_json=as_json,
+                 display="full" if show_progress(progress) else "none",
+                 echo=lambda text, err=False: click.echo(text, err=err))
+
+    return command("eval", evaluate, flags, [
+        click.Argument(["targets"], nargs=-1, required=True),
+        click.Option(["--out", "-o"], type=click.Path(path_type=Path),
+                     help="Folder for results.json, responses.jsonl, logs/ and cache/ "
+                          "(default: <run>-eval-<model>)."),
+        click.Option(["--dry-run"], is_flag=True, help="Print requests, vision tokens and the "
+                                                       "estimated cost; send nothing."),
+        click.Option(["--json", "as_json"], is_flag=True,
+                     help="Print results.json instead of a table."),
+        progress_option("inspect's progress display (default: when stderr is a terminal).")])
 
 
 @main.group()
@@ -650,10 +451,9 @@ def qa():
                    "an unchanged one is not).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
+@backend_options
 @reports_errors
-@backend_options()[0]
-@backend_options()[1]
-def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress):
+def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress, executor, address):
     """Run automatic checks on every item of RUN_DIR and append their verdicts to qa.jsonl.
 
     Items already checked are not checked again (use --recheck), so an interrupted check
@@ -672,6 +472,7 @@ def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress):
     from .config import show_progress
     from .qa.checks import Checker, ocr_statistics
 
+    use_backend(executor, address)
     names = tuple(c.strip() for c in checks.split(",") if c.strip())
     checker = Checker(run_dir, checks=names, jobs=jobs or os.cpu_count() or 1, max_cer=max_cer,
                       thresholds=thresholds, recheck=recheck)
@@ -754,13 +555,6 @@ def qa_summary(run_dir, as_json, reject_votes):
     click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else as_text(result))
 
 
-def _number_or_text(value: str) -> float | str:
-    try:
-        return float(value)
-    except ValueError:
-        return value
-
-
 @main.command("transform")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--apply", "steps", multiple=True, metavar="STEP",
@@ -773,9 +567,15 @@ def _number_or_text(value: str) -> float | str:
 @click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail",
               show_default=True, help="A missing or changed image: stop, or record it in "
                                       "skipped.jsonl and go on.")
-@run_options
+@click.option("--workers", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Processes to work with; 0 = one per core. Output is the same for any N.")
+@click.option("--overwrite", is_flag=True, help="Replace a run folder made with other options.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: when stderr is a terminal).")
+@backend_options
 @reports_errors
-def transform_command(run_dir, steps, out, on_error, workers, overwrite, progress):
+def transform_command(run_dir, steps, out, on_error, workers, overwrite, progress, executor,
+                      address):
     """Apply a chain of transforms to every image of RUN_DIR, writing a new run folder with
     the same items (the rows' postprocess history records each step and its parameters).
 
@@ -787,6 +587,7 @@ def transform_command(run_dir, steps, out, on_error, workers, overwrite, progres
     from .config import show_progress
     from .postprocess.chain import transform_run
 
+    use_backend(executor, address)
     if out is None:
         label = "-".join(s.replace(":", "").replace("=", "").replace(",", "") for s in steps)
         out = run_dir.with_name(f"{run_dir.name}-{label or 'transform'}")
@@ -833,110 +634,6 @@ def export_command(run_dir, fmt, out, name, accepted_only, reject_votes, paths, 
     summary = export(run_dir, fmt, out, on_error=on_error, reject_votes=reject_votes,
                      accepted_only=accepted_only, paths=paths, name=name, overwrite=overwrite)
     click.echo(summary.line(), err=True)
-
-
-@main.command("eval")
-@click.argument("targets", nargs=-1, required=True)
-@click.option("--model", help="Model name the endpoint serves (required, except for compare).")
-@click.option("--base-url", help="OpenAI-compatible endpoint (default https://api.openai.com/v1; "
-                                 "vLLM, SGLang and others: http://host:port/v1).")
-@click.option("--api-key-env", help="Environment variable holding the key (default "
-                                    "OPENAI_API_KEY); the key is never written anywhere.")
-@click.option("--out", "-o", type=click.Path(path_type=Path),
-              help="Folder for results.json, responses.jsonl, logs/ and cache/ (default: "
-                   "<run>-eval-<model>).")
-@click.option("--modality", help="Conditions, comma-separated: image, text, text-image "
-                                 "(default image,text; text-image: occlusions' text-only "
-                                 "image).")
-@click.option("--protocol", type=click.Choice(["official", "strict"]),
-              help="VCR scoring protocol (default official; see score vcr).")
-@click.option("--limit", type=int, help="Evaluate the first N items of the run.")
-@click.option("--subset", "subsets", multiple=True, help="Only this subset; repeatable.")
-@click.option("--concurrency", type=int, help="Requests in flight (default 16).")
-@click.option("--max-tokens", type=int, help="Reply length (default 1024 for cot prompts, 64 "
-                                             "for direct).")
-@click.option("--timeout", type=int, help="Seconds per request (default 120).")
-@click.option("--max-retries", type=int, help="Retries of a failed request: 429, 5xx, time-outs, "
-                                              "malformed answers (default 6).")
-@click.option("--budget", type=float, help="USD the evaluation may spend at most (models in "
-                                           "the price table).")
-@click.option("--seed", type=int, help="Seed of the paired bootstrap and the requests "
-                                       "(default 0).")
-@click.option("--judge-model", help="Score free-form answers (no options, spans or paper's "
-                                    "scorer) with this model on the same endpoint and a 0-10 "
-                                    "rubric; named in results.json.")
-@click.option("--dry-run", is_flag=True, help="Print requests, vision tokens and the estimated "
-                                              "cost; send nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print results.json instead of a table.")
-@click.option("--progress/--no-progress", default=None,
-              help="inspect's progress display (default: when stderr is a terminal).")
-@reports_errors
-def eval_command(targets, out, dry_run, as_json, progress, **flags):
-    """Evaluate RUN_DIR's items through an OpenAI-compatible endpoint, each as its image prompt
-    and as its text-only twin, on inspect_ai; score them by family and compare them item by item
-    (paired bootstrap interval of the difference, exact McNemar p for right/wrong scores).
-
-    \b
-    mmconvert eval RUN_DIR --model MODEL [--base-url URL] [--out DIR]
-    mmconvert eval SWEEP_DIR --model MODEL     every variant, and a plot against the axis
-    mmconvert eval compare DIR DIR...          models side by side, with the mismatch analysis
-
-    \b
-    Examples:
-      mmconvert eval runs/demo --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
-      mmconvert eval runs/demo --model gpt-4o-mini --limit 50 --dry-run
-      mmconvert eval compare runs/demo-eval-a runs/demo-eval-b
-    """
-    import json
-
-    from .config import build, show_progress
-
-    if targets[0] == "compare":
-        from .evaluation.compare import compare, compare_table
-
-        result = compare([Path(t) for t in targets[1:]])
-        click.echo(json.dumps(result, indent=1) if as_json else compare_table(result))
-        return
-    if len(targets) != 1:
-        raise UsageError("mmconvert eval takes one RUN_DIR or SWEEP_DIR (or: compare DIR...)")
-    from .evaluation.run import EvalOptions, evaluate, plan, table
-
-    source = Path(targets[0])
-    values = {k: v for k, v in flags.items() if v not in (None, ())}
-    if "modality" in values:
-        values["modality"] = [m.strip() for m in values["modality"].split(",") if m.strip()]
-    if "subsets" in values:
-        values["subsets"] = list(values["subsets"])
-    if "model" not in values:
-        raise UsageError("--model: required (the model name the endpoint serves)")
-    options = build(EvalOptions, values, flags={"subsets": "--subset"})
-    label = "".join(c if c.isalnum() or c in ".-" else "_" for c in options.model)
-    out = out or source.with_name(f"{source.name}-eval-{label}")
-    display = "full" if show_progress(progress) else "none"
-    from .postprocess.sweep import SWEEP
-
-    if (source / SWEEP).is_file():
-        from .evaluation.sweeps import evaluate_sweep, sweep_table
-
-        result = evaluate_sweep(source, out, options, dry_run=dry_run, display=display)
-        click.echo(json.dumps(result, indent=1) if as_json else sweep_table(result))
-        return
-    if dry_run:
-        todo = plan(source, options)
-        cost = (f"${todo.estimate_usd:.4f} at most (every reply at its max tokens; vision "
-                "tokens by the gpt-4o rule)" if todo.estimate_usd is not None
-                else f"unknown: {options.model} is not in the price table")
-        tokens = ", ".join(f"{name} {count:,}" for name, count in todo.vision_tokens.items())
-        unscored = (f"; {len(todo.unscored)} item(s) have no gold answer and are left out "
-                    "(unscored)" if todo.unscored else "")
-        click.echo(f"{len(todo.rows)} item(s) x {len(todo.conditions)} condition(s) "
-                   f"({', '.join(todo.conditions)}) = {todo.requests} request(s); vision "
-                   f"tokens: {tokens}; cost: {cost}{unscored}; nothing sent")
-        return
-    results = evaluate(source, out, options, display=display)
-    click.echo(json.dumps(results, indent=1) if as_json else table(results))
-    click.echo(f"results in {out / 'results.json'}, responses in {out / 'responses.jsonl'}; "
-               f"inspect view --log-dir {out / 'logs'}", err=True)
 
 
 @main.command("stats")
@@ -1020,6 +717,10 @@ def list_parts(kind):
     if kind in (None, "executors"):
         click.echo("executors:")
         parts(EXECUTORS, lambda name, cls: f"  {name:<14} {cls.description}")
+
+
+# commands built from the option models when they are used (``Main.get_command``)
+LAZY = {"dedup": dedup_command, "sweep": sweep_command, "eval": eval_command}
 
 
 if __name__ == "__main__":  # pragma: no cover

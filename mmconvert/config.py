@@ -7,14 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from .corpora.dedup import DedupOptions
 from .errors import UsageError
-from .options import OPTIONS
-from .renderers.generate import GenerateOptions
-from .renderers.occlude import OccludeOptions
-from .renderers.page import PageOptions
+from .executors import LOCAL
+from .options import OPTIONS, cli, first_error
 
 
 def with_absolute_paths(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -27,26 +25,44 @@ def with_absolute_paths(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str
 
 class Selection(BaseModel):
     """Which items: corpus, rows, filters, dedup, sample. Every command that reads a corpus
-    takes these."""
+    takes these; the descriptions are the flags' help."""
 
     model_config = OPTIONS
 
-    corpus: str = Field(description="a registered corpus name or a local file")
-    source: Path | None = Field(None, description="local copy of the corpus (file or folder)")
-    subsets: list[str] | None = None
-    split: str | None = None
-    keep_flagged: bool = False
-    language: str | None = Field(None, description="logiqa/logiqa2/longbench/captions")
-    max_length: int | None = Field(None, ge=1, description="longbench: keep length below this")
-    all_captions: bool = False
-    shuffle_options: bool = Field(False, description="reorder options, seeded per item")
-    dedup: DedupOptions | None = None
+    corpus: str = Field(description="a registered corpus name or a local file",
+                        json_schema_extra=cli(off=True))
+    source: Path | None = Field(
+        None, description="local copy of the corpus: a file, or a folder with a file per "
+                          "subset (hub parquet, save_to_disk, or the original release files)")
+    subsets: list[str] | None = Field(None, description="subset (config) to load; repeatable",
+                                      json_schema_extra=cli("--subset"))
+    split: str | None = Field(None, description="split to load",
+                              json_schema_extra=cli(default="the corpus' own, e.g. test"))
+    keep_flagged: bool = Field(False, description="MMLU-Redux: keep rows whose error_type is "
+                                                  "not ok")
+    language: str | None = Field(None, description="the items' language: en or zh for logiqa "
+                                                   "and logiqa2; en, zh or all for longbench; "
+                                                   "the captions' for captions")
+    max_length: int | None = Field(
+        None, ge=1, description="LongBench: keep rows whose length is below this",
+        json_schema_extra=cli(default="8192, through the 4k-8k bin"))
+    all_captions: bool = Field(False, description="captions: every caption of an image, not "
+                                                  "only the first")
+    shuffle_options: bool = Field(
+        False, description="reorder each item's options with a seed from --seed and its id "
+                           "(the manifest keeps the original order and answer)")
+    dedup: DedupOptions | None = Field(
+        None, description="remove exact and near-duplicate items before sampling",
+        json_schema_extra=cli(enable="--dedup"))
     sample: int | None = Field(None, ge=1, le=sys.maxsize,
-                               description="items per subset, sampled with the seed")
+                               description="items per subset, sampled with --seed (ReadBench: "
+                                           "35)")
     limit: int | None = Field(None, ge=1, le=sys.maxsize,
-                              description="items that become output, after sampling")
-    seed: int = 0
-    on_error: Literal["fail", "skip"] = "fail"
+                              description="items that become output, overall, after sampling")
+    seed: int = Field(0, description="run seed")
+    on_error: Literal["fail", "skip"] = Field(
+        "fail", description="on a bad row: stop (fail) or record it in skipped.jsonl and go "
+                            "on (skip)")
 
     def identity(self) -> dict[str, Any]:
         """What decides the run folder's content (a re-run with another identity is refused).
@@ -63,7 +79,9 @@ class Stored(Selection):
     """Which items, and how a run that makes images stores its files."""
 
     store: Literal["files", "shards"] = Field(
-        "files", description="files: one file per image; shards: Parquet shards")
+        "files", description="files: one file per image, under images/; shards: Parquet "
+                             "shards under shards/ (images as Hugging Face Image values, "
+                             "readable by datasets.load_dataset('parquet')), the same manifest")
     shard_rows: int = Field(1000, ge=1, description="rows a shard, with --store shards")
 
     def identity(self) -> dict[str, Any]:
@@ -74,41 +92,26 @@ class Stored(Selection):
         return data
 
 
-class RenderConfig(Stored):
-    """A ``render`` run: which items, how to draw them, what to write."""
+class RunConfig(Stored):
+    """A run that makes images: which items, and how its renderer draws them. Each renderer's
+    module subclasses it with ``renderer: Literal[<its name>]`` and a field holding its options
+    model (``Renderer.config_model``); run.json records it whole."""
 
-    renderer: Literal["page"] = "page"
-    page: PageOptions = Field(default_factory=PageOptions)
-    pdf: bool = Field(False, description="keep each item's vector PDF in pdf/")
-    prompt_style: Literal["cot", "direct"] = "cot"
-    prompt_dir: Path | None = None
-
-
-class OccludeConfig(Stored):
-    """An ``occlude`` run: which image-caption pairs, how to cover them, what to write."""
-
-    renderer: Literal["occlude"] = "occlude"
-    occlude: OccludeOptions = Field(default_factory=OccludeOptions)
-    prompt_dir: Path | None = None
+    renderer: str = Field(json_schema_extra=cli(off=True))
+    prompt_dir: Path | None = Field(
+        None, description="folder of prompt templates that replace the shipped ones by name")
 
 
-class GenerateConfig(Stored):
-    """A ``generate`` run: which items, how the image API is asked to draw them, what to
-    write. Where the servers are and how much may be spent are ``ApiOptions``."""
+def run_config(values: dict[str, Any], origin: str = "config") -> RunConfig:
+    """A config dict (as run.json or YAML holds it) as the model of the renderer it names
+    (the default renderer's when it names none); a problem is one line naming ``origin``."""
+    from .renderers import DEFAULT, renderer_class
 
-    renderer: Literal["generate"] = "generate"
-    generate: GenerateOptions = Field(default_factory=GenerateOptions)
-    prompt_style: Literal["cot", "direct"] = "cot"
-    prompt_dir: Path | None = None
-
-
-RunConfig = RenderConfig | OccludeConfig | GenerateConfig
-CONFIGS = {"page": RenderConfig, "occlude": OccludeConfig, "generate": GenerateConfig}
-
-
-def run_config(values: dict[str, Any]) -> RunConfig:
-    """A config dict (as run.json or YAML holds it) as the model its ``renderer`` names."""
-    return CONFIGS.get(values.get("renderer"), RenderConfig).model_validate(values)
+    if not isinstance(values, dict):
+        raise UsageError(f"{origin}: expected a mapping of option names to values")
+    name = values.get("renderer", DEFAULT)
+    model = renderer_class(name, f"{origin}: renderer").config_model
+    return build(model, values, origin)
 
 
 def show_progress(flag: bool | None) -> bool:
@@ -116,35 +119,82 @@ def show_progress(flag: bool | None) -> bool:
     return flag if flag is not None else sys.stderr.isatty()
 
 
-class ExecutionOptions(BaseModel):
-    """How a run is carried out; none of it changes the output."""
+class Backend(BaseModel):
+    """Where the work runs: this machine's own executors, or a registered cluster executor
+    (``Executor.cluster``) at an address. The output is the same."""
 
     model_config = OPTIONS
 
-    out: Path
-    workers: int = Field(1, ge=0, description="processes; 0 = one per core")
-    overwrite: bool = False
-    progress: bool | None = None  # None: a bar when stderr is a terminal
+    executor: str = Field(
+        LOCAL, description="local: this machine's processes; a cluster executor (ray: Ray "
+                           "Data, pip install 'mmconvert[ray]') on a local cluster of "
+                           "--workers CPUs, or the one at --ray-address. Output is the same")
+    address: str | None = Field(None, description="join this cluster (with --executor ray)",
+                                json_schema_extra=cli("--ray-address", metavar="HOST:PORT"))
+
+    @field_validator("executor")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from .executors import backends
+
+        if value not in backends():
+            raise ValueError(f"unknown executor {value!r} (choose from "
+                             f"{', '.join(backends())})")
+        return value
+
+    @model_validator(mode="after")
+    def _address_needs_cluster(self):
+        if self.address and self.executor == LOCAL:
+            raise ValueError("--ray-address needs --executor ray")
+        return self
+
+    def use(self) -> None:
+        """Run this invocation's work there (``executors.use``)."""
+        from .executors import use
+
+        use(self.executor, self.address)
+
+
+class ExecutionOptions(Backend):
+    """How and where a run is carried out; none of it changes the output."""
+
+    out: Path = Field(description="run folder to write", json_schema_extra=cli(short="-o"))
+    workers: int = Field(1, ge=0, description="processes to work with; 0 = one per core. "
+                                              "Output is the same for any N")
+    overwrite: bool = Field(False, description="replace a run folder made with other options")
+    progress: bool | None = Field(None, description="progress bar",
+                                  json_schema_extra=cli(default="when stderr is a terminal"))
 
 
 class ApiOptions(BaseModel):
-    """How ``generate`` reaches the APIs and what it may spend; none of it changes what is
-    asked, so none of it is part of the run's identity (run.json records it apart)."""
+    """How a paid renderer (``generate``) reaches the APIs and what it may spend; none of it
+    changes what is asked, so none of it is part of the run's identity (run.json records it
+    apart)."""
 
     model_config = OPTIONS
 
-    image_base_url: str | None = Field(None, description="default: OPENAI_BASE_URL, else "
-                                                         "api.openai.com")
-    chat_base_url: str | None = None
-    api_key_env: str = Field("OPENAI_API_KEY", description="variable holding the key")
-    chat_api_key_env: str | None = Field(None, description="default: api_key_env")
+    image_base_url: str | None = Field(
+        None, description="image API base URL",
+        json_schema_extra=cli(default="OPENAI_BASE_URL, else OpenAI's"))
+    chat_base_url: str | None = Field(
+        None, description="chat API base URL, any OpenAI-compatible server (e.g. a local vLLM)")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the "
+                                                           "API key; keys are never written")
+    chat_api_key_env: str | None = Field(
+        None, description="variable holding the chat server's key (a local server needs none)",
+        json_schema_extra=cli(default="--api-key-env"))
     concurrency: int = Field(8, ge=1, le=256, description="requests in flight at once")
-    budget: float | None = Field(None, ge=0, description="USD this invocation may spend")
-    price_table: Path | None = None
-    cache_dir: Path | None = Field(None, description="default: ~/.cache/mmconvert/responses")
-    max_tries: int = Field(5, ge=1, le=20)
+    budget: float | None = Field(None, ge=0, description="USD this invocation may spend; it "
+                                                         "stops before a request would pass it")
+    price_table: Path | None = Field(None, description="JSON price table whose models replace "
+                                                       "the shipped prices")
+    cache_dir: Path | None = Field(
+        None, description="response cache",
+        json_schema_extra=cli(default="$MMCONVERT_CACHE, else ~/.cache/mmconvert/responses"))
+    max_tries: int = Field(5, ge=1, le=20, description="tries per request")
     timeout: float = Field(300.0, gt=0, description="seconds per try")
-    retry_failed: bool = False
+    retry_failed: bool = Field(False, description="try again the items whose requests failed, "
+                                                  "were refused or came back malformed")
 
     def record(self) -> dict[str, Any]:
         return with_absolute_paths(self.model_dump(mode="json"), ("price_table", "cache_dir"))
@@ -159,9 +209,13 @@ def submodel(model: type[BaseModel], name: Any) -> type[BaseModel] | None:
 
 
 def sections() -> set[str]:
-    """The option names whose value is itself a mapping of options (``page``, ``dedup``)."""
-    return {name for model in CONFIGS.values() for name in model.model_fields
-            if submodel(model, name) is not None}
+    """The option names whose value is itself a mapping of options (``page``, ``dedup``), in
+    any renderer's config."""
+    from .renderers import RENDERERS
+
+    return {name for renderer in RENDERERS.usable() for name in
+            renderer.config_model.model_fields
+            if submodel(renderer.config_model, name) is not None}
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -189,10 +243,8 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-# ``build``'s origin when the values are the command's flags, and the fields whose flag is not
-# the field's name
+# ``build``'s origin when the values are the command's flags
 FLAGS = "options"
-FLAG_NAMES = {"render": "--render", "subsets": "--subset", "jpeg_quality": "--jpeg-quality"}
 
 
 def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
@@ -203,8 +255,8 @@ def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
     try:
         return model.model_validate(values)
     except ValidationError as err:
-        first = err.errors()[0]
-        message = first["msg"].removeprefix("Value error, ")
+        first = first_error(err)
+        message = first["msg"]
         value = first.get("input")
         if first["loc"] and isinstance(value, (str, int, float)) and not isinstance(value, bool):
             message += f" (got {value!r})"
@@ -214,7 +266,7 @@ def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
             if not first["loc"] or isinstance(value, dict):
                 raise UsageError(message) from None
             name = str([p for p in first["loc"] if isinstance(p, str)][-1])
-            flag = {**FLAG_NAMES, **(flags or {})}.get(name, "--" + name.replace("_", "-"))
+            flag = (flags or {}).get(name, "--" + name.replace("_", "-"))
             raise UsageError(f"{flag}: {message}") from None
         where = ".".join(str(p) for p in first["loc"]) or whole
         if first["type"] == "extra_forbidden":

@@ -4,6 +4,36 @@ message is made, ``config.build``), and so are NaN and the infinities, which no 
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ConfigDict
 
 OPTIONS = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def first_error(err) -> dict[str, Any]:
+    """The first problem of a pydantic ``ValidationError`` (``loc``, ``msg``, ``type``,
+    ``input``), its message without pydantic's ``Value error, `` prefix."""
+    first = dict(err.errors()[0])
+    first["msg"] = first["msg"].removeprefix("Value error, ")
+    return first
+
+
+def cli(flag: str | None = None, *, short: str | None = None, default: str | None = None,
+        prefix: str | None = None, enable: str | None = None, split: bool = False,
+        metavar: str | None = None, off: bool = False) -> dict[str, dict[str, Any]]:
+    """A field's command-line flag, for ``Field(json_schema_extra=cli(...))`` (``flags.py``
+    makes the click option; the field's ``description`` is its help):
+
+    - ``flag``: its name when not ``--<field-name>`` (``--subset`` for ``subsets``);
+      ``short``: a one-letter alias (``-o``);
+    - ``default``: the default its help states when the model's is None and the code
+      resolves it ("the corpus'");
+    - on a field holding an options model: ``prefix`` before its fields' flags, and
+      ``enable``: a flag that turns it on with its defaults (``--dedup``);
+    - ``split``: a list given as one comma-separated value (``--ppi 72,92.9``);
+    - ``off``: no flag (set in a YAML config only).
+    """
+    given = {"flag": flag, "short": short, "default": default, "prefix": prefix,
+             "enable": enable, "split": split or None, "metavar": metavar, "off": off or None}
+    return {"cli": {k: v for k, v in given.items() if v is not None}}

@@ -1,111 +1,120 @@
-"""The CLI's flags and the option models must not drift apart: every flag that fills a model
-field names it, and every default a flag's help states is the model's own default."""
+"""The CLI's flags are made from the option models (``flags.py``): every field of a command's
+models is a flag whose help states the model's own default, a flag fills the field it names, and
+a config file's value stands where no flag is given."""
 
 from __future__ import annotations
 
-import re
-
 import click
 import pytest
+from click.testing import CliRunner
+from pydantic import BaseModel, Field
 
-from mmconvert.cli import DEDUP_FLAGS, main
-from mmconvert.config import ApiOptions, GenerateConfig, OccludeConfig, RenderConfig
-from mmconvert.corpora.dedup import DedupOptions
+from mmconvert.cli import main
+from mmconvert.config import ApiOptions, ExecutionOptions, Selection, submodel
 from mmconvert.evaluation.run import EvalOptions
+from mmconvert.flags import fill, meta, model_flags
+from mmconvert.options import OPTIONS, cli
 from mmconvert.postprocess.sweep import SweepOptions
-from mmconvert.renderers.generate import GenerateOptions
-from mmconvert.renderers.occlude import OccludeOptions
-from mmconvert.renderers.page import PageOptions
+from mmconvert.renderers import RENDERERS
 
-# flag name (click's) -> (model, field), per command; the rest of a command's flags are the
-# selection's (Selection fields of the same name) or DEDUP_FLAGS
-RENAMED = {"render_part": (PageOptions, "render")}
-MODELS = {
-    "render": (RenderConfig, PageOptions),
-    "occlude": (OccludeConfig, OccludeOptions),
-    "generate": (GenerateConfig, GenerateOptions, ApiOptions),
-    "sweep": (RenderConfig, PageOptions, SweepOptions),
-    "dedup": (RenderConfig,),
-    "eval": (EvalOptions,),
+COMMANDS = {
+    "render": [RENDERERS.get("page").config_model, ExecutionOptions],
+    "occlude": [RENDERERS.get("occlude").config_model, ExecutionOptions],
+    "generate": [RENDERERS.get("generate").config_model, ApiOptions, ExecutionOptions],
+    "dedup": [Selection],
+    "sweep": [SweepOptions, Selection, ExecutionOptions],
+    "eval": [EvalOptions],
 }
-# flags that fill no model field: where the run goes and how (its executor too), the CLI's own
-# switches, and the sweep's comma-separated axes (parsed into SweepOptions lists)
-NOT_FIELDS = {"out", "workers", "overwrite", "progress", "executor", "ray_address", "config_file",
-              "subsets", "dedup", "no_ner", "dry_run", "ppis", "scales", "rotations",
-              "qualities", "varied", "targets", "as_json"}
-# defaults the help states that the model leaves as None and the code resolves (the renderer's
-# documented behaviour), and stated defaults that are not a field's
-RESOLVED = {("occlude", "difficulty"), ("occlude", "width"), ("occlude", "font"),
-            ("generate", "chat_api_key_env"), ("generate", "image_base_url"),
-            ("generate", "cache_dir"), ("eval", "max_tokens"),
-            ("eval", "modality")}  # a list, stated comma-separated
-RESOLVED_EVERYWHERE = {"split", "max_length", "device", "render_part"}  # the corpus decides
 
 
-def field_of(command: str, name: str):
-    if name in DEDUP_FLAGS:
-        return DedupOptions, DEDUP_FLAGS[name]
-    if name in RENAMED:
-        return RENAMED[name]
-    if command == "sweep" and name == "ppi":  # --base-ppi
-        return PageOptions, "ppi"
-    for model in MODELS[command]:
-        if name in model.model_fields:
-            return model, name
-    return None
+def command(name: str) -> click.Command:
+    with click.Context(main) as ctx:
+        return main.get_command(ctx, name)
 
 
-def options(command: str):
-    return [p for p in main.commands[command].params if isinstance(p, click.Option)]
+def leaves(model: type[BaseModel], path=()):
+    """(dotted path, field info) of every field that holds a plain value."""
+    for name, info in model.model_fields.items():
+        inner = submodel(model, name)
+        if inner is not None:
+            yield from leaves(inner, (*path, name))
+        else:
+            yield ".".join((*path, name)), info
 
 
-@pytest.mark.parametrize("command", sorted(MODELS))
-def test_every_flag_fills_a_model_field(command):
-    orphans = [o.name for o in options(command)
-               if o.name not in NOT_FIELDS and field_of(command, o.name) is None]
-    assert orphans == []
-
-
-def stated_default(help_text: str) -> str | None:
-    found = re.search(r"\(default:? ([^;),]+)|([\w.-]+) \(default\)", help_text or "")
-    if not found:
-        return None
-    return (found.group(1) or found.group(2)).strip().removesuffix(" px")
-
-
-@pytest.mark.parametrize("command", sorted(MODELS))
-def test_stated_defaults_are_the_models(command):
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_field_is_a_flag_that_states_its_default(name):
+    options = {o.name: o for o in command(name).params if isinstance(o, click.Option)}
     checked = 0
-    for option in options(command):
-        stated = stated_default(option.help)
-        target = field_of(command, option.name)
-        if stated is None or target is None or (command, option.name) in RESOLVED or \
-                option.name in RESOLVED_EVERYWHERE:
-            continue
-        model, name = target
-        default = model.model_fields[name].get_default(call_default_factory=True)
-        assert default is not None, f"{command} --{option.name}: add it to RESOLVED"
-        shown = f"{default:g}" if isinstance(default, float) else str(default)
-        assert stated.split()[0] == shown, (command, option.name, stated, default)
-        checked += 1
-    assert checked >= {"dedup": 5, "sweep": 5, "eval": 5}.get(command, 6)
+    for model in COMMANDS[name]:
+        for dotted, info in leaves(model):
+            if meta(info).get("off") or dotted in ("vary", "renderer", "corpus", "out") or \
+                    (name == "dedup" and dotted == "renderer"):
+                continue
+            param = dotted.replace(".", "__")
+            assert param in options, f"{name}: {dotted} has no flag"
+            default = info.get_default(call_default_factory=True)
+            stated = meta(info).get("default")
+            if stated is None and default not in (None, False, [], {}):
+                stated = f"{default:g}" if isinstance(default, float) else \
+                    ",".join(map(str, default)) if isinstance(default, list) else str(default)
+            if stated is not None:
+                assert f"(default: {stated})" in options[param].help, (name, dotted)
+                checked += 1
+    assert checked >= 5
 
 
-def test_the_drift_test_catches_a_drift(monkeypatch):
-    monkeypatch.setattr(PageOptions.model_fields["ppi"], "default", 96.0)
-    with pytest.raises(AssertionError, match="ppi"):
-        test_stated_defaults_are_the_models("render")
+def test_a_new_field_is_a_flag_without_a_line_of_cli_code():
+    class Options(BaseModel):
+        model_config = OPTIONS
+        font_size: float = Field(12.0, description="type size in points")
+        names: list[str] = Field(default_factory=list, description="names",
+                                 json_schema_extra=cli("--name"))
+        ppis: list[float] = Field(default_factory=list, json_schema_extra=cli(split=True))
+        ner: bool = Field(True, description="entities kept")
+
+    class Config(BaseModel):
+        model_config = OPTIONS
+        seed: int = 0
+        options: Options = Field(default_factory=Options)
+
+    flags = model_flags(Config)
+    assert [f.name for f in flags] == ["--seed", "--font-size", "--name", "--ppis", "--ner"]
+    assert flags[1].option.help == "Type size in points (default: 12)."
+    given = {"seed": None, "options__font_size": 9.5, "options__names": ("a", "b"),
+             "options__ppis": "72, 92.9", "options__ner": False}
+    values = fill(flags, given, {"seed": 3, "options": {"font_size": 12.0}})
+    assert values == {"seed": 3, "options": {"font_size": 9.5, "names": ["a", "b"],
+                                             "ppis": [72.0, 92.9], "ner": False}}
+    assert given == {}
+
+
+def test_flags_fill_the_run_config(tmp_path):
+    from mmconvert.renderers.page import RenderConfig  # noqa: F401 - the default renderer
+
+    config = tmp_path / "c.yaml"
+    config.write_text("page: {ppi: 72, font_size: 9}\nsample: 3\n")
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"id": "a", "question": "Q?", "options": ["x", "y"], "answer": "A"}\n')
+    result = CliRunner().invoke(main, ["render", str(items), "--config", str(config),
+                                       "--font-size", "10", "--margin", "0.5",
+                                       "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    import json
+
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())["config"]
+    assert recorded["page"]["ppi"] == 72 and recorded["page"]["font_size"] == 10
+    assert recorded["page"]["margin"] == 0.5 and recorded["sample"] == 3
 
 
 def test_list_and_help_name_every_registered_part():
-    from click.testing import CliRunner
-
     from mmconvert.executors import EXECUTORS
     from mmconvert.exporters import EXPORTERS
 
     listing = CliRunner().invoke(main, ["list"]).output
     for name in EXPORTERS.names() + EXECUTORS.names():
         assert f"  {name} " in listing
-    help_text = " ".join(next(o.help for o in options("export") if o.name == "fmt").split())
+    fmt = next(o for o in command("export").params if o.name == "fmt")
+    help_text = " ".join(fmt.help.split())
     for name in EXPORTERS.names():
         assert f"{name}:" in help_text, name

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from ..errors import MMConvertError, SourceError, UsageError
 from ..executors import local_executor
 from ..manifest import JsonlLog, write_json
-from ..options import OPTIONS
+from ..options import OPTIONS, cli
 from ..renderers import renderer_class
 from ..runfolder import LOCK, locked, open_run, read_recorded
 from .scoring import (
@@ -54,21 +54,37 @@ class EvalOptions(BaseModel):
 
     model_config = OPTIONS
 
-    model: str = Field(description="the model name the endpoint serves")
-    base_url: str = Field("https://api.openai.com/v1", description="OpenAI-compatible endpoint",
+    model: str = Field(description="model name the endpoint serves (required, except for "
+                                   "compare)")
+    base_url: str = Field("https://api.openai.com/v1",
+                          description="OpenAI-compatible endpoint (vLLM, SGLang and others: "
+                                      "http://host:port/v1)",
                           pattern=r"^https?://[^/\s?#]+(/\S*)?$")
-    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable of the key")
-    modality: list[Condition] = Field(default_factory=lambda: ["image", "text"], min_length=1)
-    protocol: Literal["official", "strict"] = "official"
-    limit: int | None = Field(None, ge=1, description="the first N items of the run")
-    subsets: list[str] | None = None
-    concurrency: int = Field(16, ge=1, le=1024)
-    max_tokens: int | None = Field(None, ge=1, description="default: 1024 (cot), 64 (direct)")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the "
+                                                           "key; the key is never written")
+    modality: list[Condition] = Field(
+        default_factory=lambda: ["image", "text"], min_length=1,
+        description="conditions, comma-separated: image, text, text-image (occlusions' "
+                    "text-only image)", json_schema_extra=cli(split=True))
+    protocol: Literal["official", "strict"] = Field(
+        "official", description="VCR scoring protocol (see score vcr)")
+    limit: int | None = Field(None, ge=1, description="evaluate the first N items of the run")
+    subsets: list[str] | None = Field(None, description="only this subset; repeatable",
+                                      json_schema_extra=cli("--subset"))
+    concurrency: int = Field(16, ge=1, le=1024, description="requests in flight")
+    max_tokens: int | None = Field(None, ge=1, description="reply length",
+                                   json_schema_extra=cli(default="1024 for cot prompts, 64 "
+                                                                 "for direct"))
     timeout: int = Field(120, ge=1, description="seconds per request")
-    max_retries: int = Field(6, ge=0)
-    budget: float | None = Field(None, gt=0, description="USD this evaluation may spend")
-    seed: int = 0
-    judge_model: str | None = None
+    max_retries: int = Field(6, ge=0, description="retries of a failed request: 429, 5xx, "
+                                                  "time-outs, malformed answers")
+    budget: float | None = Field(None, gt=0, description="USD the evaluation may spend at most "
+                                                         "(models in the price table)")
+    seed: int = Field(0, description="seed of the paired bootstrap and the requests")
+    judge_model: str | None = Field(
+        None, description="score free-form answers (no options, spans or paper's scorer) "
+                          "with this model on the same endpoint and a 0-10 rubric; named in "
+                          "results.json")
 
 
 @dataclass

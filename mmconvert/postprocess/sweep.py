@@ -32,7 +32,7 @@ from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..manifest import MANIFEST, write_json
-from ..options import OPTIONS
+from ..options import OPTIONS, cli
 from ..renderers import row_renderer, run_renderer
 from ..renderers.page import PPI
 from ..rows import SCHEMA
@@ -54,14 +54,25 @@ class SweepOptions(BaseModel):
 
     model_config = OPTIONS
 
-    ppi: list[PPI] = Field(default_factory=list, description="page runs: PPIs to re-draw at")
-    scale: list[float] = Field(default_factory=list, description="factors to resize images by")
-    rotate: list[float] = Field(default_factory=list, description="clockwise degrees")
-    jpeg_quality: list[int] = Field(default_factory=list, description="JPEG qualities")
+    ppi: list[PPI] = Field(default_factory=list,
+                           description="PPIs to re-draw page runs at, e.g. 72,92.9,150,300",
+                           json_schema_extra=cli(split=True))
+    scale: list[float] = Field(default_factory=list,
+                               description="factors to resize every image by, e.g. "
+                                           "0.125,0.25,0.5,2,4 (plain resampling, also upward)",
+                               json_schema_extra=cli(split=True))
+    rotate: list[float] = Field(default_factory=list, description="clockwise degrees to turn "
+                                                                  "every image, e.g. 90,180",
+                                json_schema_extra=cli(split=True))
+    jpeg_quality: list[int] = Field(default_factory=list,
+                                    description="JPEG qualities to re-encode at, e.g. 95,75",
+                                    json_schema_extra=cli(split=True))
     vary: dict[str, list[float | str]] = Field(
         default_factory=dict, description="any registered transform: its main option's values")
-    resample: Literal[RESAMPLING] = Field("lanczos", description="Pillow filter for --scale")
-    jpeg_subsampling: Literal["4:4:4", "4:2:2", "4:2:0"] = "4:2:0"
+    resample: Literal[RESAMPLING] = Field("lanczos", description="resampling filter for "
+                                                                 "--scale (recorded in each row)")
+    jpeg_subsampling: Literal["4:4:4", "4:2:2", "4:2:0"] = Field(
+        "4:2:0", description="chroma subsampling of --jpeg-quality variants (Pillow's)")
 
     @field_validator("ppi")
     @classmethod
@@ -168,6 +179,21 @@ def read_run(base: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The base run's run.json and manifest rows."""
     folder = open_run(base, need_info=True)
     return folder.info(), folder.rows()
+
+
+def parse_vary(text: str) -> tuple[str, list[float | str]]:
+    """``--vary NAME:V1,V2`` as the transform's name and its values (numbers where they are)."""
+    name, _, listed = text.partition(":")
+    if not listed:
+        raise UsageError(f"--vary {text}: expected NAME:V1,V2 (e.g. blur:0.5,1,2)")
+
+    def value(part: str) -> float | str:
+        try:
+            return float(part)
+        except ValueError:
+            return part
+
+    return name.strip(), [value(v.strip()) for v in listed.split(",") if v.strip()]
 
 
 def sweep(base: Path, out: Path, options: SweepOptions, *, workers: int = 1,

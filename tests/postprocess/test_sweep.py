@@ -305,7 +305,7 @@ def test_options_from_a_yaml_file_and_bad_options(tmp_path):
             (("--scale", "0"), "Error: --scale: 0 is not a scale factor in (0, 16]\n"),
             (("--ppi", "a,b"), "Invalid value for --ppi: expected comma-separated numbers"),
             ((), "give at least one of --ppi"),
-            (("--ppi", 72, "--limit", 3), "is a run folder: corpus and render options (limit)"),
+            (("--ppi", 72, "--limit", 3), "is a run folder: corpus and render options (--limit)"),
     ):
         result = run("sweep", base, *args, "--out", tmp_path / "bad")
         assert result.exit_code == 2, (args, result.output)
