@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
+
+from ..cli import command, progress_option
 from ..errors import UsageError
 
 
@@ -48,3 +51,49 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
     echo(json.dumps(results, indent=1) if as_json else table(results))
     echo(f"results in {out / 'results.json'}, responses in {out / 'responses.jsonl'}; "
          f"inspect view --log-dir {out / 'logs'}", err=True)
+
+
+def eval_command() -> click.Command:
+    from ..flags import fill, flag_names, model_flags
+    from .run import EvalOptions
+
+    flags = model_flags(EvalOptions)
+
+    def evaluate(targets, out, dry_run, as_json, progress, **given):
+        """Evaluate RUN_DIR's items through an OpenAI-compatible endpoint, each as its image
+        prompt and as its text-only twin, on inspect_ai; score them by family and compare them
+        item by item (paired bootstrap interval of the difference, exact McNemar p for
+        right/wrong scores).
+
+        \b
+        mmconvert eval RUN_DIR --model MODEL [--base-url URL] [--out DIR]
+        mmconvert eval SWEEP_DIR --model MODEL     every variant, and a plot against the axis
+        mmconvert eval compare DIR DIR...          models side by side, with the mismatch analysis
+
+        \b
+        Examples:
+          mmconvert eval runs/demo --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
+          mmconvert eval runs/demo --model gpt-4o-mini --limit 50 --dry-run
+          mmconvert eval compare runs/demo-eval-a runs/demo-eval-b
+        """
+        from ..config import build, show_progress
+
+        values = fill(flags, given, {})
+        if targets and targets[0] != "compare" and "model" not in values:
+            raise UsageError("--model: required (the model name the endpoint serves)")
+        options = build(EvalOptions, values, flags=flag_names(flags)) \
+            if "model" in values else None
+        run_eval(targets, options, out, dry_run=dry_run, as_json=as_json,
+                 display="full" if show_progress(progress) else "none",
+                 echo=lambda text, err=False: click.echo(text, err=err))
+
+    return command("eval", evaluate, flags, [
+        click.Argument(["targets"], nargs=-1, required=True),
+        click.Option(["--out", "-o"], type=click.Path(path_type=Path),
+                     help="Folder for results.json, responses.jsonl, logs/ and cache/ "
+                          "(default: <run>-eval-<model>)."),
+        click.Option(["--dry-run"], is_flag=True, help="Print requests, vision tokens and the "
+                                                       "estimated cost; send nothing."),
+        click.Option(["--json", "as_json"], is_flag=True,
+                     help="Print results.json instead of a table."),
+        progress_option("inspect's progress display (default: when stderr is a terminal).")])

@@ -1,0 +1,49 @@
+"""``mmconvert dedup``: the selection's flags, made from ``config.Selection``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cli import CONFIG, command, progress_option, read_config
+
+
+def dedup_command() -> click.Command:
+    from ..config import Selection
+    from ..flags import fill, flag_names, model_flags
+
+    flags = model_flags(Selection)
+
+    def dedup(out, progress, corpus, config_file, **given):
+        """Find exact and near-duplicate items of CORPUS and write a report.
+
+        Exact duplicates by a hash of the normalised text, then near duplicates by the cosine
+        similarity of sentence embeddings; the first item of each cluster is kept. The report
+        lists kept and removed ids, and each removal's nearest kept item and score.
+        ``--dedup`` on other commands applies the same removal before sampling.
+
+        \b
+        Examples:
+          mmconvert dedup logiqa --source LogiQA-dataset
+          mmconvert dedup logiqa2 --source LogiQA2.0 --embedding-model path/to/bge-m3
+        """
+        from ..config import build, show_progress
+        from ..converter import load_selection
+        from ..manifest import write_json
+
+        values, origin = read_config(config_file)
+        values = fill(flags, given, {**values, "corpus": corpus})
+        values["dedup"] = dict(values.get("dedup") or {})
+        config = build(Selection, values, origin, flags=flag_names(flags))
+        _, report = load_selection(config, log=lambda m: click.echo(m, err=True),
+                                   progress=show_progress(progress))
+        out = out or Path("runs") / f"{Path(corpus).stem}-dedup.json"
+        write_json(out, {"corpus": config.identity(), **report.dedup}, indent=1)
+        click.echo(f"report written to {out}", err=True)
+
+    return command("dedup", dedup, flags, [
+        click.Argument(["corpus"]), CONFIG,
+        click.Option(["--out", "-o"], type=click.Path(path_type=Path),
+                     help="Report file to write (default: runs/<corpus>-dedup.json)."),
+        progress_option("Progress bars (default: when stderr is a terminal).")])

@@ -1,0 +1,137 @@
+"""``mmconvert sweep`` and ``mmconvert transform``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..cli import (
+    CONFIG,
+    backend_options,
+    command,
+    execution_flags,
+    read_config,
+    reports_errors,
+    run_and_report,
+    use_backend,
+)
+from ..errors import UsageError
+
+
+def sweep_command() -> click.Command:
+    """Its axes, the base render's flags (one a sweep axis also names gets ``--base-``) and
+    where it runs."""
+    from ..config import Selection
+    from ..flags import fill, flag_names, given_names, model_flags
+    from ..renderers import DEFAULT, renderer_class
+    from .sweep import SweepOptions, parse_vary
+
+    axes = model_flags(SweepOptions)
+    base_model = renderer_class(DEFAULT).config_model
+    skip = {*Selection.model_fields, "store", "shard_rows"}
+    taken = {f.name for f in axes}
+    clash = {".".join(f.path): "--base-" + f.name.removeprefix("--")
+             for f in model_flags(base_model, skip=skip) if f.name in taken}
+    selection = model_flags(Selection)
+    render = model_flags(base_model, skip=skip, rename=clash, note="A corpus SOURCE: ")
+    execution = execution_flags("runs/<source>-sweep", skip={"executor", "address"}) \
+        + execution_flags("", skip={"out", "workers", "overwrite", "progress"})
+
+    def sweep(varied, target, config_file, **given):
+        """Make ablation variants of SOURCE: a run folder, or a corpus (rendered once as pages
+        into OUT/base, then swept). Each axis is varied alone against the base; every variant
+        is a run folder with the same item ids, listed in OUT/sweep.json.
+
+        \b
+        Examples:
+          mmconvert sweep mmlu-redux --source data/mmlu_redux --ppi 72,92.9,150,300
+          mmconvert sweep runs/vistw --scale 0.125,0.25,0.5,2,4
+          mmconvert sweep runs/logicocr --rotate 90,180 --jpeg-quality 95,75
+          mmconvert sweep runs/demo --config sweep.yaml   (sweep: {ppi: [72, 150], rotate: [90]})
+        """
+        from ..config import ExecutionOptions, build, show_progress
+        from .sweep import sweep as make
+
+        source = target
+        values, origin = read_config(config_file)
+        options = fill(axes, given, dict(values.pop("sweep", None) or {}))
+        for text in varied:
+            name, listed = parse_vary(text)
+            options.setdefault("vary", {})[name] = listed
+        options = build(SweepOptions, options, origin, flags=flag_names(axes))
+        run = build(ExecutionOptions, fill(execution, given, {
+            "out": Path("runs") / f"{Path(source).stem}-sweep"}), flags=flag_names(execution))
+        run.use()
+        on_error = fill(selection, dict(given), {}).get("on_error") or \
+            values.get("on_error", "fail")
+        if (Path(source) / "run.json").is_file():
+            stated = [f for f in sorted(k for k in values if k not in ("corpus", "on_error"))
+                      + given_names(selection + render, given) if f != "--on-error"]
+            if stated:
+                raise UsageError(f"{source} is a run folder: corpus and render options "
+                                 f"({', '.join(stated)}) do not apply; sweep its corpus "
+                                 "instead")
+            base = Path(source)
+        else:
+            values = fill(selection + render, given, {**values, "corpus": source})
+            config = build(base_model, values, origin, flags=flag_names(selection + render))
+            base = run.out / "base"
+            run_and_report(config, run.model_copy(update={"out": base}))
+        summary = make(base, run.out, options, workers=run.workers, overwrite=run.overwrite,
+                       on_error=on_error, progress=show_progress(run.progress))
+        click.echo(summary.line(), err=True)
+
+    return command("sweep", sweep, axes + selection + render + execution, [
+        click.Argument(["target"], metavar="SOURCE"), CONFIG,
+        click.Option(["--vary", "varied"], multiple=True, metavar="NAME:V1,V2",
+                     help="Any registered transform's main option, e.g. blur:0.5,1,2 or "
+                          "noise:4,8 or augraphy:ink,scanner; repeatable (mmconvert list "
+                          "transforms).")])
+
+
+@click.command("transform")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--apply", "steps", multiple=True, metavar="STEP",
+              help="A registered transform, applied in order; repeatable. NAME:VALUE sets its "
+                   "main option (blur:1.5, jpeg:75, rotate:90, scale:0.5, noise:8, "
+                   "augraphy:scanner), NAME:key=value,... any option "
+                   "(noise:level=0.05,kind=salt-pepper).")
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="The new run folder (default: <run>-<steps>, beside the run).")
+@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail",
+              show_default=True, help="A missing or changed image: stop, or record it in "
+                                      "skipped.jsonl and go on.")
+@click.option("--workers", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Processes to work with; 0 = one per core. Output is the same for any N.")
+@click.option("--overwrite", is_flag=True, help="Replace a run folder made with other options.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: when stderr is a terminal).")
+@backend_options
+@reports_errors
+def transform(run_dir, steps, out, on_error, workers, overwrite, progress, executor, address):
+    """Apply a chain of transforms to every image of RUN_DIR, writing a new run folder with
+    the same items (the rows' postprocess history records each step and its parameters).
+
+    \b
+    Examples:
+      mmconvert transform runs/demo --apply blur:1.5 --apply jpeg:75
+      mmconvert transform runs/vcr --apply augraphy:scanner --out runs/vcr-scanned
+    """
+    from ..config import show_progress
+    from .chain import transform_run
+
+    use_backend(executor, address)
+    if out is None:
+        label = "-".join(s.replace(":", "").replace("=", "").replace(",", "") for s in steps)
+        out = run_dir.with_name(f"{run_dir.name}-{label or 'transform'}")
+    summary = transform_run(run_dir, out, list(steps), workers=workers, overwrite=overwrite,
+                            on_error=on_error, progress=show_progress(progress))
+    click.echo(summary.line(), err=True)
+    if not summary.items:
+        sys.exit(1)
+
+
+def transform_command() -> click.Command:
+    return transform
