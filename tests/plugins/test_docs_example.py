@@ -70,3 +70,16 @@ def test_the_example_installs_and_every_command_it_shows_works(installed, tmp_pa
     assert (tmp_path / "exports/riddles/ids.txt").read_text() == "riddles-000\nriddles-001\n"
     assert sorted(p.name for p in (tmp_path / "runs/riddles-sweep").iterdir()
                   if p.is_dir()) == ["invert-0.25", "invert-1"]
+    # the plugin renderer: its option a flag, its rows its own, its bytes pinned (its golden),
+    # the same by its own command and by render --renderer, and read back by OCR
+    banner = [json.loads(r) for r in (tmp_path / "runs/riddles-banner/manifest.jsonl")
+              .read_text().splitlines()]
+    assert banner[0]["renderer"] == {"name": "banner", "version": "1", "params": {"size": 32}}
+    assert [r["images"][0]["sha256"] for r in banner] == [
+        "f69cbf18c16f355a6fb5349209ff20811465e0f1afe4d35cd029fe0625475050",
+        "76b6002120a3970bd3d4059dfe1865a0b0f9b9f979165186417a3652da26f2ad"]
+    qa = [json.loads(r) for r in (tmp_path / "runs/riddles-banner/qa.jsonl").read_text()
+          .splitlines()]
+    assert {(e["source"], e["verdict"]) for e in qa} == {("auto:image", "accept"),
+                                                        ("auto:ocr", "accept")}
+    assert (tmp_path / "exports/riddles-banner/README.md").is_file()
