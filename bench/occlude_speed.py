@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mmconvert.corpora import LoadReport, LoadRequest, resolve  # noqa: E402
+from mmconvert.corpora import LoadReport, resolve  # noqa: E402
+from mmconvert.corpora.base import load_request  # noqa: E402
 from mmconvert.renderers import occlude as occlude_module  # noqa: E402
 from mmconvert.renderers.occlude import (  # noqa: E402
     CaptionOccluder,
@@ -44,8 +45,9 @@ def caption_options(parser: argparse.ArgumentParser, items: int) -> None:
 
 
 def load_items(source: Path, count: int):
-    items = resolve("captions").load(LoadRequest(source=source, all_captions=True),
-                                     LoadReport())
+    corpus = resolve("captions")
+    items = corpus.load(load_request(corpus, {"source": source, "all_captions": True}),
+                        LoadReport())
     out = []
     while len(out) < count:
         for item in items:

@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mmconvert.corpora import LoadReport, LoadRequest, resolve  # noqa: E402
+from mmconvert.corpora import LoadReport, resolve  # noqa: E402
+from mmconvert.corpora.base import load_request  # noqa: E402
 from mmconvert.errors import ItemError  # noqa: E402
 from mmconvert.items import Item  # noqa: E402
 from mmconvert.renderers.occlude import CaptionOccluder, OccludeOptions  # noqa: E402
@@ -31,8 +32,9 @@ INK = 128  # a pixel darker than this is ink
 
 def english() -> list[str]:
     source = SHARED if SHARED.exists() else ROOT / "tests/fixtures/coco"
-    items = resolve("captions").load(LoadRequest(source=source, all_captions=True),
-                                     LoadReport())
+    corpus = resolve("captions")
+    items = corpus.load(load_request(corpus, {"source": source, "all_captions": True}),
+                        LoadReport())
     return [item.context for item in items]
 
 

@@ -34,8 +34,8 @@ from .config import (
     run_config,
     show_progress,
 )
-from .corpora import Corpus, LoadReport, LoadRequest, resolve
-from .corpora.base import check_corpus_options, shuffle_options
+from .corpora import Corpus, LoadReport, resolve
+from .corpora.base import load_request, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
 from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
 from .evaluation.scoring import unscorable
@@ -62,7 +62,7 @@ class RunSummary:
     not_done: int = 0
     stopped: str | None = None
     images: int = 0
-    unit: str = "page"
+    unit: str = "image"
     seconds: float = 0.0
     load: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -223,11 +223,7 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
     it compares all together), not the items."""
     log = log or (lambda message: print(message, file=sys.stderr))
     corpus = corpus or resolve(config.corpus)
-    check_corpus_options(corpus, config.model_dump())
-    request = LoadRequest(source=config.source, subsets=config.subsets, split=config.split,
-                          keep_flagged=config.keep_flagged, on_error=config.on_error,
-                          seed=config.seed, language=config.language,
-                          max_length=config.max_length, all_captions=config.all_captions)
+    request = load_request(corpus, config.model_dump())
 
     def shuffled(items: Iterable[Item]) -> Iterator[Item]:
         items = iter(items)

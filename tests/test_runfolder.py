@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mmconvert.corpora import LoadReport, LoadRequest, resolve
+from mmconvert.corpora import LoadReport, resolve
+from mmconvert.corpora.base import load_request
 from mmconvert.errors import ItemError
 from mmconvert.items import Item, check_name
 from mmconvert.runfolder import inside, item_file, write_file
@@ -28,7 +29,8 @@ def files_under(folder):
 
 def load(name, **request):
     report = LoadReport()
-    return list(resolve(name).load(LoadRequest(**request), report)), report
+    corpus = resolve(name)
+    return list(corpus.load(load_request(corpus, request), report)), report
 
 
 @pytest.mark.parametrize("field", ["id", "subset"])

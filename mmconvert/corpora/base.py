@@ -7,7 +7,7 @@ import functools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -35,15 +35,15 @@ OnError = Literal["fail", "skip"]
 
 @dataclass
 class LoadRequest:
+    """What a corpus is asked to load; ``options``: its own corpus options, as its
+    ``options_model`` (``load_request`` validates them; ``Corpus.options_of`` reads them)."""
+
     source: Path | None = None
     subsets: list[str] | None = None
     split: str | None = None
-    keep_flagged: bool = False
     on_error: OnError = "fail"
     seed: int = 0  # for corpora whose loading draws (GPQA's option order)
-    language: str | None = None  # logiqa, logiqa2, longbench, captions
-    max_length: int | None = None  # longbench
-    all_captions: bool = False  # captions
+    options: CorpusOptions | None = None
 
 
 @dataclass
@@ -71,6 +71,14 @@ class CorpusOptions(BaseModel):
 # the Selection fields that are corpus options, and their flags
 CORPUS_OPTIONS = {"keep_flagged": "--keep-flagged", "language": "--language",
                   "max_length": "--max-length", "all_captions": "--all-captions"}
+
+
+def load_request(corpus: Corpus, values: dict[str, Any]) -> LoadRequest:
+    """The request to load ``corpus`` with ``values`` (a selection's fields): the request's
+    own fields, and the corpus options given, as the corpus' own model."""
+    own = {f.name for f in fields(LoadRequest)} - {"options"}
+    return LoadRequest(**{k: v for k, v in values.items() if k in own},
+                       options=check_corpus_options(corpus, values))
 
 
 def check_corpus_options(corpus: Corpus, values: dict[str, Any]) -> CorpusOptions:
@@ -109,6 +117,11 @@ class Corpus:
         it is consumed (the generic files), read once. A source that cannot be read at all is
         refused here, before the first item; ``report`` is complete once the items are."""
         raise NotImplementedError
+
+    def options_of(self, request: LoadRequest) -> CorpusOptions:
+        """The corpus options of ``request``, as this corpus' model (its defaults when the
+        request carries none)."""
+        return request.options if request.options is not None else self.options_model()
 
     def part_for(self, item: Item) -> RenderPart:
         return self.render_part

@@ -68,10 +68,11 @@ class Captions(Corpus):
         if source is None:
             raise SourceError("captions: pass --source DIR (a COCO-style folder), FILE.tsv, a "
                               "save_to_disk folder, parquet files, or a hub id owner/name")
-        language = request.language or "en"
+        options = self.options_of(request)
+        language = options.language or "en"
         guard = RowGuard(request, report)
         if source.is_file() and source.suffix.lower() in (".tsv", ".txt"):
-            return self.tsv_items(source, guard, request.language)
+            return self.tsv_items(source, guard, options.language)
         if not source.exists() and "/" in str(source) and not str(source).startswith((".", "/")):
             rows = load_hub(str(source), None, request.split or "test")
             groups = {safe_name(str(source).split("/")[-1], "captions"):
@@ -96,7 +97,7 @@ class Captions(Corpus):
     # -- COCO
 
     def coco_items(self, root: Path, request, report, guard, language) -> list[Item]:
-        items = []
+        items, every = [], self.options_of(request).all_captions
         for path in sorted(root.glob("annotations/captions_*.json")):
             split = path.stem[len("captions_"):]
             if request.split and split != request.split and not (
@@ -123,14 +124,14 @@ class Captions(Corpus):
                                                  "or text id)"))
                     continue
                 anns = captions.get(image["id"], [])
-                chosen = anns if request.all_captions else anns[:1]
+                chosen = anns if every else anns[:1]
                 if not chosen:
                     report.dropped["image without caption"] += 1
                 for ann_number, ann in chosen:
                     row = Row(ann_number, f"{path} annotations[{ann_number}]",
                               {"image": image, "annotation": ann})
                     item = guard.convert(self.coco_item, row, root, split, licenses, language,
-                                         request.all_captions, number)
+                                         every, number)
                     if item is not None:
                         items.append(item)
         if not items and not report.skipped:

@@ -50,7 +50,7 @@ class _LogiQABase(Corpus):
     language_prompts = True
 
     def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
-        language = request.language or "en"
+        language = self.options_of(request).language or "en"
         if language not in LANGUAGES:
             raise UsageError(f"{self.name}: --language {language!r} (en or zh)")
         if request.subsets and request.subsets != [language]:

@@ -67,7 +67,7 @@ class LongBench(SubsetCorpus):
         """ReadBench's English QA configs; with --language zh the Chinese QA configs, with
         --language all both."""
         return {"zh": CHINESE_CONFIGS, "all": DEFAULT_CONFIGS + CHINESE_CONFIGS}.get(
-            request.language or "en", DEFAULT_CONFIGS)
+            self.options_of(request).language or "en", DEFAULT_CONFIGS)
 
     def prompt_keys(self, item: Item) -> tuple[str, ...]:
         task = item.subset.removesuffix("_e")
@@ -119,18 +119,20 @@ class LongBench(SubsetCorpus):
         return Scored(best, reply.strip()[:200])
 
     def keep(self, item: Item, request: LoadRequest, report: LoadReport) -> bool:
-        language = request.language or "en"
+        options = self.options_of(request)
+        language = options.language or "en"
         if language != "all" and item.language != language:
             report.dropped[f"language={item.language}"] += 1
             return False
-        limit = request.max_length or DEFAULT_MAX_LENGTH
+        limit = options.max_length or DEFAULT_MAX_LENGTH
         if item.metadata["length"] >= limit:
             report.dropped[f"length>={limit}"] += 1
             return False
         return True
 
     def finish(self, request, report) -> None:
-        limit = request.max_length or DEFAULT_MAX_LENGTH
+        options = self.options_of(request)
+        limit = options.max_length or DEFAULT_MAX_LENGTH
         long = report.dropped.get(f"length>={limit}", 0)
         if long:
             report.notes.append(f"longbench: dropped {long} of {report.rows} rows of length "
@@ -138,7 +140,7 @@ class LongBench(SubsetCorpus):
         other = sum(v for k, v in report.dropped.items() if k.startswith("language="))
         if other:
             report.notes.append(f"longbench: dropped {other} rows not in "
-                                f"{request.language or 'en'} (--language all keeps them)")
+                                f"{options.language or 'en'} (--language all keeps them)")
 
 
 _PUNCTUATION = set(string.punctuation) | set("，。！？；：“”‘’（）《》【】、…—·")

@@ -115,7 +115,7 @@ class MMLURedux(SubsetCorpus):
             value = data.get(name)
             if isinstance(value, str) and value.strip():
                 metadata[name] = value
-        if error_type == "wrong_groundtruth" and request.keep_flagged:
+        if error_type == "wrong_groundtruth" and self.options_of(request).keep_flagged:
             corrected = _corrected(metadata.get("correct_answer"), options)
             if corrected is None:  # flagged wrong, and no answer to put in its place
                 raise ItemFiltered(f"wrong_groundtruth with correct_answer "
@@ -131,7 +131,7 @@ class MMLURedux(SubsetCorpus):
 
     def keep(self, item: Item, request: LoadRequest, report: LoadReport) -> bool:
         status = item.metadata["error_type"]
-        if status != "ok" and not request.keep_flagged:
+        if status != "ok" and not self.options_of(request).keep_flagged:
             report.dropped[f"error_type={status}"] += 1
             return False
         return True

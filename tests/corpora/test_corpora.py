@@ -9,15 +9,16 @@ from collections import Counter
 
 import pytest
 
-from mmconvert.corpora import CORPORA, LoadReport, LoadRequest, resolve
-from mmconvert.corpora.base import shuffle_options
+from mmconvert.corpora import CORPORA, LoadReport, resolve
+from mmconvert.corpora.base import load_request, shuffle_options
 from mmconvert.errors import ItemError, SourceError
 from tests.conftest import FIXTURES, make_item
 
 
 def load(name, **request):
     report = LoadReport()
-    items = list(resolve(name).load(LoadRequest(**request), report))  # may be read lazily
+    corpus = resolve(name)
+    items = list(corpus.load(load_request(corpus, request), report))  # may be read lazily
     return items, report
 
 

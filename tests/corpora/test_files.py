@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mmconvert.corpora import LoadReport, LoadRequest, resolve
+from mmconvert.corpora import LoadReport, resolve
+from mmconvert.corpora.base import load_request
 from mmconvert.errors import ItemError, SourceError
 
 ROWS = [
@@ -21,7 +22,7 @@ ROWS = [
 def load(path, **request):
     report = LoadReport()
     corpus = resolve(str(path))
-    return corpus, list(corpus.load(LoadRequest(**request), report)), report
+    return corpus, list(corpus.load(load_request(corpus, request), report)), report
 
 
 def test_jsonl(tmp_path):

@@ -7,13 +7,15 @@ import os
 import pytest
 
 from mmconvert.corpora import LoadReport, LoadRequest, resolve
+from mmconvert.corpora.base import load_request
 from mmconvert.errors import HubUnavailableError, ItemError, SourceError, UsageError
 from tests.conftest import REDUX_CSV, REDUX_HUB
 
 
 def load(**request):
     report = LoadReport()
-    items = list(resolve("mmlu-redux").load(LoadRequest(**request), report))
+    corpus = resolve("mmlu-redux")
+    items = list(corpus.load(load_request(corpus, request), report))
     return items, report
 
 

@@ -326,9 +326,11 @@ def test_the_png_encoder_refuses_modes_it_does_not_write():
 
 
 def test_a_prepared_group_draws_the_bytes_of_items_drawn_alone(occluder):
-    from mmconvert.corpora import LoadReport, LoadRequest, resolve
+    from mmconvert.corpora import LoadReport, resolve
+    from mmconvert.corpora.base import load_request
 
-    items = resolve("captions").load(LoadRequest(source=FIXTURES / "coco", all_captions=True),
+    items = resolve("captions").load(load_request(resolve("captions"), {"source": FIXTURES / "coco",
+                                                          "all_captions": True}),
                                      LoadReport())[:6]
     alone = [occluder.render(item, 3) for item in items]
     occluder.prepare(items, 3)

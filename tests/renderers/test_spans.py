@@ -59,11 +59,13 @@ def test_without_an_entity_model_the_message_names_the_package():
 
 
 def test_a_group_tagged_at_once_gives_the_tokens_of_one_call_each(english):
-    from mmconvert.corpora import LoadReport, LoadRequest, resolve
+    from mmconvert.corpora import LoadReport, resolve
+    from mmconvert.corpora.base import load_request
     from tests.conftest import FIXTURES
 
-    captions = [item.context for item in resolve("captions").load(
-        LoadRequest(source=FIXTURES / "coco", all_captions=True), LoadReport())]
+    corpus = resolve("captions")
+    request = load_request(corpus, {"source": FIXTURES / "coco", "all_captions": True})
+    captions = [item.context for item in corpus.load(request, LoadReport())]
     captions += [CAPTION, CAPTION]  # a caption twice in one group
     alone = SpanChooser("en")
     expected = [alone.tokens(caption) for caption in captions]
