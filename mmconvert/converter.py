@@ -37,7 +37,7 @@ from .config import (
 from .corpora import Corpus, LoadReport, resolve
 from .corpora.base import load_request, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
-from .errors import ItemError, ItemFiltered, MMConvertError, UsageError
+from .errors import ItemError, MMConvertError, UsageError
 from .evaluation.scoring import unscorable
 from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
@@ -45,7 +45,7 @@ from .jobs import job_for
 from .manifest import MANIFEST, sync, write_json
 from .renderers import renderer_class
 from .rows import SCHEMA
-from .runfolder import DEDUP, RunFolder
+from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
 from .seeds import rng
 
 
@@ -149,27 +149,26 @@ def _run_group(job, tasks: list[tuple[Item, RenderPart, tuple[str, ...]]]) -> li
     return [_run_item(job, task) for task in tasks]
 
 
-def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> tuple[str, Any]:
-    """Render one item: ("ok", Output), ("error", ItemError), or ("stopped", BudgetReached)
-    when the budget allows no more requests."""
+def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> Result:
+    """Render one item: Made, Failed (its ItemError), or Stopped when the budget allows no
+    more requests."""
     item, part, prompt_keys = task
     try:
-        return "ok", job.run(item, part, prompt_keys)
+        return Made(job.run(item, part, prompt_keys))
     except ItemError as err:
         err.item_id = err.item_id or item.id
         if err.stage == "load":
             err.stage = "render"
-        return "error", err
+        return Failed(err)
     except BudgetReached as err:
-        return "stopped", err
+        return Stopped(str(err))
 
 
-def _write_remotely(out: str, under: str, results: list[tuple[str, Any]]
-                    ) -> list[tuple[str, Any]]:
+def _write_remotely(out: str, under: str, results: list[Result]) -> list[Result]:
     """On a cluster worker: write a group's made items' files into the run folder there,
     synced in one pass before their rows go back (as the local sink syncs a group), or
     ``under`` its spool for a sharded run (synced with their shard)."""
-    made = [payload for status, payload in results if status == "ok"]
+    made = [result.output for result in results if isinstance(result, Made)]
     for output in made:
         output.write_into(Path(out), under=under, durable=False)
     if made and not under:
@@ -460,29 +459,25 @@ def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary,
     if wanted is not None and wanted <= 0:
         results.close()
         return
-    for status, payload in results:
-        if status == "ok":
-            folder.write(payload)
+    for result in results:
+        fate = folder.take(result, config.on_error)
+        if fate == "made":
+            row = result.output.row
             summary.rendered += 1
-            summary.images += len(payload.row["images"])
-            summary.no_answer += unscorable(payload.row) is not None
+            summary.images += len(row["images"])
+            summary.no_answer += unscorable(row) is not None
             if wanted is not None and summary.rendered >= wanted:
                 results.close()
                 return
-        elif status == "stopped":
+        elif fate == "stopped":
             summary.not_done += 1
-            summary.stopped = summary.stopped or str(payload)
-        elif payload.always_recorded or config.on_error == "skip":
-            folder.skipped.append({"id": payload.item_id, "stage": payload.stage,
-                                   "reason": str(payload)})
-            if isinstance(payload, ItemFiltered):
-                summary.filtered[payload.rule] += 1
-            elif payload.always_recorded:
-                summary.failed += 1
-            else:
-                summary.skipped += 1
+            summary.stopped = summary.stopped or result.reason
+        elif fate == "filtered":
+            summary.filtered[result.error.rule] += 1
+        elif fate == "failed":
+            summary.failed += 1
         else:
-            raise payload
+            summary.skipped += 1
 
 
 def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, job,

@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import ItemError, RunFolderError
+from .errors import ItemError, ItemFiltered, RunFolderError
 from .items import check_name
 from .manifest import (
     MANIFEST,
@@ -277,6 +278,30 @@ def open_run(path: Path, *, need_info: bool = False) -> RunFolder:
     return RunFolder(path)
 
 
+@dataclass(frozen=True)
+class Made:
+    """A worker's result: the item made, its row and the bytes of its files."""
+
+    output: Output
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A worker's result: the item not made, and why (bad data, a rule's drop, a failed
+    request), with the stage it failed at."""
+
+    error: ItemError
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A worker's result: the item not started, since the run was stopped (the budget)."""
+
+    reason: str
+
+
+Result = Made | Failed | Stopped
+
 class RunFolder:
     def __init__(self, path: Path):
         self.path = path
@@ -434,17 +459,26 @@ class RunFolder:
             self.manifest.rewrite(kept)
         return repeated, seen | {r["id"] for r in self.skipped.read()}, seen
 
-    def take(self, status: str, payload, item_id: str, stage: str, on_error: str) -> str:
-        """One worker result of a run made from another run (sweep, transform): an ``ok``
-        Output is written; an error is recorded in skipped.jsonl under ``on_error`` skip, and
-        raised otherwise. Returns "made" or "skipped"."""
-        if status == "ok":
-            self.write(payload)
+    def take(self, result: Result, on_error: str, *, item_id: str | None = None,
+             stage: str | None = None) -> str:
+        """The one sink of a worker's result, for render, sweep and transform alike: a made
+        item is written; a failure is recorded in skipped.jsonl (as ``item_id`` and ``stage``
+        when given, else the error's own) when it is always recorded (a rule's drop, a failed
+        request) or ``on_error`` is skip, and raised otherwise. Returns what became of it:
+        "made", "stopped", "filtered" (a rule), "failed" (a request) or "skipped"."""
+        if isinstance(result, Made):
+            self.write(result.output)
             return "made"
-        if on_error != "skip":
-            raise payload
-        self.skipped.append({"id": item_id, "stage": stage, "reason": str(payload)})
-        return "skipped"
+        if isinstance(result, Stopped):
+            return "stopped"
+        err = result.error
+        if not (err.always_recorded or on_error == "skip"):
+            raise err
+        self.skipped.append({"id": item_id or err.item_id, "stage": stage or err.stage,
+                             "reason": str(err)})
+        if isinstance(err, ItemFiltered):
+            return "filtered"
+        return "failed" if err.always_recorded else "skipped"
 
     @contextmanager
     def grouped(self) -> Iterator[None]:

@@ -14,7 +14,7 @@ from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..rows import SCHEMA
-from ..runfolder import RunFolder, identity_of
+from ..runfolder import Failed, Made, RunFolder, identity_of
 from .imaging import decode
 from .sweep import post, read_entry, read_run
 from .transforms import parse_step
@@ -40,15 +40,15 @@ class ChainSummary:
         return text
 
 
-def make(base: Path, steps: list[Transform], row: dict[str, Any]):
-    """One row through the chain: ("ok", Output) or ("error", ItemError)."""
+def make(base: Path, steps: list[Transform], row: dict[str, Any]) -> Made | Failed:
+    """One row through the chain."""
     try:
         pictures = [(entry, decode(read_entry(base, row, entry, f"images[{i}].path",
                                               stage="transform")))
                     for i, entry in enumerate(row["images"])]
-        return "ok", post(row, steps, pictures)
+        return Made(post(row, steps, pictures))
     except ItemError as err:
-        return "error", err
+        return Failed(err)
 
 
 def _worker(base: Path, steps: list[Transform]):
@@ -88,9 +88,10 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
         todo = [row for row in rows if row["id"] not in done]
         summary.already_done = len(rows) - len(todo)
         try:
-            for row, (status, payload) in zip(todo, _results(base, steps, todo, workers,
-                                                             progress), strict=True):
-                if folder.take(status, payload, row["id"], "transform", on_error) == "made":
+            for row, result in zip(todo, _results(base, steps, todo, workers, progress),
+                                   strict=True):
+                if folder.take(result, on_error, item_id=row["id"], stage="transform") == \
+                        "made":
                     summary.made += 1
                 else:
                     summary.skipped += 1

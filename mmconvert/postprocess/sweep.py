@@ -36,7 +36,17 @@ from ..options import OPTIONS, cli
 from ..renderers import row_renderer, run_renderer
 from ..renderers.page import PPI
 from ..rows import SCHEMA
-from ..runfolder import LOCK, Output, RunFolder, identity_of, locked, open_run, read_recorded
+from ..runfolder import (
+    LOCK,
+    Failed,
+    Made,
+    Output,
+    RunFolder,
+    identity_of,
+    locked,
+    open_run,
+    read_recorded,
+)
 from .apply import apply_steps, history, renamed
 from .imaging import RESAMPLING, decode
 from .transforms import in_order as transforms_in_order
@@ -240,8 +250,9 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
     maker_args = (base, out, options)
     try:
         for row, results in _run(tasks, maker_args, workers, progress):
-            for name, (status, payload) in results.items():
-                if folders[name].take(status, payload, row["id"], "sweep", on_error) == "made":
+            for name, result in results.items():
+                if folders[name].take(result, on_error, item_id=row["id"], stage="sweep") == \
+                        "made":
                     summary.made[name] += 1
                 else:
                     summary.skipped[name] += 1
@@ -305,27 +316,27 @@ class VariantMaker:
         self.base, self.out, self.options = base, out, options
         self._renderers: dict[str, Any] = {}
 
-    def __call__(self, task) -> dict[str, tuple[str, Any]]:
+    def __call__(self, task) -> dict[str, Made | Failed]:
         return self.make(*task)
 
-    def make(self, row: dict[str, Any], variants: list[Variant]) -> dict[str, tuple[str, Any]]:
-        results: dict[str, tuple[str, Any]] = {}
+    def make(self, row: dict[str, Any], variants: list[Variant]) -> dict[str, Made | Failed]:
+        results: dict[str, Made | Failed] = {}
         redraws = [v for v in variants if v.step is None]
         others = [v for v in variants if v.step is not None]
         if redraws:
             try:
                 results.update(self._redraw(row, redraws))
             except ItemError as err:
-                results.update({v.name: ("error", err) for v in redraws})
+                results.update({v.name: Failed(err) for v in redraws})
         if others:
             try:
                 pictures = [
                     (entry, decode(self._read(row, entry, f"images[{i}].path")))
                     for i, entry in enumerate(row["images"])]
                 for variant in others:
-                    results[variant.name] = ("ok", self._post(row, variant, pictures))
+                    results[variant.name] = Made(self._post(row, variant, pictures))
             except ItemError as err:
-                results.update({v.name: ("error", err) for v in others
+                results.update({v.name: Failed(err) for v in others
                                 if v.name not in results})
         return results
 
@@ -343,7 +354,7 @@ class VariantMaker:
             self._renderers[key] = cls.from_params(row["renderer"]["params"])
         return self._renderers[key]
 
-    def _redraw(self, row, variants: list[Variant]) -> dict[str, tuple[str, Any]]:
+    def _redraw(self, row, variants: list[Variant]) -> dict[str, Made | Failed]:
         layout = row.get("layout") or {}
         where = self._where(row)
         if not layout.get("path"):
@@ -370,7 +381,7 @@ class VariantMaker:
                              ppi=variant.value)
                 for entry, page in zip(row["images"], pages, strict=True)]
             output.row = new
-            results[variant.name] = ("ok", output)
+            results[variant.name] = Made(output)
         return results
 
     def _post(self, row, variant: Variant, pictures) -> Output:
