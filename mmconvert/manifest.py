@@ -214,7 +214,7 @@ class JsonlLog:
         last line (from a kill) is cut from the file."""
         if not self.path.exists():
             return
-        self._cut_torn_line()
+        self.cut_torn_line()
         with open_regular(self.path) as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
@@ -226,7 +226,7 @@ class JsonlLog:
                     raise RunFolderError(f"{self.path} line {number}: not a JSON row "
                                          f"({reason}); the file is damaged") from None
 
-    def _cut_torn_line(self) -> None:
+    def cut_torn_line(self) -> None:
         """Remove what follows the last newline (a row a kill tore), reading from the end;
         the file is opened for writing only when there is something to cut."""
         with open_regular(self.path) as handle:

@@ -9,7 +9,8 @@ names: a row that does not fit is a one-line error naming the file, the line and
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -160,6 +161,47 @@ def problem(err: ValidationError) -> tuple[str, str]:
     elif first["type"] == "extra_forbidden":
         message = "not a field of this row"
     return field or "row", message
+
+
+def manifest_entries(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, Any]]:
+    """Every non-blank line of the manifest at ``path``, read a line at a time: (line number,
+    the row, None) for a whole line that parses as JSON, fits the row model of the renderer it
+    names and records an item not seen before; (line number, None, the ``ItemError`` naming the
+    line and field) for any other. The one reader of a run's rows (``RunFolder.rows``, the
+    exporters' source)."""
+    import json
+
+    from .errors import ItemError
+    from .manifest import open_regular
+
+    seen: dict[str, int] = {}
+    with open_regular(path) as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            where = f"{path} line {number}"
+            if not raw.endswith(b"\n"):
+                yield number, None, ItemError("the last row is cut off (a run still going, or "
+                                              "killed)", where=where)
+                continue
+            try:
+                row = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                reason = getattr(err, "msg", None) or str(err)
+                yield number, None, ItemError(f"not a JSON row ({reason}); the file is damaged",
+                                              where=where)
+                continue
+            found = row_problem(row)
+            if found:
+                yield number, None, ItemError(found[1], where=where, field=found[0])
+            elif row["id"] in seen:  # read twice, an item would be exported or swept twice
+                yield number, None, ItemError(
+                    f"item {row['id']!r} is recorded again (first at line {seen[row['id']]}); "
+                    "a resumed run removes the repeat: run its command again", where=where,
+                    field="id")
+            else:
+                seen[row["id"]] = number
+                yield number, row, None
 
 
 def row_problem(row: Any) -> tuple[str, str] | None:

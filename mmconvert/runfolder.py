@@ -581,19 +581,15 @@ class RunFolder:
     def rows(self) -> list[dict[str, Any]]:
         """The manifest's rows, each parsed with its renderer's row model: a row that does not
         fit is a one-line error naming the file, line and field."""
-        from .rows import row_problem
+        from .rows import manifest_entries
 
-        rows, lines = [], {}
-        for number, row in self.manifest.read_numbered():
-            found = row_problem(row)
-            if found:
-                raise RunFolderError(f"{self.manifest.path} line {number}: field {found[0]}: "
-                                     f"{found[1]}")
-            if row["id"] in lines:  # read twice, an item would be exported or swept twice
-                raise RunFolderError(f"{self.manifest.path} line {number}: item {row['id']!r} "
-                                     f"is recorded again (first at line {lines[row['id']]}); "
-                                     "a resumed run removes the repeat: run its command again")
-            lines[row["id"]] = number
+        if not self.manifest.path.exists():
+            return []
+        self.manifest.cut_torn_line()
+        rows = []
+        for _, row, problem in manifest_entries(self.manifest.path):
+            if problem is not None:
+                raise RunFolderError(str(problem))
             rows.append(row)
         return rows
 

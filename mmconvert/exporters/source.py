@@ -9,7 +9,6 @@ instead.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ItemError
-from ..manifest import MANIFEST, open_regular
+from ..manifest import MANIFEST
 from ..qa.events import kept
 from ..renderers import row_renderer, run_renderer
 from ..renderers.base import Renderer
-from ..rows import row_problem
+from ..rows import manifest_entries
 from ..runfolder import inside, open_run, read_recorded
 
 
@@ -124,35 +123,7 @@ class RunSource:
         return run_renderer(self.run, self.info)
 
     def _lines(self) -> Iterator[tuple[int, dict[str, Any] | None, ItemError | None]]:
-        path = self.run / MANIFEST
-        seen: dict[str, int] = {}
-        with open_regular(path) as handle:
-            for number, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
-                where = f"{path} line {number}"
-                if not raw.endswith(b"\n"):
-                    yield number, None, ItemError("the last row is cut off (a run still "
-                                                  "going, or killed)", where=where)
-                    continue
-                try:
-                    row = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                    reason = getattr(err, "msg", None) or str(err)
-                    yield number, None, ItemError(f"not a JSON row ({reason})", where=where)
-                    continue
-                found = row_problem(row)
-                if found:
-                    yield number, None, ItemError(found[1], where=where, field=found[0])
-                    continue
-                if row["id"] in seen:  # never exported twice
-                    yield number, None, ItemError(
-                        f"item {row['id']!r} is recorded again (first at line "
-                        f"{seen[row['id']]}); a resumed run removes the repeat",
-                        where=where, field="id")
-                    continue
-                seen[row["id"]] = number
-                yield number, row, None
+        return manifest_entries(self.run / MANIFEST)
 
     def fail_or_skip(self, err: ItemError, line: int, item_id: str | None) -> None:
         if self.on_error != "skip":
