@@ -58,7 +58,10 @@ print(summary.rendered, time.perf_counter() - started,
 SELECTION = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from mmconvert import converter
+try:
+    from mmconvert import selection as converter
+except ImportError:  # a checkout from before selection.py
+    from mmconvert import converter
 from mmconvert.config import run_config
 started = time.perf_counter()
 config = run_config(json.loads(sys.argv[2]))

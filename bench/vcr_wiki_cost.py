@@ -114,7 +114,7 @@ def load_rate(source: Path, count: int) -> tuple[float, float]:
     import pyarrow.parquet as pq
 
     from mmconvert.config import run_config
-    from mmconvert.converter import stream_selection
+    from mmconvert.selection import stream_selection
 
     photos = [p.read_bytes() for p in sorted(source.rglob("*.jpg"))][:50]
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import mmconvert
-from mmconvert.converter import select
+from mmconvert.selection import select
 from tests.conftest import REDUX_CSV, make_item
 
 

@@ -29,8 +29,8 @@ def dedup_command() -> click.Command:
           mmconvert dedup logiqa2 --source LogiQA2.0 --embedding-model path/to/bge-m3
         """
         from ..config import build, show_progress
-        from ..converter import load_selection
         from ..manifest import write_json
+        from ..selection import load_selection
 
         values, origin = read_config(config_file)
         values = fill(flags, given, {**values, "corpus": corpus})

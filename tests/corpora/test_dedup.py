@@ -176,9 +176,9 @@ def test_dedup_of_a_lazy_corpus_holds_ids_not_items(tmp_path):
     import weakref
 
     from mmconvert.config import run_config
-    from mmconvert.converter import select, stream_selection
     from mmconvert.corpora import LoadReport, LoadRequest, resolve
     from mmconvert.corpora.files import LocalFile
+    from mmconvert.selection import select, stream_selection
 
     passages = [item.context for item in items_with_duplicates()]
     rows = [{"id": f"{subset}-{n}", "context": passage, "question": "Which is true?",
