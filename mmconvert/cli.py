@@ -239,44 +239,6 @@ def reject_votes_option(fn):
                         )(fn)
 
 
-@main.command("export")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", required=True, metavar="FORMAT",
-              help="A registered export format (mmconvert list exporters). hf: parquet "
-                   "shards with an Image feature and a dataset card; hf-disk: save_to_disk; "
-                   "vlmevalkit: one TSV; lmms-eval: hf plus task YAMLs; jsonl: the manifest.")
-@click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
-              help="Folder to write (it must not exist or be empty, unless --overwrite).")
-@click.option("--name", help="Dataset, TSV and task name (default: the run folder's name).")
-@click.option("--accepted-only", is_flag=True,
-              help="Leave out pending items too: keep only those a reviewer accepted.")
-@reject_votes_option
-@click.option("--paths", type=click.Choice(["relative", "absolute"]), default="relative",
-              show_default=True, help="jsonl: image paths relative to --out, or absolute.")
-@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail",
-              show_default=True,
-              help="A manifest row that does not parse, or a missing or changed image: stop "
-                   "naming it (fail), or record it in export-skipped.jsonl and go on (skip).")
-@click.option("--overwrite", is_flag=True, help="Replace what --out holds.")
-@reports_errors
-def export_command(run_dir, fmt, out, name, accepted_only, reject_votes, paths, on_error,
-                   overwrite):
-    """Export RUN_DIR for an evaluation harness, leaving out the items rejected in its
-    qa.jsonl; every format carries each item's text-only twin (text_prompt).
-
-    \b
-    Examples:
-      mmconvert export runs/demo --format hf --out exports/demo
-      mmconvert export runs/vistw --format vlmevalkit --out exports/vistw --reject-votes 3
-      mmconvert export runs/logicocr --format lmms-eval --out tasks/logicocr --accepted-only
-    """
-    from .exporters import export
-
-    summary = export(run_dir, fmt, out, on_error=on_error, reject_votes=reject_votes,
-                     accepted_only=accepted_only, paths=paths, name=name, overwrite=overwrite)
-    click.echo(summary.line(), err=True)
-
-
 @main.command("stats")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--out", "-o", type=click.Path(path_type=Path),
@@ -367,6 +329,7 @@ LAZY = {"dedup": "mmconvert.corpora.commands:dedup_command",
         "transform": "mmconvert.postprocess.commands:transform_command",
         "eval": "mmconvert.evaluation.commands:eval_command",
         "qa": "mmconvert.qa.commands:qa_command",
+        "export": "mmconvert.exporters.commands:export_command",
         "score": "mmconvert.scoring.commands:score_command"}
 
 
