@@ -79,6 +79,9 @@ missing = mmc_demo_plugin_gone:Nothing
 
 [mmconvert.exporters]
 ids = mmc_demo_plugin:ids_only
+
+[mmconvert.renderers]
+sketch = mmc_demo_plugin:NotATransform
 """
 
 
@@ -155,6 +158,15 @@ def test_a_plugin_corpus_transform_and_exporter_work_like_built_in_ones(site, tm
     (("transform", "RUN", "--apply", "bogus:1", "--out", "OUT"),
      "Error: plugin transform 'bogus' from package 'mmc-demo-plugin' "
      "(mmc_demo_plugin:NotATransform) is not a subclass of"),
+    (("sketch", "mmlu-redux", "--out", "OUT"),
+     "Error: plugin renderer 'sketch' from package 'mmc-demo-plugin' "
+     "(mmc_demo_plugin:NotATransform) is not a subclass of mmconvert.renderers.base.Renderer"),
+    (("render", "mmlu-redux", "--renderer", "sketch", "--out", "OUT"),
+     "Error: plugin renderer 'sketch' from package 'mmc-demo-plugin' "
+     "(mmc_demo_plugin:NotATransform) is not a subclass of mmconvert.renderers.base.Renderer"),
+    (("render", "mmlu-redux", "--renderer", "skecth", "--out", "OUT"),
+     "Error: unknown renderer 'skecth' (known: generate, occlude, page, sketch); did you "
+     "mean 'sketch'?"),
     (("transform", "RUN", "--apply", "invrt:1", "--out", "OUT"),
      "Error: unknown transform 'invrt' (known: augraphy, blur, bogus, invert, jpeg, noise, "
      "rotate, scale); did you mean 'invert'?"),
