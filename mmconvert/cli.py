@@ -105,19 +105,21 @@ CONFIG = click.Option(["--config", "config_file"], type=click.Path(path_type=Pat
 
 
 def backend_options(fn):
-    """``--executor`` and ``--ray-address`` of a command that reads a run (``config.Backend``
-    checks them; ``use_backend``)."""
-    fn = click.option("--ray-address", "address", metavar="HOST:PORT", default=None,
-                      help="Join this cluster (with --executor ray).")(fn)
-    return click.option("--executor", default="local", show_default=True,
-                        help="local: this machine's processes; ray: Ray Data on a local "
-                             "cluster, or the one at --ray-address. Output is the same.")(fn)
+    """``config.Backend``'s flags (``--executor``, ``--ray-address``) on a command that reads
+    a run; its callback takes ``executor`` and ``address`` and calls ``use_backend``."""
+    from .config import Backend
+    from .flags import model_flags
+
+    params = fn.__dict__.setdefault("__click_params__", [])
+    params.extend(reversed([flag.option for flag in model_flags(Backend)]))
+    return fn
 
 
-def use_backend(executor: str, address: str | None) -> None:
+def use_backend(executor: str | None, address: str | None) -> None:
     from .config import Backend, build
 
-    build(Backend, {"executor": executor, "address": address}).use()
+    given = {"executor": executor, "address": address}
+    build(Backend, {k: v for k, v in given.items() if v is not None}).use()
 
 
 def read_config(config_file: Path | None) -> tuple[dict, str]:

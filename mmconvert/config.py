@@ -127,8 +127,8 @@ class Backend(BaseModel):
 
     executor: str = Field(
         LOCAL, description="local: this machine's processes; a cluster executor (ray: Ray "
-                           "Data, pip install 'mmconvert[ray]') on a local cluster of "
-                           "--workers CPUs, or the one at --ray-address. Output is the same")
+                           "Data, pip install 'mmconvert[ray]'): a local cluster of the "
+                           "workers' size, or the one at --ray-address. Output is the same")
     address: str | None = Field(None, description="join this cluster (with --executor ray)",
                                 json_schema_extra=cli("--ray-address", metavar="HOST:PORT"))
 

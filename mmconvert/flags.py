@@ -194,8 +194,3 @@ def given_names(flags: list[Flag], given: dict[str, Any]) -> list[str]:
 def flag_names(flags: list[Flag]) -> dict[str, str]:
     """Field name to flag, for ``config.build``'s messages."""
     return {f.path[-1]: f.name for f in flags if not f.enable}
-
-
-def attach(command: click.Command, flags: list[Flag]) -> click.Command:
-    command.params.extend(f.option for f in flags)
-    return command
