@@ -9,13 +9,10 @@ import click
 
 from ..cli import (
     CONFIG,
-    backend_options,
     command,
     execution_flags,
     read_config,
-    reports_errors,
     run_and_report,
-    use_backend,
 )
 from ..errors import UsageError
 
@@ -91,47 +88,42 @@ def sweep_command() -> click.Command:
                           "transforms).")])
 
 
-@click.command("transform")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--apply", "steps", multiple=True, metavar="STEP",
-              help="A registered transform, applied in order; repeatable. NAME:VALUE sets its "
-                   "main option (blur:1.5, jpeg:75, rotate:90, scale:0.5, noise:8, "
-                   "augraphy:scanner), NAME:key=value,... any option "
-                   "(noise:level=0.05,kind=salt-pepper).")
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="The new run folder (default: <run>-<steps>, beside the run).")
-@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail",
-              show_default=True, help="A missing or changed image: stop, or record it in "
-                                      "skipped.jsonl and go on.")
-@click.option("--workers", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Processes to work with; 0 = one per core. Output is the same for any N.")
-@click.option("--overwrite", is_flag=True, help="Replace a run folder made with other options.")
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bar (default: when stderr is a terminal).")
-@backend_options
-@reports_errors
-def transform(run_dir, steps, out, on_error, workers, overwrite, progress, executor, address):
-    """Apply a chain of transforms to every image of RUN_DIR, writing a new run folder with
-    the same items (the rows' postprocess history records each step and its parameters).
-
-    \b
-    Examples:
-      mmconvert transform runs/demo --apply blur:1.5 --apply jpeg:75
-      mmconvert transform runs/vcr --apply augraphy:scanner --out runs/vcr-scanned
-    """
-    from ..config import show_progress
-    from .chain import transform_run
-
-    use_backend(executor, address)
-    if out is None:
-        label = "-".join(s.replace(":", "").replace("=", "").replace(",", "") for s in steps)
-        out = run_dir.with_name(f"{run_dir.name}-{label or 'transform'}")
-    summary = transform_run(run_dir, out, list(steps), workers=workers, overwrite=overwrite,
-                            on_error=on_error, progress=show_progress(progress))
-    click.echo(summary.line(), err=True)
-    if not summary.items:
-        sys.exit(1)
-
-
 def transform_command() -> click.Command:
-    return transform
+    execution = execution_flags("<run>-<steps>, beside the run")
+
+    def transform(run_dir, steps, on_error, **given):
+        """Apply a chain of transforms to every image of RUN_DIR, writing a new run folder
+        with the same items (the rows' postprocess history records each step and its
+        parameters).
+
+        \b
+        Examples:
+          mmconvert transform runs/demo --apply blur:1.5 --apply jpeg:75
+          mmconvert transform runs/vcr --apply augraphy:scanner --out runs/vcr-scanned
+        """
+        from ..config import ExecutionOptions, build, show_progress
+        from ..flags import fill, flag_names
+        from .chain import transform_run
+
+        label = "-".join(s.replace(":", "").replace("=", "").replace(",", "") for s in steps)
+        run = build(ExecutionOptions, fill(execution, given, {
+            "out": run_dir.with_name(f"{run_dir.name}-{label or 'transform'}")}),
+            flags=flag_names(execution))
+        run.use()
+        summary = transform_run(run_dir, run.out, list(steps), workers=run.workers,
+                                overwrite=run.overwrite, on_error=on_error,
+                                progress=show_progress(run.progress))
+        click.echo(summary.line(), err=True)
+        if not summary.items:
+            sys.exit(1)
+
+    return command("transform", transform, execution, [
+        click.Argument(["run_dir"], type=click.Path(path_type=Path)),
+        click.Option(["--apply", "steps"], multiple=True, metavar="STEP",
+                     help="A registered transform, applied in order; repeatable. NAME:VALUE "
+                          "sets its main option (blur:1.5, jpeg:75, rotate:90, scale:0.5, "
+                          "noise:8, augraphy:scanner), NAME:key=value,... any option "
+                          "(noise:level=0.05,kind=salt-pepper)."),
+        click.Option(["--on-error"], type=click.Choice(["fail", "skip"]), default="fail",
+                     show_default=True, help="A missing or changed image: stop, or record it "
+                                             "in skipped.jsonl and go on.")])
