@@ -69,14 +69,21 @@ def llava_1_5(width: int, height: int) -> int:
     return 576
 
 
-def gpt_4o(width: int, height: int) -> int:
-    """OpenAI GPT-4o, detail high: fit within 2048 x 2048, then the shortest side down to
-    768 px; 170 tokens per 512 px tile plus 85."""
+def openai_tiles(width: int, height: int, base: int = 85, tile: int = 170) -> int:
+    """OpenAI's tile rule at detail high: fit within 2048 x 2048, then the shortest side down
+    to 768 px; ``tile`` tokens per 512 px tile plus ``base`` (gpt-4o: 85 + 170; a model's own
+    figures are its ``image_tiles`` in the price table)."""
     scale = min(1.0, 2048 / max(width, height))
     w, h = width * scale, height * scale
     scale = min(1.0, 768 / min(w, h))
     w, h = w * scale, h * scale
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+    return base + tile * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def gpt_4o(width: int, height: int) -> int:
+    """OpenAI GPT-4o, detail high: fit within 2048 x 2048, then the shortest side down to
+    768 px; 170 tokens per 512 px tile plus 85."""
+    return openai_tiles(width, height)
 
 
 def claude(width: int, height: int) -> int:

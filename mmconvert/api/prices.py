@@ -68,6 +68,12 @@ class PriceTable:
     def has(self, model: str) -> bool:
         return model in self.models
 
+    def image_tiles(self, model: str) -> tuple[int, int] | None:
+        """(base, tile) tokens a chat model bills an image at (OpenAI's tile rule), or None
+        when the table gives the model no image rule."""
+        tiles = (self.models.get(model) or {}).get("image_tiles")
+        return (tiles["base"], tiles["tile"]) if tiles else None
+
     def _tokens(self, model: str) -> dict[str, float] | None:
         entry = self.models.get(model)
         return entry.get("per_million_tokens") if entry else None

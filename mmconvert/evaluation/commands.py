@@ -37,9 +37,15 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
         return
     if dry_run:
         todo = plan(source, options)
-        cost = (f"${todo.estimate_usd:.4f} at most (every reply at its max tokens; vision "
-                "tokens by the gpt-4o rule)" if todo.estimate_usd is not None
-                else f"unknown: {options.model} is not in the price table")
+        if todo.estimate_usd is None:
+            cost = f"unknown: {options.model} is not in the price table"
+        elif todo.images and todo.image_tokens is None:
+            cost = (f"${todo.estimate_usd:.4f} for the text alone, every reply at its max "
+                    f"tokens; its {todo.images} image(s) are NOT priced: the price table has "
+                    f"no image rule for {options.model}")
+        else:
+            cost = (f"${todo.estimate_usd:.4f} at most (every reply at its max tokens; "
+                    f"{todo.image_tokens or 0:,} image tokens by {options.model}'s own rule)")
         tokens = ", ".join(f"{name} {count:,}" for name, count in todo.vision_tokens.items())
         unscored = (f"; {len(todo.unscored)} item(s) have no gold answer and are left out "
                     "(unscored)" if todo.unscored else "")

@@ -98,6 +98,10 @@ class Plan:
     estimate_usd: float | None
     # items with no gold answer: not sent, not scored, and left out of n and the score
     unscored: list[dict[str, str]] = field(default_factory=list)
+    images: int = 0  # images sent, over every request
+    # the image tokens the model bills by its own rule (the price table's image_tiles), or
+    # None when the table has no rule for it: the estimate then leaves the images out
+    image_tokens: int | None = None
 
 
 def select_rows(run: Path, options: EvalOptions) -> list[dict[str, Any]]:
@@ -141,7 +145,7 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     """Requests, vision tokens under each stats rule, and the estimated cost (the shipped
     price table; None for a model it does not list)."""
     from ..api.prices import PriceTable, estimate_tokens
-    from ..stats import TOKEN_RULES
+    from ..stats import TOKEN_RULES, openai_tiles
 
     rows, unscored = [], []
     for row in select_rows(run, options):
@@ -164,13 +168,20 @@ def plan(run: Path, options: EvalOptions) -> Plan:
                 for name, rule in TOKEN_RULES.items():
                     tokens[name] += rule(image["width"], image["height"])
     table = PriceTable.load()
-    estimate = None
+    estimate, billed, images = None, None, sum(
+        1 for row in rows for condition in conditions for _ in images_of(row, condition))
     if table.has(options.model):
         prices = table.models[options.model]["per_million_tokens"]
         outputs = sum(max_tokens(row, options) for row in rows) * len(conditions)
-        estimate = ((prompt_tokens + tokens["gpt-4o"]) * prices.get("input", 0.0)
+        tiles = table.image_tiles(options.model)
+        if tiles is not None:  # the model's own rule, never another model's
+            billed = sum(openai_tiles(image["width"], image["height"], *tiles)
+                         for row in rows for condition in conditions
+                         for image in images_of(row, condition))
+        estimate = ((prompt_tokens + (billed or 0)) * prices.get("input", 0.0)
                     + outputs * prices.get("output", 0.0)) / 1_000_000
-    return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate, unscored)
+    return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate, unscored,
+                images=images, image_tokens=billed)
 
 
 def max_tokens(row: dict[str, Any], options: EvalOptions) -> int:
@@ -432,6 +443,10 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
             raise UsageError(f"--budget: the price table has no price for {options.model}, so "
                              "the spend cannot be bounded; leave --budget out for a local "
                              "model")
+        if todo.images and todo.image_tokens is None:
+            raise UsageError(f"--budget: the price table has no image rule (image_tiles) for "
+                             f"{options.model}, so the cost of its {todo.images} image(s) "
+                             "cannot be bounded; leave --budget out")
         if todo.estimate_usd > options.budget:
             raise BudgetReached(
                 f"the evaluation may cost up to ${todo.estimate_usd:.2f} (every reply at its "

@@ -191,6 +191,28 @@ def test_dry_run_and_budget_send_nothing(demo, tmp_path):
     assert result.exit_code == 2 and "has no price for local-model" in result.output
 
 
+def test_each_model_prices_images_by_its_own_rule_or_says_it_cannot(demo):
+    """gpt-4o-mini bills an image at 2,833 + 5,667 a tile, not gpt-4o's 85 + 170: its images
+    are priced by its own rule; a model the table gives no image rule has them left out of
+    the estimate, said so, and --budget refused (never priced by another model's rule)."""
+    from mmconvert.stats import openai_tiles
+
+    shown = [image for row in rows(demo) for image in row["images"]]
+    mini = sum(openai_tiles(i["width"], i["height"], 2833, 5667) for i in shown)
+    tiles = (sum(openai_tiles(i["width"], i["height"]) for i in shown) - 85 * len(shown)) // 170
+    assert mini == 2833 * len(shown) + 5667 * tiles  # the same tiles as gpt-4o's, dearer
+    result = run("eval", demo, "--model", "gpt-4o-mini", "--dry-run")
+    assert f"{mini:,} image tokens by gpt-4o-mini's own rule" in result.output
+    result = run("eval", demo, "--model", "gpt-4.1-mini", "--dry-run")
+    assert result.exit_code == 0
+    assert (f"its {len(shown)} image(s) are NOT priced: the price table has no image rule "
+            "for gpt-4.1-mini") in result.output
+    result = run("eval", demo, "--model", "gpt-4.1-mini", "--budget", "5",
+                 "--base-url", "http://127.0.0.1:9/v1")
+    assert result.exit_code == 2 and "no image rule (image_tiles) for gpt-4.1-mini" in \
+        result.output
+
+
 def test_a_run_without_text_twins_says_how_to_make_one(demo, tmp_path):
     import shutil
 
