@@ -153,9 +153,10 @@ def main() -> None:
         tmp = Path(tmp)
         base = tmp / "base"
         # made as COMMANDS' render makes it, so that "render (resume)" resumes it
-        status, _ = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", base,
-                              timeout=120)
-        assert status == "ok", status
+        status, done = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", base,
+                                 timeout=120)
+        if status != "ok":  # the setup failed: show why, not only that it did
+            raise SystemExit(f"the base render gave {status}:\n{done.stderr if done else ''}")
         names = [n for n in COMMANDS if not args.only or args.only in n]
         started = time.perf_counter()
         for attack_name, _ in attacks(base, tmp):
