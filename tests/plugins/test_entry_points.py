@@ -151,6 +151,11 @@ def test_a_plugin_corpus_transform_and_exporter_work_like_built_in_ones(site, tm
     assert blurred.returncode == 0 and CLASH in blurred.stderr
 
 
+SKETCH = ("Error: plugin renderer 'sketch' from package 'mmc-demo-plugin' "
+          "(mmc_demo_plugin:NotATransform) is not a subclass of "
+          "mmconvert.renderers.base.Renderer")
+
+
 @pytest.mark.parametrize("args,message", [
     (("render", "missing", "--out", "OUT"),
      "Error: plugin corpus 'missing' from package 'mmc-demo-plugin' "
@@ -158,12 +163,8 @@ def test_a_plugin_corpus_transform_and_exporter_work_like_built_in_ones(site, tm
     (("transform", "RUN", "--apply", "bogus:1", "--out", "OUT"),
      "Error: plugin transform 'bogus' from package 'mmc-demo-plugin' "
      "(mmc_demo_plugin:NotATransform) is not a subclass of"),
-    (("sketch", "mmlu-redux", "--out", "OUT"),
-     "Error: plugin renderer 'sketch' from package 'mmc-demo-plugin' "
-     "(mmc_demo_plugin:NotATransform) is not a subclass of mmconvert.renderers.base.Renderer"),
-    (("render", "mmlu-redux", "--renderer", "sketch", "--out", "OUT"),
-     "Error: plugin renderer 'sketch' from package 'mmc-demo-plugin' "
-     "(mmc_demo_plugin:NotATransform) is not a subclass of mmconvert.renderers.base.Renderer"),
+    (("sketch", "mmlu-redux", "--out", "OUT"), SKETCH),  # its own command
+    (("render", "mmlu-redux", "--renderer", "sketch", "--out", "OUT"), SKETCH),
     (("render", "mmlu-redux", "--renderer", "skecth", "--out", "OUT"),
      "Error: unknown renderer 'skecth' (known: generate, occlude, page, sketch); did you "
      "mean 'sketch'?"),
