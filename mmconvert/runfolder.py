@@ -56,8 +56,8 @@ OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals",
 
 # files a run makes that no row records: its plots, its shards and their spool, and temporary
 # files of writes a kill interrupted
-_RUN_MADE = re.compile(r"^(stats/(images_per_item|words_per_image|image_sizes|vision_tokens)"
-                       r"\.png|shards/shard-\d{6}\.parquet|shards/\.spool/.+"
+_RUN_MADE = re.compile(r"^(stats/(images_per_item|words_per_image|image_sizes|vision_tokens"
+                       r"|compression)\.png|shards/shard-\d{6}\.parquet|shards/\.spool/.+"
                        r"|(.+/)?\.[^/]+\.tmp)$")
 
 

@@ -27,10 +27,13 @@ from .runfolder import open_run, read_run_file
 # --- vision-token rules --------------------------------------------------------------------
 
 def qwen2_vl(width: int, height: int, *, factor: int = 28, min_pixels: int = 56 * 56,
-             max_pixels: int = 16384 * 28 * 28) -> int:
+             max_pixels: int = 16384 * 28 * 28) -> int | None:
     """Qwen2-VL / Qwen2.5-VL: each side rounded to a multiple of 28 px (the pixel count kept
     within [min_pixels, max_pixels], aspect kept), one token per 28 x 28 px (2 x 2 merged 14 px
-    patches); the two vision start/end tokens are not counted."""
+    patches); the two vision start/end tokens are not counted. The processor refuses an image
+    whose sides differ more than 200-fold (None)."""
+    if max(width, height) / min(width, height) > 200:
+        return None
     h = max(factor, round(height / factor) * factor)
     w = max(factor, round(width / factor) * factor)
     if h * w > max_pixels:
@@ -138,7 +141,16 @@ def write_figure(fig, path: Path, **options) -> None:
     atomic_write(path, data.getvalue())
 
 
-def summarise(values: list[float]) -> dict[str, float]:
+def image_tokens(rule, images: list[dict[str, Any]]) -> int | None:
+    """The vision tokens of ``images`` under ``rule``; None when the model's processor refuses
+    one of them (it has no count, not 0)."""
+    counts = [rule(image["width"], image["height"]) for image in images]
+    return None if None in counts else sum(counts)
+
+
+def summarise(values: list[float | None]) -> dict[str, float]:
+    """Count, min, median, mean, max of the values there are (None: none to count)."""
+    values = [v for v in values if v is not None]
     if not values:
         return {"count": 0}
     ordered = sorted(values)
@@ -157,8 +169,7 @@ def gather(run: Path, tokenizer=None) -> dict[str, Any]:
     for row in rows:
         shown = shown_images(row)
         words = image_words(run, row)
-        tokens = {name: sum(rule(img["width"], img["height"]) for img in shown)
-                  for name, rule in TOKEN_RULES.items()}
+        tokens = {name: image_tokens(rule, shown) for name, rule in TOKEN_RULES.items()}
         item = {"id": row["id"], "subset": row.get("subset"), "images": len(shown),
                 "words": sum(words), "tokens": tokens}
         if tokenizer is not None:
@@ -285,7 +296,8 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     names = list(TOKEN_RULES)
-    ax.boxplot([[i["tokens"][n] for i in stats["per_item"]] or [0] for n in names])
+    ax.boxplot([[i["tokens"][n] for i in stats["per_item"] if i["tokens"][n] is not None]
+                or [0] for n in names])
     ax.set_xticks(range(1, len(names) + 1), names)
     ax.set(ylabel="vision tokens per item", title="Estimated vision tokens per item")
     save(fig, "vision_tokens.png")

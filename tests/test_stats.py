@@ -133,3 +133,44 @@ def test_a_bad_tokenizer_is_one_line(tmp_path, spec, message):
     assert result.exit_code == 2
     assert result.output.startswith(f"Error: --tokenizer {spec}: ") and message in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def sizes_16_to_8k() -> list[tuple[int, int]]:
+    """1,000 image sizes from 16 px to 8k, seeded, and the corners of that range."""
+    import random
+
+    draw = random.Random(0)
+    return [(draw.randint(16, 8192), draw.randint(16, 8192)) for _ in range(1000)] + [
+        (16, 16), (16, 8192), (8192, 16), (8192, 8192), (28, 28), (448, 448), (449, 448)]
+
+
+def test_qwen2_vl_tokens_equal_transformers_processor_on_1000_sizes():
+    """Qwen/Qwen2-VL-7B-Instruct's preprocessor_config.json: min_pixels 3136, max_pixels
+    12845056, patch 14, merge 2. transformers' PIL processor runs without weights or torch."""
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+        Qwen2VLImageProcessorPil,
+    )
+
+    processor = Qwen2VLImageProcessorPil(min_pixels=3136, max_pixels=12845056)
+    refused = 0
+    for width, height in sizes_16_to_8k():
+        try:
+            expected = processor.get_number_of_image_patches(height, width, {}) // 4
+        except ValueError:  # it refuses sides that differ more than 200-fold
+            expected, refused = None, refused + 1
+        assert qwen2_vl(width, height) == expected, (width, height)
+    assert refused >= 2  # the corners 16 x 8192 and 8192 x 16
+
+
+def test_internvl_tokens_equal_transformers_processor_on_1000_sizes():
+    """OpenGVLab/InternVL3-*-hf's preprocessor: crop_to_patches, 1 to 12 tiles of 448 px
+    (GotOcr2ImageProcessor), 256 tokens a tile."""
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+        GotOcr2ImageProcessorPil,
+    )
+
+    processor = GotOcr2ImageProcessorPil(crop_to_patches=True, min_patches=1, max_patches=12,
+                                         size={"height": 448, "width": 448})
+    for width, height in sizes_16_to_8k():
+        assert internvl(width, height) == \
+            256 * processor.get_number_of_image_patches(height, width, {}), (width, height)

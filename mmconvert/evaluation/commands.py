@@ -46,7 +46,9 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
         else:
             cost = (f"${todo.estimate_usd:.4f} at most (every reply at its max tokens; "
                     f"{todo.image_tokens or 0:,} image tokens by {options.model}'s own rule)")
-        tokens = ", ".join(f"{name} {count:,}" for name, count in todo.vision_tokens.items())
+        tokens = ", ".join(f"{name} {count:,}" if count is not None else
+                           f"{name} (its processor refuses an image)"
+                           for name, count in todo.vision_tokens.items())
         unscored = (f"; {len(todo.unscored)} item(s) have no gold answer and are left out "
                     "(unscored)" if todo.unscored else "")
         echo(f"{len(todo.rows)} item(s) x {len(todo.conditions)} condition(s) "

@@ -94,7 +94,7 @@ class Plan:
     rows: list[dict[str, Any]]
     conditions: list[Condition]
     requests: int
-    vision_tokens: dict[str, int]
+    vision_tokens: dict[str, int | None]  # None: the model refuses one of the images
     estimate_usd: float | None
     # items with no gold answer: not sent, not scored, and left out of n and the score
     unscored: list[dict[str, str]] = field(default_factory=list)
@@ -159,14 +159,17 @@ def plan(run: Path, options: EvalOptions) -> Plan:
                           f"item(s) has a gold answer to score against (the first, "
                           f"{unscored[0]['id']}: {unscored[0]['reason']})")
     conditions = conditions_for(rows, options.modality, run)
-    tokens = dict.fromkeys(TOKEN_RULES, 0)
+    tokens: dict[str, int | None] = dict.fromkeys(TOKEN_RULES, 0)
     prompt_tokens = 0
     for row in rows:
         for condition in conditions:
             prompt_tokens += estimate_tokens(prompt_of(row, condition))
             for image in images_of(row, condition):
                 for name, rule in TOKEN_RULES.items():
-                    tokens[name] += rule(image["width"], image["height"])
+                    count = rule(image["width"], image["height"])
+                    # None: that model's processor refuses the image, so it has no total
+                    tokens[name] = None if count is None or tokens[name] is None \
+                        else tokens[name] + count
     table = PriceTable.load()
     estimate, billed, images = None, None, sum(
         1 for row in rows for condition in conditions for _ in images_of(row, condition))
