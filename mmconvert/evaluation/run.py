@@ -145,7 +145,7 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     """Requests, vision tokens under each stats rule, and the estimated cost (the shipped
     price table; None for a model it does not list)."""
     from ..api.prices import PriceTable, estimate_tokens
-    from ..stats import TOKEN_RULES, openai_tiles
+    from ..stats import TOKEN_RULES, image_tokens, openai_tiles
 
     rows, unscored = [], []
     for row in select_rows(run, options):
@@ -159,32 +159,26 @@ def plan(run: Path, options: EvalOptions) -> Plan:
                           f"item(s) has a gold answer to score against (the first, "
                           f"{unscored[0]['id']}: {unscored[0]['reason']})")
     conditions = conditions_for(rows, options.modality, run)
-    tokens: dict[str, int | None] = dict.fromkeys(TOKEN_RULES, 0)
-    prompt_tokens = 0
-    for row in rows:
-        for condition in conditions:
-            prompt_tokens += estimate_tokens(prompt_of(row, condition))
-            for image in images_of(row, condition):
-                for name, rule in TOKEN_RULES.items():
-                    count = rule(image["width"], image["height"])
-                    # None: that model's processor refuses the image, so it has no total
-                    tokens[name] = None if count is None or tokens[name] is None \
-                        else tokens[name] + count
+    prompt_tokens = sum(estimate_tokens(prompt_of(row, condition))
+                        for row in rows for condition in conditions)
+    # every image sent, over every request; a rule's total is None when that model's
+    # processor refuses one of them (``stats.image_tokens``)
+    images = [image for row in rows for condition in conditions
+              for image in images_of(row, condition)]
+    tokens = {name: image_tokens(rule, images) for name, rule in TOKEN_RULES.items()}
     table = PriceTable.load()
-    estimate, billed, images = None, None, sum(
-        1 for row in rows for condition in conditions for _ in images_of(row, condition))
+    estimate, billed = None, None
     if table.has(options.model):
         prices = table.models[options.model]["per_million_tokens"]
         outputs = sum(max_tokens(row, options) for row in rows) * len(conditions)
         tiles = table.image_tiles(options.model)
         if tiles is not None:  # the model's own rule, never another model's
-            billed = sum(openai_tiles(image["width"], image["height"], *tiles)
-                         for row in rows for condition in conditions
-                         for image in images_of(row, condition))
+            billed = image_tokens(functools.partial(openai_tiles, base=tiles[0],
+                                                    tile=tiles[1]), images)
         estimate = ((prompt_tokens + (billed or 0)) * prices.get("input", 0.0)
                     + outputs * prices.get("output", 0.0)) / 1_000_000
     return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate, unscored,
-                images=images, image_tokens=billed)
+                images=len(images), image_tokens=billed)
 
 
 def max_tokens(row: dict[str, Any], options: EvalOptions) -> int:
