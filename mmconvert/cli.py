@@ -66,8 +66,7 @@ class Main(click.Group):
         if name in self.commands:
             return self.commands[name]
         if name in LAZY:
-            module, _, builder = LAZY[name].partition(":")
-            return getattr(importlib.import_module(module), builder)()
+            return lazy_command(name)
         if name == "render" or (name in RENDERERS and name != DEFAULT):
             return run_command(DEFAULT if name == "render" else name, name)
         return None
@@ -81,12 +80,15 @@ class Main(click.Group):
             for arg in args[1:]:
                 if arg.startswith("--renderer="):
                     return "render", run_command(arg.split("=", 1)[1], "render"), args[1:]
-        if args and self.get_command(ctx, args[0]) is None and not args[0].startswith("-"):
-            import difflib
+        if args and not args[0].startswith("-"):
+            command = self.get_command(ctx, args[0])
+            if command is None:
+                import difflib
 
-            close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1)
-            ctx.fail(f"No such command {args[0]!r}" + (f"; did you mean {close[0]!r}?"
-                                                       if close else "."))
+                close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1)
+                ctx.fail(f"No such command {args[0]!r}" + (f"; did you mean {close[0]!r}?"
+                                                           if close else "."))
+            return args[0], command, args[1:]
         return super().resolve_command(ctx, args)
 
 
@@ -166,6 +168,13 @@ def execution_flags(default_out: str, skip=()):
 
 
 @functools.cache
+def lazy_command(name: str) -> click.Command:
+    """Command ``name`` of ``LAZY``, built once a process from its package's module."""
+    module, _, builder = LAZY[name].partition(":")
+    return getattr(importlib.import_module(module), builder)()
+
+
+@functools.cache
 def run_command(renderer_name: str, name: str) -> click.Command:
     """The command of a renderer: CORPUS, its config's flags (the selection's, its options'),
     where and how it runs, and for a paid renderer the API's flags and ``--dry-run``."""
@@ -184,18 +193,20 @@ def run_command(renderer_name: str, name: str) -> click.Command:
                              params=[click.Argument(["args"], nargs=-1)],
                              context_settings={"ignore_unknown_options": True})
     suffix = "" if renderer.name == DEFAULT else f"-{renderer.name}"
-    config_flags = model_flags(renderer.config_model)
+    config_model = renderer.config_model
+    config_flags = model_flags(config_model)
     api_flags = model_flags(ApiOptions) if renderer.paid else []
     exec_flags = execution_flags(f"runs/<corpus>{suffix}")
     names = flag_names(config_flags + api_flags + exec_flags)
 
     def callback(corpus, config_file, renderer=None, dry_run=False, **given):
+        # ``renderer``: render's --renderer, already resolved (``Main.resolve_command``)
         from .config import ExecutionOptions, build
 
         values, origin = read_config(config_file)
         api_values = dict(values.pop("api", None) or {}) if api_flags else {}
         values = fill(config_flags, given, {**values, "corpus": corpus})
-        config = build(renderer_class(renderer_name).config_model, values, origin, flags=names)
+        config = build(config_model, values, origin, flags=names)
         api = build(ApiOptions, fill(api_flags, given, api_values), origin, flags=names) \
             if api_flags else None
         execution = fill(exec_flags, given, {"out": Path("runs") / f"{Path(corpus).stem}{suffix}"})

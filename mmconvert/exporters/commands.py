@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import click
@@ -13,6 +12,9 @@ from . import EXPORTERS
 
 @click.command("export")
 @click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", required=True, metavar="FORMAT",
+              help=f"A registered export format: {', '.join(EXPORTERS.names())} (mmconvert "
+                   "list exporters says what each writes).")
 @click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
               help="Folder to write (it must not exist or be empty, unless --overwrite).")
 @click.option("--name", help="Dataset, TSV and task name (default: the run folder's name).")
@@ -45,12 +47,7 @@ def export(run_dir, fmt, out, name, accepted_only, reject_votes, paths, on_error
     click.echo(summary.line(), err=True)
 
 
-@functools.cache
 def export_command() -> click.Command:
-    """The command, its ``--format`` naming every registered exporter (``mmconvert list
-    exporters`` describes each)."""
-    export.params.insert(1, click.Option(
-        ["--format", "fmt"], required=True, metavar="FORMAT",
-        help=f"A registered export format: {', '.join(EXPORTERS.names())} (mmconvert list "
-             "exporters says what each writes)."))
+    """The command; its ``--format`` names every registered exporter, a plugin's too (the
+    module is imported when the command is used, ``cli.lazy_command``)."""
     return export
