@@ -179,6 +179,16 @@ def _lines(rows) -> str:
     return "".join(dumps(r) + "\n" for r in rows)
 
 
+def parse_row(line: bytes | str) -> Any:
+    """One JSONL line's value; a ValueError saying "not a JSON row (why)" for a line that is
+    not JSON (or not UTF-8)."""
+    try:
+        return json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        reason = getattr(err, "msg", None) or str(err)
+        raise ValueError(f"not a JSON row ({reason})") from None
+
+
 class JsonlLog:
     """An append-only JSONL file of whole rows."""
 
@@ -220,11 +230,10 @@ class JsonlLog:
                 if not line.strip():
                     continue
                 try:
-                    yield number, json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                    reason = getattr(err, "msg", None) or str(err)
-                    raise RunFolderError(f"{self.path} line {number}: not a JSON row "
-                                         f"({reason}); the file is damaged") from None
+                    yield number, parse_row(line)
+                except ValueError as err:
+                    raise RunFolderError(f"{self.path} line {number}: {err}; the file is "
+                                         "damaged") from None
 
     def cut_torn_line(self) -> None:
         """Remove what follows the last newline (a row a kill tore), reading from the end;

@@ -169,10 +169,8 @@ def manifest_entries(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, A
     names and records an item not seen before; (line number, None, the ``ItemError`` naming the
     line and field) for any other. The one reader of a run's rows (``RunFolder.rows``, the
     exporters' source)."""
-    import json
-
     from .errors import ItemError
-    from .manifest import open_regular
+    from .manifest import open_regular, parse_row
 
     seen: dict[str, int] = {}
     with open_regular(path) as handle:
@@ -185,11 +183,9 @@ def manifest_entries(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, A
                                               "killed)", where=where)
                 continue
             try:
-                row = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                reason = getattr(err, "msg", None) or str(err)
-                yield number, None, ItemError(f"not a JSON row ({reason}); the file is damaged",
-                                              where=where)
+                row = parse_row(raw)
+            except ValueError as err:
+                yield number, None, ItemError(f"{err}; the file is damaged", where=where)
                 continue
             found = row_problem(row)
             if found:

@@ -15,7 +15,6 @@ its items, missing items scoring 0.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -24,6 +23,7 @@ from typing import Any, Literal
 
 from ..errors import SourceError, UsageError
 from ..items import base_language
+from ..manifest import parse_row
 from ..runfolder import open_run
 from . import vcr_official as official
 
@@ -200,9 +200,9 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise SourceError(f"{path} line {number}: not a JSON row ({err.msg})") from None
+            row = parse_row(line)
+        except ValueError as err:
+            raise SourceError(f"{path} line {number}: {err}") from None
         if not isinstance(row, dict):
             raise SourceError(f"{path} line {number}: expected a JSON object")
         out.append((number, row))
