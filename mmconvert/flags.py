@@ -52,7 +52,7 @@ def _sentence(text: str | None) -> str:
     return (text[:1].upper() + text[1:]).rstrip(".")
 
 
-def _plain(annotation: Any) -> tuple[Any, bool]:
+def unwrap(annotation: Any) -> tuple[Any, bool]:
     """The annotation without Optional and Annotated, and whether None is allowed."""
     optional = False
     while True:
@@ -127,7 +127,7 @@ def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
             "--" + prefix + name.replace("_", "-")
         param = "__".join(full)
         names = [flag] + ([data["short"]] if data.get("short") else []) + [param]
-        annotation, optional = _plain(info.annotation)
+        annotation, optional = unwrap(info.annotation)
         common = {"default": None, "help": help_text(info, note),
                   "metavar": data.get("metavar")}
         if annotation is bool:
@@ -138,7 +138,7 @@ def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
                 negative = "--no-" + flag.removeprefix("--")
                 option = click.Option([f"{flag}/{negative}", param], **common)
         elif get_origin(annotation) is list:
-            element, _ = _plain(get_args(annotation)[0])
+            element, _ = unwrap(get_args(annotation)[0])
             kind = _click_type(element) or click.STRING
             if data.get("split"):
                 option = click.Option(names, type=click.STRING, **common)

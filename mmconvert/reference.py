@@ -64,9 +64,9 @@ def _kind(annotation) -> str:
     """A field's type as a reader says it: ``one of: gray, rgb``, ``list of number``."""
     from typing import Literal, get_args, get_origin
 
-    from .flags import _plain
+    from .flags import unwrap
 
-    plain, optional = _plain(annotation)
+    plain, optional = unwrap(annotation)
     if isinstance(plain, list):
         text = " or ".join(_kind(a) for a in plain)
     elif get_origin(plain) is Literal:
