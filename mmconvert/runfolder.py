@@ -54,11 +54,13 @@ OWNED = (MANIFEST, SKIPPED, QA, RUN_INFO, DEDUP, "images", "pdf", "originals",
          "layout", "stats", SHARDS)
 
 
+# the plots ``mmconvert stats`` writes into a run's stats/ (``stats.plot``)
+STATS_PLOTS = ("images_per_item", "words_per_image", "image_sizes", "vision_tokens",
+               "compression")
 # files a run makes that no row records: its plots, its shards and their spool, and temporary
 # files of writes a kill interrupted
-_RUN_MADE = re.compile(r"^(stats/(images_per_item|words_per_image|image_sizes|vision_tokens"
-                       r"|compression)\.png|shards/shard-\d{6}\.parquet|shards/\.spool/.+"
-                       r"|(.+/)?\.[^/]+\.tmp)$")
+_RUN_MADE = re.compile(rf"^(stats/({'|'.join(STATS_PLOTS)})\.png|shards/shard-\d{{6}}\.parquet"
+                       r"|shards/\.spool/.+|(.+/)?\.[^/]+\.tmp)$")
 
 
 def _made_by_a_run(rel: str) -> bool:

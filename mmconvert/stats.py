@@ -22,7 +22,7 @@ from .errors import ItemError
 from .manifest import atomic_write, no_links_in
 from .qa.checks import BUCKETS, DENSITY, density, word_count
 from .renderers import renderer_class, row_renderer
-from .runfolder import open_run, read_run_file
+from .runfolder import STATS_PLOTS, open_run, read_run_file
 
 # --- vision-token rules --------------------------------------------------------------------
 
@@ -265,7 +265,10 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
     written = []
 
     def save(fig, name: str) -> None:
-        path = folder / name
+        """The plot ``name``, one of ``STATS_PLOTS`` (so --overwrite knows it is a run's)."""
+        if name not in STATS_PLOTS:
+            raise ValueError(f"{name}: not in runfolder.STATS_PLOTS")
+        path = folder / f"{name}.png"
         fig.tight_layout()
         write_figure(fig, path, metadata={"Software": None})
         plt.close(fig)
@@ -275,7 +278,7 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
     counts = stats["images_per_item_counts"]
     ax.bar([str(k) for k in counts], list(counts.values()), color="#4c72b0")
     ax.set(xlabel=f"{unit} per item", ylabel="items", title=f"{unit.capitalize()} per item")
-    save(fig, "images_per_item.png")
+    save(fig, "images_per_item")
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     words = [i["words"] for i in stats["per_image"]]
@@ -286,13 +289,13 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
     right.bar(list(stats["density"]), list(stats["density"].values()), color="#dd8452")
     right.set(xlabel="words per image (LogicOCR buckets)", ylabel="images",
               title="Text density")
-    save(fig, "words_per_image.png")
+    save(fig, "words_per_image")
 
     fig, ax = plt.subplots(figsize=(6, 5))
     ax.scatter([i["width"] for i in stats["per_image"]],
                [i["height"] for i in stats["per_image"]], s=12, alpha=0.6, color="#4c72b0")
     ax.set(xlabel="width (px)", ylabel="height (px)", title="Image sizes")
-    save(fig, "image_sizes.png")
+    save(fig, "image_sizes")
 
     fig, ax = plt.subplots(figsize=(7, 4))
     names = list(TOKEN_RULES)
@@ -300,7 +303,7 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
                 or [0] for n in names])
     ax.set_xticks(range(1, len(names) + 1), names)
     ax.set(ylabel="vision tokens per item", title="Estimated vision tokens per item")
-    save(fig, "vision_tokens.png")
+    save(fig, "vision_tokens")
 
     if "ratio" in stats:
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -310,5 +313,5 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
         ax.axhline(1, color="grey", linestyle=":", linewidth=1)
         ax.set(ylabel="text tokens / vision tokens",
                title=f"Compression per item ({Path(stats['tokenizer']['name']).name})")
-        save(fig, "compression.png")
+        save(fig, "compression")
     return written
