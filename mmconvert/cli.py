@@ -294,11 +294,11 @@ def stats_command(run_dir, out, as_json, no_plots, tokenizer):
 
 @main.command("list")
 @click.argument("kind", type=click.Choice(["corpora", "renderers", "transforms", "exporters",
-                                           "executors"]), required=False)
+                                           "executors", "styles"]), required=False)
 def list_parts(kind):
     """List the registered corpora, renderers, transforms, exporters and executors, with the
     package that provides each plugin (entry points: mmconvert.corpora, .renderers,
-    .transforms, .exporters; see docs/plugins.md)."""
+    .transforms, .exporters; see docs/plugins.md), and the page styles render --style takes."""
     from .corpora import CORPORA
     from .executors import EXECUTORS
     from .exporters import EXPORTERS
@@ -340,6 +340,15 @@ def list_parts(kind):
     if kind in (None, "executors"):
         click.echo("executors:")
         parts(EXECUTORS, lambda name, cls: f"  {name:<14} {cls.description}")
+    if kind in (None, "styles"):
+        from .renderers.fonts import PAGE_FONTS
+        from .renderers.styles import describe_preset, presets
+
+        click.echo("styles (render --style NAME, or a style file):")
+        for name, path in presets().items():
+            click.echo(f"  {name:<14} {describe_preset(path)}")
+        click.echo(f"  faces for --font and a style's font: {', '.join(PAGE_FONTS)}, or any "
+                   "TTF/OTF/TTC file")
 
 
 # the other packages' commands, imported when used (``Main.get_command``): ``mmconvert qa

@@ -68,6 +68,46 @@ def page_outputs() -> dict[str, bytes]:
     return out
 
 
+def style_outputs(name: str) -> dict[str, bytes]:
+    """The three items in a shipped style (its per-item draws at run seed 0), with PDFs."""
+    from mmconvert.renderers.page import PageJob, RenderConfig
+
+    job = PageJob(RenderConfig(corpus="golden", style=name))
+    out: dict[str, bytes] = {}
+    for item, part in ((MCQ, "options"), (CONTEXT, "context"), (SCRIPTS, "options")):
+        result = job.renderer_for(item).render(item, part, want_pdf=True)
+        for number, page in enumerate(result.pages, start=1):
+            out[f"{item.id}/p{number:03d}.png"] = page.png
+        out[f"{item.id}.pdf"] = result.pdf
+    return out
+
+
+# style fields the presets leave alone, each on the context and the right-to-left options
+STYLE_FIELD_CASES = {
+    "justify": {"align": "justify", "first_line_indent": 18},
+    "center": {"align": "center"},
+    "right": {"align": "right", "right_indent": 36, "left_indent": 12},
+    "spaced-squeezed": {"letter_spacing": 0.8, "horizontal_scale": 0.8},
+    "margins-colours": {"margin_top": 0.1, "margin_left": 0.6, "margin_right": 0.3,
+                        "color": "rgb", "text_color": "#202060", "background": "#f5f0e0"},
+    "reflow-gap": {"newlines": "reflow", "paragraph_gap": 1},
+    "marker": {"newlines": "marker", "newline_marker": " ⏎ "},
+}
+
+
+def style_field_outputs() -> dict[str, bytes]:
+    from mmconvert.renderers.page import PageOptions, PageRenderer
+
+    out: dict[str, bytes] = {}
+    for label, values in STYLE_FIELD_CASES.items():
+        renderer = PageRenderer(PageOptions(**values))
+        for item, part in ((CONTEXT, "context"), (SCRIPTS, "options")):
+            result = renderer.render(item, part, want_pdf=True)
+            out[f"{label}/{item.id}/p001.png"] = result.pages[0].png
+            out[f"{label}/{item.id}.pdf"] = result.pdf
+    return out
+
+
 def occlude_outputs() -> dict[str, bytes]:
     from mmconvert.corpora import LoadReport, LoadRequest, resolve
     from mmconvert.renderers.occlude import CaptionOccluder, OccludeOptions
@@ -159,6 +199,9 @@ PRODUCERS = {
     **{f"transform:{name}": (lambda tmp_path, name=name: transform_outputs(name))
        for name in TRANSFORM_CASES},
     "run:render-sample": sample_run_outputs,
+    **{f"style:{name}": (lambda tmp_path, name=name: style_outputs(name))
+       for name in ("readbench", "glyph", "pixelworld", "vtcbench", "wild")},
+    "style:fields": lambda tmp_path: style_field_outputs(),
 }
 
 
@@ -194,3 +237,16 @@ def test_every_registered_part_has_golden_hashes():
         f"transform:{name}" for name in TRANSFORMS.names()]
     missing = [key for key in keys if key not in table or key not in PRODUCERS]
     assert not missing, f"no golden hashes for {', '.join(missing)}"
+
+
+def test_every_shipped_style_has_golden_hashes_and_readbench_is_the_default_look():
+    from mmconvert.renderers.styles import presets
+
+    table = read_table()
+    missing = [name for name in presets() if f"style:{name}" not in table]
+    assert not missing, f"no golden hashes for the styles {', '.join(missing)}"
+    # the readbench preset draws today's pages byte for byte: its PNGs are the default's
+    default = {k.split("/", 1)[1]: v for k, v in table["renderer:page"].items()
+               if k.startswith("92.9/") and k.endswith(".png")}
+    readbench = {k: v for k, v in table["style:readbench"].items() if k.endswith(".png")}
+    assert readbench and readbench == default

@@ -341,7 +341,7 @@ class Checker:
                 i.get("sha256") for i in row.get("images") or []]
             detail["recipe_matches_images"] = same
         # the text with its option labels ("A. "), as the page draws it
-        result = check_pdf(pdf, expected_text(row), renderer.margin_pt)
+        result = check_pdf(pdf, expected_text(row), renderer.insets())
         detail["chars"] = result.expected
         if result.ok:
             return Result("text_layer", "accept", "ok", detail)

@@ -65,10 +65,15 @@ class TextLayerReport:
         return "; ".join(parts) or "ok"
 
 
-def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str = "",
-              tolerance: float = 0.5) -> TextLayerReport:
-    """Compare the PDF's text layer with ``expected_text`` (plus ``labels``, e.g. "A.B.")."""
+def check_pdf(pdf: bytes, expected_text: str, margin_pt: float | tuple[float, float, float],
+              *, labels: str = "", tolerance: float = 0.5) -> TextLayerReport:
+    """Compare the PDF's text layer with ``expected_text`` (plus ``labels``, e.g. "A.B.").
+    No glyph may lie within ``margin_pt`` of a page's left, right or bottom edge (one
+    margin, or the three: ``PageRenderer.insets``)."""
     import pymupdf
+
+    left, right_in, bottom_in = (margin_pt if isinstance(margin_pt, tuple)
+                                 else (margin_pt,) * 3)
 
     report = TextLayerReport()
     want = visible_characters(expected_text) + visible_characters(labels)
@@ -80,8 +85,8 @@ def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str =
     fallback: Counter = Counter()
     with pymupdf.open(stream=pdf, filetype="pdf") as doc:
         for page in doc:
-            right = page.rect.width - margin_pt + tolerance
-            bottom = page.rect.height - margin_pt + tolerance
+            right = page.rect.width - right_in + tolerance
+            bottom = page.rect.height - bottom_in + tolerance
             # the characters: extraction, which reads a shaped cluster's ActualText (its
             # source characters) where the glyphs alone would give presentation forms
             # source characters) where the glyphs alone would give presentation forms; text
@@ -100,7 +105,7 @@ def check_pdf(pdf: bytes, expected_text: str, margin_pt: float, *, labels: str =
                         fallback[chr(glyph)] += 1
                     if glyph == 0:
                         report.tofu.append(chr(code))
-                    if (x < margin_pt - tolerance or y > bottom
+                    if (x < left - tolerance or y > bottom
                             or x + (bbox[2] - bbox[0]) > right):
                         report.outside.append(chr(code))
     report.missing = want - got

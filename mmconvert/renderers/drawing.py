@@ -40,9 +40,35 @@ def show_runs(text, fonts, runs, size: float, left: float, baseline: float) -> N
 
 def fill_black(device, text) -> None:
     """Draw ``text`` in black on ``device`` (a pixmap or a PDF page) and finish the device."""
+    fill_text(device, text, "#000000", True)
+
+
+def fill_text(device, text, colour: str, gray: bool) -> None:
+    """Draw ``text`` in ``colour`` (#rrggbb; on a gray device, a gray's level) on ``device``
+    and finish the device."""
+    from .style import rgb
+
     m = mupdf()
-    m.fz_fill_text(device, text, m.FzMatrix(), m.fz_device_gray(), [0.0], 1.0, color_params())
+    values = rgb(colour)
+    if gray:
+        m.fz_fill_text(device, text, m.FzMatrix(), m.fz_device_gray(), [values[0]], 1.0,
+                       color_params())
+    else:
+        m.fz_fill_text(device, text, m.FzMatrix(), m.fz_device_rgb(), list(values), 1.0,
+                       color_params())
     m.fz_close_device(device)
+
+
+def paint(pix, colour: str, gray: bool) -> None:
+    """Fill a new pixmap with the page's colour (#rrggbb)."""
+    from .style import is_gray
+
+    m = mupdf()
+    if is_gray(colour):
+        m.fz_clear_pixmap_with_value(pix, int(colour[1:3], 16))
+    else:  # an RGB pixmap without alpha: its samples are the colour's bytes, pixel by pixel
+        samples = m.fz_pixmap_samples_memoryview(pix)
+        samples[:] = bytes.fromhex(colour[1:]) * (len(samples) // 3)
 
 
 def set_png_ppi(png: bytes, ppi: float) -> bytes:

@@ -36,6 +36,7 @@ class FontSpec:
     file: str | None = None
     code: str | None = None
     script: str | None = None
+    path: str | None = None  # a user's font file (``--font``), absolute
 
 
 FONT_CHAIN: tuple[FontSpec, ...] = (
@@ -80,7 +81,9 @@ class FontChain:
         self.specs = specs
         self.fonts = []
         for spec in specs:
-            if spec.file:
+            if spec.path:
+                self.fonts.append(load_font_file(spec.path))
+            elif spec.file:
                 self.fonts.append(pymupdf.Font(fontfile=str(FONT_DIR / spec.file)))
             elif spec.script:
                 self.fonts.append(builtin_noto(spec.script))
@@ -92,6 +95,11 @@ class FontChain:
         primary = self.fonts[0]
         self.ascender = primary.ascender
         self.descender = primary.descender
+        # the user's fonts lead the chain; a character they lack is named once (``glyph``)
+        self.users = next((i for i, spec in enumerate(specs) if not spec.path), len(specs))
+        self.missed: set[int] = set()
+        self._user_sha256: list[str] | None = None
+        self.lead = 0  # fonts a page style named, ahead of the shipped chain (``page_chain``)
 
     def glyph(self, char: str) -> tuple[int, float]:
         """(index of the first font with a glyph for ``char``, its advance at size 1)."""
@@ -104,8 +112,30 @@ class FontChain:
             if font.has_glyph(code):
                 found = (index, font.glyph_advance(code))
                 self._glyphs[char] = found
+                if index >= self.users > 0 and char not in SILENT:
+                    self.lacks(char)
                 return found
         raise KeyError(char)
+
+    def user_sha256(self) -> list[str]:
+        """The sha256 of each font the chain's style named (those ahead of the shipped
+        chain's own), for the rows."""
+        if self._user_sha256 is None:
+            lead = self.lead
+            self._user_sha256 = [font_sha256(spec, font) for spec, font in
+                                 zip(self.specs[:lead], self.fonts[:lead], strict=True)]
+        return self._user_sha256
+
+    def lacks(self, char: str) -> None:
+        """Say once, on stderr, that the user's first font has no glyph for ``char`` (the
+        first such character): the shipped fonts after it draw it."""
+        if 0 in self.missed:
+            return
+        self.missed.add(0)
+        import click
+
+        click.echo(f"{self.specs[0].path}: no glyph for {describe(char)}; the fonts after it "
+                   "in the chain draw it (and the others it lacks)", err=True)
 
     def glyph_id(self, index: int, char: str) -> int:
         """Glyph id of ``char`` in font ``index`` (cached)."""
@@ -176,6 +206,77 @@ def font_chain(primary: str | None = None) -> FontChain:
     return FontChain((lead, *(s for s in FONT_CHAIN if s.name != lead.name)))
 
 
+# Faces a page style may name in ``font`` (the presets' faces): free fonts that mmconvert or
+# its pinned dependencies ship, each with its licence
+PAGE_FONTS: dict[str, FontSpec] = {spec.name: spec for spec in (
+    *CAPTION_FONTS.values(),
+    FontSpec("Fira Mono", "pymupdf-fonts (SIL OFL 1.1)", code="fimo"),
+    FontSpec("Ubuntu Mono", "pymupdf-fonts (Ubuntu Font Licence 1.0)", code="ubuntm"),
+    FontSpec("Space Mono", "pymupdf-fonts (SIL OFL 1.1)", code="spacemo"),
+    FontSpec("Cascadia Code", "pymupdf-fonts (SIL OFL 1.1)", code="cascadia"),
+)}
+
+
+def load_font_file(path: str):
+    """A user's font file as a PyMuPDF font (a TTC's first face); a one-line error naming the
+    file when it is missing or not a font."""
+    import pymupdf
+
+    from ..errors import UsageError
+
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such font file")
+    try:
+        font = pymupdf.Font(fontfile=str(file))
+    except Exception as err:  # noqa: BLE001 - MuPDF says why: not a font, damaged, …
+        from ..errors import first_line
+
+        raise UsageError(f"{path}: not a font file MuPDF can read ({first_line(err)})") \
+            from None
+    if not font.this or not font.this.m_internal or font.glyph_count == 0:
+        raise UsageError(f"{path}: not a font file MuPDF can read (no glyphs)")
+    return font
+
+
+def page_font(ref: str) -> FontSpec:
+    """A style's ``font`` entry: a shipped face (``PAGE_FONTS``) or a font file."""
+    if ref in PAGE_FONTS:
+        return PAGE_FONTS[ref]
+    if not any(sep in ref for sep in "/\\."):
+        close = difflib.get_close_matches(ref, list(PAGE_FONTS), n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        from ..errors import UsageError
+
+        raise UsageError(f"font {ref!r} is neither a file nor a shipped face (shipped: "
+                         f"{', '.join(PAGE_FONTS)}){hint}")
+    resolved = str(Path(ref).expanduser().resolve())
+    return FontSpec(Path(ref).name, "the user's font file", path=resolved)
+
+
+@lru_cache(maxsize=32)
+def page_chain(refs: tuple[str, ...] = ()) -> FontChain:
+    """The chain of a page style: its ``font`` entries, then the shipped chain (without the
+    faces they repeat). Loaded once per process."""
+    if not refs:
+        return font_chain()
+    lead = [page_font(ref) for ref in refs]
+    names = {spec.name for spec in lead}
+    chain = FontChain((*lead, *(s for s in FONT_CHAIN if s.name not in names)))
+    chain.lead = len(lead)
+    return chain
+
+
+def font_sha256(spec: FontSpec, font) -> str:
+    if spec.path:
+        data = Path(spec.path).read_bytes()
+    elif spec.file:
+        data = (FONT_DIR / spec.file).read_bytes()
+    else:
+        data = bytes(font.buffer)
+    return hashlib.sha256(data).hexdigest()
+
+
 def caption_font(name: str) -> FontSpec:
     """The shipped caption face ``name``; a one-line error with a suggestion if there is none."""
     try:
@@ -194,10 +295,8 @@ def font_manifest(chain: FontChain | None = None) -> list[dict[str, str]]:
     chain = chain or font_chain()
     out = []
     for spec, font in zip(chain.specs, chain.fonts, strict=True):
-        if spec.file:
-            data = (FONT_DIR / spec.file).read_bytes()
-        else:
-            data = bytes(font.buffer)
-        out.append({"name": spec.name, "origin": spec.origin,
-                    "sha256": hashlib.sha256(data).hexdigest()})
+        entry = {"name": spec.name, "origin": spec.origin, "sha256": font_sha256(spec, font)}
+        if spec.path:
+            entry["path"] = spec.path
+        out.append(entry)
     return out

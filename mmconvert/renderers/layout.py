@@ -63,13 +63,18 @@ class Line:
     rtl: bool = False
     indent: float = 0.0
     width: float = 0.0
+    last: bool = False  # the last line of its paragraph (never justified)
 
-    def align_right(self, edge: float) -> None:
-        """Move a right-to-left line so that it ends ``indent`` in from ``edge``."""
+    def align_right(self, edge: float, *, centre: bool = False) -> None:
+        """Move a right-to-left line so that it ends ``indent`` in from ``edge`` (``centre``:
+        half as far, centring it)."""
         shift = max(0.0, edge - self.indent - self.width)
+        self.shift(shift / 2 if centre else shift)
+
+    def shift(self, by: float) -> None:
         for run in self.runs:
-            run.x += shift
-            run.end += shift
+            run.x += by
+            run.end += by
 
 
 @dataclass
@@ -85,6 +90,7 @@ class Block:
     rtl: bool | None = None
     label: int = 0  # characters of an option label ("A. ") the direction is not taken from
     field: str = ""  # the item's field it holds (named by an error in laying it out)
+    first: float = 0.0  # added to the first line of each of its paragraphs
 
 
 @dataclass
@@ -96,15 +102,22 @@ class Piece:
 
 
 class LineBreaker:
-    def __init__(self, chain: FontChain, size: float, width: float):
+    """Fills lines ``width`` points wide. ``spacing`` (letter spacing) is added after each
+    visible character; ``words``: each word and each space its own run (so that an aligner
+    can move them apart), where by default runs join while their font does."""
+
+    def __init__(self, chain: FontChain, size: float, width: float, *, spacing: float = 0.0,
+                 words: bool = False):
         self.chain = chain
         self.size = size
         self.width = width
+        self.spacing = spacing
+        self.words = words or bool(spacing)
 
     def advance(self, char: str) -> float:
         if char in INVISIBLE:
             return 0.0
-        return self.chain.glyph(char)[1] * self.size
+        return self.chain.glyph(char)[1] * self.size + self.spacing
 
     def pieces(self, paragraph: str) -> list[Piece]:
         out: list[Piece] = []
@@ -165,13 +178,15 @@ class LineBreaker:
     def lines(self, block: Block) -> list[Line]:
         out: list[Line] = []
         for p_index, paragraph in enumerate(block.text.split("\n")):
-            left = block.indent if p_index == 0 else block.hanging
+            left = (block.indent if p_index == 0 else block.hanging) + block.first
             rtl = block.rtl
             if rtl is None and block.label and p_index == 0:
                 from .shaping import first_strong_rtl
 
                 rtl = first_strong_rtl(paragraph[block.label:])
-            out.extend(self.paragraph_lines(paragraph, left, block.hanging, rtl=rtl))
+            lines = self.paragraph_lines(paragraph, left, block.hanging, rtl=rtl)
+            lines[-1].last = True
+            out.extend(lines)
         return out
 
     def paragraph_lines(self, paragraph: str, first_left: float, rest_left: float, *,
@@ -249,18 +264,84 @@ class LineBreaker:
     def _place(self, line: Line, text: str, x: float) -> None:
         """Append ``text`` at ``x`` as runs of one font each (invisible characters join the
         run they follow and are not drawn)."""
+        if self.spacing:
+            self._place_spaced(line, text, x)
+            return
+        joins = not self.words
         for char in text:
             if char in INVISIBLE:
                 continue
             font, adv = self.chain.glyph(char)
             last = line.runs[-1] if line.runs else None
-            if last is not None and last.font == font and abs(last.end - x) < _EPS and \
-                    last.glyphs is None:
+            if joins and last is not None and last.font == font and \
+                    abs(last.end - x) < _EPS and last.glyphs is None:
                 last.text += char
                 last.end += adv * self.size
             else:
                 line.runs.append(Run(x, char, font, x + adv * self.size))
+                joins = True
             x += adv * self.size
+
+    def _place_spaced(self, line: Line, text: str, x: float) -> None:
+        """``_place`` with letter spacing: runs of one font whose glyphs are placed one by
+        one, ``spacing`` apart more than their advances."""
+        run: Run | None = None
+        for char in text:
+            if char in INVISIBLE:
+                continue
+            font, adv = self.chain.glyph(char)
+            if run is None or run.font != font:
+                run = Run(x, "", font, x, glyphs=[])
+                line.runs.append(run)
+            run.glyphs.append((self.chain.glyph_id(font, char), x - run.x, 0.0, len(run.text)))
+            run.text += char
+            x += adv * self.size + self.spacing
+            run.end = x
+
+
+def _is_space(run: Run) -> bool:
+    return bool(run.text) and all(c == "\u200b" or (unicodedata.category(c) == "Zs" and c not in
+                                                    _NON_BREAKING_SPACES) for c in run.text)
+
+
+def align(line: Line, edge: float, mode: str) -> None:
+    """Set a laid-out line ``right``, ``center`` or ``justify`` between its indent and
+    ``edge`` (points from the left margin). A right-to-left line (which the page sets from
+    the right) is only justified here: left and right mirror for it, and the page centres
+    it. Justifying widens the spaces between a line's words alike; it leaves a paragraph's
+    last line, a line with a tab and a line without a space (CJK) as they are."""
+    if not line.runs:
+        return
+    if line.rtl:
+        room = edge - line.indent - line.width
+    else:
+        room = edge - max(run.end for run in line.runs)
+    if room <= _EPS:
+        return
+    if mode in ("right", "center") and not line.rtl:
+        line.shift(room if mode == "right" else room / 2)
+        return
+    if mode != "justify" or line.last or any("\t" in run.text for run in line.runs):
+        return
+    order = sorted(line.runs, key=lambda run: run.x)
+    words = [i for i, run in enumerate(order) if not _is_space(run)]
+    if len(words) < 2:
+        return
+    gaps = [i for i in range(words[0] + 1, words[-1]) if _is_space(order[i])]
+    if not gaps:
+        return
+    each = room / len(gaps)
+    moved = 0.0
+    for i, run in enumerate(order):
+        if i in gaps:
+            run.x += moved
+            moved += each
+            run.end += moved
+        else:
+            run.x += moved
+            run.end += moved
+    if line.rtl:
+        line.width += room
 
 
 @dataclass

@@ -9,30 +9,40 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..config import RunConfig
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
 from ..jobs import Job, row_head
-from ..options import OPTIONS, cli
+from ..options import OPTIONS, cli, first_error
 from ..prompts import Prompts
 from ..rows import PageRow
 from ..runfolder import Output, item_file
 from .base import Renderer, item_from_row
-from .drawing import color_params, fill_black, mupdf, set_png_ppi, show_runs
-from .fonts import FontChain, font_chain, font_manifest
+from .drawing import color_params, fill_text, mupdf, paint, set_png_ppi, show_runs
+from .fonts import FontChain, font_manifest, page_chain, page_font
 from .layout import (
     Block,
     Line,
     PageLayout,
     Run,
+    align,
     control_characters,
     normalise,
     paginate,
 )
 from .pdfwriter import PdfLine, PdfPage, write_pdf
 from .shaping import ShapingLineBreaker, first_strong_rtl
+from .style import Colour, Inches, Points, flow, is_gray, page_size
+from .styles import Style
 
 if TYPE_CHECKING:
     from ..config import ApiOptions
@@ -54,23 +64,73 @@ PPI = Annotated[float, AfterValidator(_ppi)]
 
 
 class PageOptions(BaseModel):
-    """Everything that decides what a page image looks like."""
+    """Everything that decides what a page image looks like: the page style. Every row
+    records it whole, so any page can be made again; a style file (``--style``) gives any
+    field a value, a choice or a range, drawn per item (``styles.py``)."""
 
     model_config = OPTIONS
 
     ppi: PPI = Field(92.9, description="pixels per inch of the page images")
+    font: list[str] = Field(
+        [], description="a font file (TTF, OTF or TTC) or a shipped face (mmconvert list "
+                        "styles names them) set in front of the shipped fonts; repeat for a "
+                        "fallback chain, first first. Each file's sha256 is in run.json and "
+                        "the rows",
+        json_schema_extra=cli(metavar="PATH"))
     font_size: float = Field(12.0, gt=2, le=72, description="type size in points")
     line_spacing: float = Field(
-        1.2, ge=1.0, le=3.0,
+        1.2, ge=0.5, le=3.0,
         description="line pitch as a multiple of the font's line height (ascent + descent), "
                     "as ReadBench: 1.2 gives 16.09 pt at 12 pt")
-    line_pitch: float | None = Field(
+    line_pitch: Points | None = Field(
         None, gt=0, le=300,
         description="line pitch in points, in place of line_spacing (14.4: 1.2 x the type "
                     "size, mmconvert 0.1's look)")
-    margin: float = Field(0.25, ge=0, le=2, description="page margins in inches")
-    page_width: float = Field(8.27, gt=1, le=40, description="page width in inches (A4)")
-    page_height: float = Field(11.69, gt=1, le=40, description="page height in inches (A4)")
+    line_fit: Literal["glyphs", "pitch"] = Field(
+        "glyphs", description="a page holds a line while its glyphs end inside the bottom "
+                              "margin (glyphs, ReadBench) or while its pitch does (pitch, "
+                              "reportlab's frames, as Glyph)")
+    letter_spacing: Points = Field(
+        0.0, ge=-2, le=20, description="space added after each character, in points "
+                                       "(paragraphs of shaped scripts keep their own)")
+    horizontal_scale: float = Field(
+        1.0, ge=0.25, le=4, description="the drawn page squeezed (< 1) or stretched (> 1) "
+                                        "across, as Glyph's horizontal-scale")
+    margin: Inches = Field(0.25, ge=0, le=10, description="page margins in inches (or 10pt, "
+                                                          "5mm), each side")
+    margin_top: Inches | None = Field(None, ge=0, le=10, json_schema_extra=cli(
+        default="--margin"), description="top margin, in place of margin")
+    margin_right: Inches | None = Field(None, ge=0, le=10, json_schema_extra=cli(
+        default="--margin"), description="right margin, in place of margin")
+    margin_bottom: Inches | None = Field(None, ge=0, le=10, json_schema_extra=cli(
+        default="--margin"), description="bottom margin, in place of margin")
+    margin_left: Inches | None = Field(None, ge=0, le=10, json_schema_extra=cli(
+        default="--margin"), description="left margin, in place of margin")
+    page_size: str | None = Field(
+        None, description="a named page size (a3, a4, a5, b5, letter, legal) or W,H in "
+                          "points (595,842), in place of page_width and page_height")
+    page_width: Inches = Field(8.27, gt=1, le=40, description="page width in inches (A4)")
+    page_height: Inches = Field(11.69, gt=1, le=40, description="page height in inches (A4)")
+    align: Literal["left", "right", "center", "justify"] = Field(
+        "left", description="how lines sit between the margins (a right-to-left paragraph "
+                            "mirrors left and right); justify stretches the spaces of every "
+                            "line but a paragraph's last")
+    first_line_indent: Points = Field(0.0, ge=-200, le=500,
+                                      description="indent of each paragraph's first line, pt")
+    left_indent: Points = Field(0.0, ge=0, le=500, description="indent of every line, pt")
+    right_indent: Points = Field(0.0, ge=0, le=500,
+                                 description="room kept free right of every line, pt")
+    newlines: Literal["keep", "reflow", "marker"] = Field(
+        "keep", description="the source's newlines: keep (each a line break), reflow (a "
+                            "blank line ends a paragraph, other newlines become spaces) or "
+                            "marker (each drawn as --newline-marker, the text run on)")
+    paragraph_gap: int = Field(0, ge=0, le=3, description="blank lines between paragraphs "
+                                                           "(the page is a grid of lines)")
+    newline_marker: str = Field(" \u21b5 ", min_length=1, max_length=20,
+                                description="what --newlines marker draws for a newline")
+    text_color: Colour = Field("#000000", description="colour of the text (#rrggbb or a "
+                                                      "name)")
+    background: Colour = Field("#ffffff", description="colour of the page")
     color: Literal["gray", "rgb"] = Field("gray", description="PNG colour")
     render: RenderPart | None = Field(
         None, description="what becomes image",
@@ -80,25 +140,64 @@ class PageOptions(BaseModel):
         description="content: every page cut on the right to its widest line plus four "
                     "margins and the last one below its last line (ReadBench); bottom: only "
                     "the last page's bottom; none: whole pages")
+    crop_pad: Points | None = Field(
+        None, ge=0, le=500, json_schema_extra=cli(default="ReadBench's: four right margins, "
+                                                          "one bottom margin"),
+        description="what a crop keeps right of the widest line and below the last line's "
+                    "glyphs, in points (Glyph's auto-crop: 10)")
     indent: Literal["none", "hanging"] = Field(
         "none", description="where a wrapped option line starts: at the margin (ReadBench) or "
                             "under the option's text")
+
+    @field_validator("font")
+    @classmethod
+    def _absolute(cls, refs: list[str]) -> list[str]:
+        """A font file as an absolute path (a run resumed elsewhere finds it), a shipped
+        face by its name."""
+        return [page_font(ref).path or ref for ref in refs]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_page_size(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("page_size") is not None:
+            width, height = page_size(str(data["page_size"]))
+            data = {**data, "page_width": width / POINTS_PER_INCH,
+                    "page_height": height / POINTS_PER_INCH}
+        return data
+
+    def margins(self) -> tuple[float, float, float, float]:
+        """(top, right, bottom, left) in points."""
+        sides = (self.margin_top, self.margin_right, self.margin_bottom, self.margin_left)
+        return tuple((self.margin if side is None else side) * POINTS_PER_INCH
+                     for side in sides)  # type: ignore[return-value]
 
     @model_validator(mode="after")
     def _room_for_text(self) -> PageOptions:
         """A page whose margins leave less than two ems across, or less than a line's pitch
         down, has no room for text (it drew blank pages, or text past the margin)."""
-        inch = POINTS_PER_INCH
-        across = (self.page_width - 2 * self.margin) * inch
-        down = (self.page_height - 2 * self.margin) * inch
+        top, right, bottom, left = self.margins()
+        across = self.page_width * POINTS_PER_INCH - left - right - self.left_indent \
+            - self.right_indent - max(self.first_line_indent, 0)
+        down = self.page_height * POINTS_PER_INCH - top - bottom
         pitch = self.line_pitch or self.line_spacing * 1.2 * self.font_size
         if across < 2 * self.font_size or down < pitch:
+            margins = (f"{self.margin:g} in margins" if len({top, right, bottom, left}) == 1
+                       else f"margins of {top:g}, {right:g}, {bottom:g}, {left:g} pt (top, "
+                            "right, bottom, left)")
+            indents = " and its indents" if (self.left_indent or self.right_indent
+                                             or self.first_line_indent > 0) else ""
             raise ValueError(
-                f"a {self.page_width:g} x {self.page_height:g} in page with {self.margin:g} in "
-                f"margins leaves {max(across, 0):.1f} x {max(down, 0):.1f} pt for text, too "
+                f"a {self.page_width:g} x {self.page_height:g} in page with {margins}{indents} "
+                f"leaves {max(across, 0):.1f} x {max(down, 0):.1f} pt for text, too "
                 f"little for {self.font_size:g} pt type (at least {2 * self.font_size:g} pt "
                 f"across and a line, {pitch:.1f} pt, down): widen the page or narrow the "
                 "margins")
+        if self.color == "gray":
+            for name in ("text_color", "background"):
+                value = getattr(self, name)
+                if not is_gray(value):
+                    raise ValueError(f"{name} {value} is not a gray, and the PNGs are gray: "
+                                     "set color: rgb (--color rgb)")
         return self
 
     @model_validator(mode="before")
@@ -110,15 +209,85 @@ class PageOptions(BaseModel):
                              "--crop bottom --line-pitch 14.4 --indent hanging for that look")
         return data
 
+    def identity(self) -> dict[str, Any]:
+        """The options as a run identity: the style fields this version added are left out
+        while they hold their defaults, so that a run made before them still resumes."""
+        data = self.model_dump(mode="json")
+        for name in STYLE_FIELDS_ADDED:
+            if data.get(name) == PageOptions.model_fields[name].default:
+                data.pop(name)
+        return data
+
+
+# fields added to PageOptions with render styles; their defaults are the look runs made
+# before them have
+STYLE_FIELDS_ADDED = ("font", "line_fit", "letter_spacing", "horizontal_scale", "margin_top",
+                      "margin_right", "margin_bottom", "margin_left", "page_size", "align",
+                      "first_line_indent", "left_indent", "right_indent", "newlines",
+                      "paragraph_gap", "newline_marker", "text_color", "background",
+                      "crop_pad")
+
 
 class RenderConfig(RunConfig):
     """A ``render`` run: which items, how to draw them, what to write."""
 
     renderer: Literal["page"] = "page"
+    # a name or file as given; recorded as a Style's fields (``drawn_style``)
+    style: str | dict[str, Any] | None = Field(
+        None, json_schema_extra=cli(metavar="NAME|FILE", default="readbench"),
+        description="a preset (mmconvert list styles) or a style file (YAML or JSON) giving "
+                    "page style fields a value, a choice or a range drawn per item; flags "
+                    "given beside it win")
     page: PageOptions = Field(default_factory=PageOptions)
     pdf: bool = Field(False, description="keep each item's vector PDF in pdf/")
     prompt_style: Literal["cot", "direct"] = Field(
         "cot", description="prompt style of the manifest's prompts")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_style(cls, data: Any) -> Any:
+        """``style`` named: its fixed values fill the page fields not given, and the fields
+        drawn per item that are not given stay in ``style`` (so a recorded config, holding
+        both, validates to itself)."""
+        if not isinstance(data, dict) or not isinstance(data.get("style"), str):
+            return data
+        from .styles import load
+
+        style, fixed = load(data["style"])
+        page = data.get("page") or {}
+        page = dict(page.model_dump(exclude_unset=True) if isinstance(page, BaseModel)
+                    else page)
+        given = set(page)
+        covers = {"page_size": ("page_width", "page_height"),
+                  **{f"margin_{side}": ("margin",)
+                     for side in ("top", "right", "bottom", "left")}}
+        for name, value in fixed.items():
+            if name not in given and not given.intersection(covers.get(name, ())):
+                page[name] = value
+        style.draws = {name: draw for name, draw in style.draws.items()
+                       if name not in given and not given.intersection(covers.get(name, ()))}
+        return {**data, "page": page, "style": style.model_dump(mode="json")}
+
+    @field_validator("style")
+    @classmethod
+    def _recorded(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return Style.model_validate(value).model_dump(mode="json")
+        return value
+
+    @property
+    def drawn_style(self) -> Style | None:
+        """The style whose fields are drawn per item (None when nothing is drawn)."""
+        if not isinstance(self.style, dict) or not self.style.get("draws"):
+            return None
+        return Style.model_validate(self.style)
+
+    def identity(self) -> dict[str, Any]:
+        data = super().identity()
+        data["page"] = self.page.identity()
+        if self.style is None:  # runs made before styles recorded none
+            data.pop("style", None)
+        return data
 
 
 @dataclass
@@ -196,8 +365,15 @@ class PageRenderer(Renderer):
     @classmethod
     def expected_text(cls, row: dict[str, Any]) -> str:
         item = item_from_row(row)
-        part = row["renderer"]["params"].get("render") or "options"
-        return "\n".join(text for _, text in label_fields(image_fields(item, part)))
+        params = row["renderer"]["params"]
+        part = params.get("render") or "options"
+        newlines = params.get("newlines", "keep")
+        marker = params.get("newline_marker", "")
+        gap = params.get("paragraph_gap", 0)
+        fields = [(name, text if newlines == "keep" and not gap
+                   else flow(normalise(text), newlines, marker, gap))
+                  for name, text in image_fields(item, part)]
+        return "\n".join(text for _, text in label_fields(fields))
 
     @classmethod
     def text_question(cls, row: dict[str, Any]) -> str | None:
@@ -210,21 +386,26 @@ class PageRenderer(Renderer):
 
     def __init__(self, options: PageOptions | None = None, chain: FontChain | None = None):
         self.options = options or PageOptions()
-        self.chain = chain or font_chain()
         o = self.options
+        self.chain = chain or page_chain(tuple(o.font))
         self.size = o.font_size
         # ReadBench's geometry, in points: a line is the font's ascent + descent, set
         # line_spacing of them apart; its glyph box sits at the top of its pitch, and a line
         # fits on a page while its glyph box ends inside the bottom margin
-        glyph_box = (self.chain.ascender - self.chain.descender) * self.size
+        self.glyph_box = glyph_box = (self.chain.ascender - self.chain.descender) * self.size
         self.pitch = o.line_pitch if o.line_pitch is not None else glyph_box * o.line_spacing
-        self.margin_pt = o.margin * POINTS_PER_INCH
+        self.top_pt, self.right_pt, self.bottom_pt, self.margin_pt = o.margins()
         self.page_w = o.page_width * POINTS_PER_INCH
         self.page_h = o.page_height * POINTS_PER_INCH
-        self.text_width = self.page_w - 2 * self.margin_pt
-        usable = self.page_h - 2 * self.margin_pt
-        self.lines_per_page = max(1, int((usable - glyph_box + 1e-6) // self.pitch) + 1)
-        self.breaker = ShapingLineBreaker(self.chain, self.size, self.text_width)
+        self.text_width = self.page_w - self.margin_pt - self.right_pt
+        usable = self.page_h - self.top_pt - self.bottom_pt
+        self.lines_per_page = max(1, int((usable - glyph_box + 1e-6) // self.pitch) + 1
+                                  if o.line_fit == "glyphs" else int((usable + 1e-6) // self.pitch))
+        # lines end right_indent before the right margin (x from the left margin)
+        self.breaker = ShapingLineBreaker(self.chain, self.size,
+                                          self.text_width - o.right_indent,
+                                          spacing=o.letter_spacing,
+                                          words=o.align == "justify")
         self.baseline = self.chain.ascender * self.size
 
     def blocks(self, item: Item, part: RenderPart) -> list[Block]:
@@ -235,8 +416,9 @@ class PageRenderer(Renderer):
             raise ItemError(f"nothing to render: the item has no {what}", where=where,
                             field=what, item_id=item.id, stage="render")
         blocks: list[Block] = []
+        o = self.options
         for name, raw in fields:
-            text = normalise(raw)
+            text = flow(normalise(raw), o.newlines, o.newline_marker, o.paragraph_gap)
             bad = control_characters(text)
             if bad:
                 raise ItemError(f"control character U+{ord(bad[0]):04X} in text", where=where,
@@ -253,16 +435,18 @@ class PageRenderer(Renderer):
                     gap = 1
                 label = f"{option_letter(index)}. "
                 hang = (sum(self.breaker.advance(c) for c in label)
-                        if self.options.indent == "hanging" else 0.0)
+                        if o.indent == "hanging" else 0.0)
                 if first_strong_rtl(text):
                     # a right-to-left option: a right-to-left mark after its Latin label, so
                     # that digits opening the text ("۱۰۰ درجه") stay with the text instead of
                     # joining the label's left-to-right run (UAX #9 W7)
                     label += "\u200f"
-                blocks.append(Block(label + text, hanging=hang, blank_before=gap,
-                                    label=len(label), field=name))
+                blocks.append(Block(label + text, indent=o.left_indent,
+                                    hanging=o.left_indent + hang, blank_before=gap,
+                                    label=len(label), field=name, first=o.first_line_indent))
             else:
-                blocks.append(Block(text, blank_before=gap, field=name))
+                blocks.append(Block(text, indent=o.left_indent, hanging=o.left_indent,
+                                    blank_before=gap, field=name, first=o.first_line_indent))
         return blocks
 
     def layout(self, item: Item, part: RenderPart) -> PageLayout:
@@ -276,6 +460,9 @@ class PageRenderer(Renderer):
                 err.where, err.field = item.origin or item.id, block.field
                 err.item_id, err.stage = item.id, "render"
                 raise
+        if self.options.align != "left":
+            for line in lines:
+                align(line, self.breaker.width, self.options.align)
         layout = paginate(lines, self.lines_per_page, self.pitch)
         self.align_right_to_left(layout)
         return layout
@@ -287,14 +474,14 @@ class PageRenderer(Renderer):
         for page in layout.pages:
             if not any(line.rtl for line in page):
                 continue
-            edge = self.text_width
+            edge = self.breaker.width
             if self.options.crop == "content":
                 edge = min(edge, max(line.indent + line.width if line.rtl
                                      else max(run.end for run in line.runs)
                                      for line in page if line.runs))
             for line in page:
                 if line.rtl:
-                    line.align_right(edge)
+                    line.align_right(edge, centre=self.options.align == "center")
 
     def render(self, item: Item, part: RenderPart, *, want_pdf: bool = False) -> PageRender:
         """Page PNGs (and the vector PDF) of ``part`` of ``item``.
@@ -314,10 +501,12 @@ class PageRenderer(Renderer):
                   for text, width, height in zip(texts, widths, heights, strict=True)]
         pdf = None
         if want_pdf:
+            o = self.options
             pdf = write_pdf(
                 [PdfPage(width, height, self.margin_pt,
-                         [PdfLine(self.margin_pt + row * self.pitch + self.baseline, line.runs)
-                          for row, line in enumerate(lines)])
+                         [PdfLine(self.top_pt + row * self.pitch + self.baseline, line.runs)
+                          for row, line in enumerate(lines)],
+                         scale=o.horizontal_scale, ink=o.text_color, paper=o.background)
                  for lines, width, height in zip(layout.pages, widths, heights, strict=True)],
                 self.chain, self.size, self.breaker.shaper.hb_face)
         return PageRender(images, pdf, part, layout.line_count(),
@@ -326,25 +515,43 @@ class PageRenderer(Renderer):
     def page_sizes(self, layout: PageLayout) -> tuple[list[float], list[float]]:
         """Each page's width and height in points, as ``crop`` cuts them. ``content`` is
         ReadBench's cut: a page ends four margins right of its widest line, and the last page
-        one margin below its last line's pitch."""
+        one margin below its last line's pitch; with ``crop_pad``, Glyph's: ``crop_pad``
+        right of the widest line and below the last line's glyphs."""
         count = len(layout.pages)
+        pad = self.options.crop_pad
         widths, heights = [self.page_w] * count, [self.page_h] * count
         if self.options.crop != "none":
-            content = 2 * self.margin_pt + len(layout.pages[-1]) * self.pitch
+            lines = len(layout.pages[-1])
+            content = (self.top_pt + lines * self.pitch + self.bottom_pt if pad is None
+                       else self.top_pt + max(lines - 1, 0) * self.pitch + self.glyph_box + pad)
             heights[-1] = min(self.page_h, content)
         if self.options.crop == "content":
+            right = 4 * self.right_pt if pad is None else pad
             for index, page in enumerate(layout.pages):
                 widest = max((max(run.end for run in line.runs) for line in page
                               if line.runs), default=0.0)
                 widths[index] = min(self.page_w, self.margin_pt + min(widest, self.text_width)
-                                    + 4 * self.margin_pt)
+                                    + right)
         return widths, heights
+
+    def insets(self) -> tuple[float, float, float]:
+        """How far in from the left, right and bottom edges of a page (of its PDF, in
+        points) every glyph must stay: the margins, or less where a crop cut closer."""
+        o = self.options
+        right, bottom = self.right_pt, self.bottom_pt
+        if o.crop != "none":
+            bottom = min(bottom, self.bottom_pt if o.crop_pad is None else o.crop_pad)
+        if o.crop == "content" and o.crop_pad is not None:
+            right = min(right, o.crop_pad)
+        scale = o.horizontal_scale
+        return self.margin_pt * scale, right * scale, bottom
 
     def too_big(self, widths: list[float], heights: list[float], ppi: float) -> str | None:
         """Why pages of ``widths`` x ``heights`` (points) at ``ppi`` are refused before
         drawing: more than ``MAX_ITEM_MEGAPIXELS`` in all (a 2-million-character context at
         1200 PPI is 365 pages of 139 megapixels); None when they are not."""
-        total = sum(pixels(w / POINTS_PER_INCH, ppi) * pixels(h / POINTS_PER_INCH, ppi)
+        scale = self.options.horizontal_scale
+        total = sum(pixels(w * scale / POINTS_PER_INCH, ppi) * pixels(h / POINTS_PER_INCH, ppi)
                     for w, h in zip(widths, heights, strict=True)) / 1e6
         if total <= MAX_ITEM_MEGAPIXELS:
             return None
@@ -359,6 +566,7 @@ class PageRenderer(Renderer):
         any PPI with the same line and page breaks."""
         return {"version": LAYOUT_VERSION, "fonts": [spec.name for spec in self.chain.specs],
                 "font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
+                **({"top": self.top_pt} if self.top_pt != self.margin_pt else {}),
                 "page_width": self.page_w, "baseline": self.baseline, "widths": widths,
                 "heights": heights,
                 "pages": [[[[run.x, run.font, run.text] if run.glyphs is None
@@ -374,7 +582,8 @@ class PageRenderer(Renderer):
         """The pages of a stored layout at each of ``ppis``; the glyph runs are built once."""
         fonts = [spec.name for spec in self.chain.specs]
         geometry = {"font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
-                    "page_width": self.page_w, "baseline": self.baseline}
+                    "top": self.top_pt, "page_width": self.page_w, "baseline": self.baseline}
+        record = {"top": record["margin"], **record}
         stored = record.get("fonts") or []
         # fonts are only ever added at the chain's end: an older layout's indices still hold
         if record.get("version") != LAYOUT_VERSION or stored != fonts[:len(stored)]:
@@ -403,7 +612,7 @@ class PageRenderer(Renderer):
         text = m.FzText()
         size = self.size
         for row, line in enumerate(lines):
-            y = self.margin_pt + row * self.pitch + self.baseline
+            y = self.top_pt + row * self.pitch + self.baseline
             show_runs(text, self.chain.fonts, line.runs, size, self.margin_pt, y)
         return text
 
@@ -412,15 +621,17 @@ class PageRenderer(Renderer):
         """The page as a PNG of ``pixels(inches, ppi)`` in each direction (default: the
         options' PPI)."""
         m = mupdf()
-        ppi = ppi or self.options.ppi
+        o = self.options
+        ppi = ppi or o.ppi
         scale = ppi / POINTS_PER_INCH
-        width = pixels(width_pt / POINTS_PER_INCH, ppi)
+        width = pixels(width_pt * o.horizontal_scale / POINTS_PER_INCH, ppi)
         height = pixels(height_pt / POINTS_PER_INCH, ppi)
-        gray = self.options.color == "gray"
+        gray = o.color == "gray"
         colorspace = m.fz_device_gray() if gray else m.fz_device_rgb()
         pix = m.FzPixmap(colorspace, width, height, m.FzSeparations(), 0)
-        m.fz_clear_pixmap_with_value(pix, 255)
-        fill_black(m.fz_new_draw_device(m.fz_scale(scale, scale), pix), text)
+        paint(pix, o.background, gray)
+        fill_text(m.fz_new_draw_device(m.fz_scale(scale * o.horizontal_scale, scale), pix),
+                  text, o.text_color, gray)
         png = m.fz_buffer_extract(m.fz_new_buffer_from_pixmap_as_png(pix,
                                                                              color_params()))
         return PageImage(set_png_ppi(png, ppi), width, height)
@@ -447,22 +658,61 @@ class PageJob(Job):
         self.config = config
         self.renderer = PageRenderer(config.page)
         self.prompts = Prompts(config.prompt_dir)
+        # renderers of the styles drawn per item, by their options
+        self._drawn: dict[str, PageRenderer] = {}
+        self.style = config.drawn_style
+        draws = self.style.draws if self.style else {}
+        for fonts in (draws["font"].values if "font" in draws else []):
+            page_chain(tuple(fonts))  # a bad font file is refused before the first item
+
+    def renderer_for(self, item: Item) -> PageRenderer:
+        """The item's renderer: the run's, or one of the style drawn for it."""
+        style = self.style
+        if style is None:
+            return self.renderer
+        drawn = style.draw(self.config.seed, item.id)
+        try:
+            options = PageOptions.model_validate(
+                {**self.config.page.model_dump(exclude={"page_size"}), **drawn})
+        except ValidationError as err:
+            values = ", ".join(f"{k}={v}" for k, v in drawn.items())
+            raise ItemError(f"style {style.name}: {first_error(err)['msg']} (drawn: {values})",
+                            where=item.origin or item.id, field="style", item_id=item.id,
+                            stage="render") from None
+        key = options.model_dump_json()
+        renderer = self._drawn.get(key)
+        if renderer is None:
+            if len(self._drawn) >= 256:
+                self._drawn.clear()
+            renderer = self._drawn[key] = PageRenderer(options)
+        return renderer
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:
         return self.config.page.render or corpus.part_for(item)
 
     def fonts(self) -> list[dict[str, str]]:
-        return font_manifest()
+        manifest = font_manifest(self.renderer.chain)
+        style = self.style
+        if style is not None and "font" in style.draws:
+            for fonts in style.draws["font"].values:
+                manifest += font_manifest(page_chain(tuple(fonts)))
+        unique: dict[str, dict[str, str]] = {}
+        for entry in manifest:
+            unique.setdefault(entry["sha256"], entry)
+        return list(unique.values())
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()
-        result = self.renderer.render(item, part, want_pdf=config.pdf)
+        renderer = self.renderer_for(item)
+        result = renderer.render(item, part, want_pdf=config.pdf)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
         images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), page.png,
                                "page", page.width, page.height, ppi=config.page.ppi)
                   for number, page in enumerate(result.pages, start=1)]
-        row = row_head(item, self.renderer,
-                       {**config.page.model_dump(mode="json"), "render": part}, config.seed)
+        params = {**renderer.options.model_dump(mode="json"), "render": part}
+        if renderer.options.font:
+            params["font_sha256"] = renderer.chain.user_sha256()
+        row = row_head(item, renderer, params, config.seed)
         row["images"] = images
         row["layout"] = layout_file(output, item.id, result.layout)
         if result.pdf is not None:

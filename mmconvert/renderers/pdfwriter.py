@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from .fonts import SILENT, FontChain
 from .shaping import glyph_clusters
+from .style import rgb
 
 _COMPRESSION = 6
 REPLACEMENT = "\ufffd"
@@ -33,10 +34,13 @@ class PdfLine:
 
 @dataclass
 class PdfPage:
-    width: float
+    width: float  # before ``scale``
     height: float
     left: float
     lines: list[PdfLine] = field(default_factory=list)
+    scale: float = 1.0  # the page and its text squeezed or stretched across
+    ink: str = "#000000"  # the text's colour
+    paper: str = "#ffffff"  # the page's
 
 
 def spread(glyphs: int, text: str) -> list[str]:
@@ -107,7 +111,16 @@ def _actual(text: str) -> bytes:
 def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: FontChain,
                    face_of) -> bytes:
     """A page's text: glyph ids as two-byte codes, y up from the page's bottom."""
-    out = [b"BT\n"]
+    out = []
+    if page.paper != "#ffffff":
+        out.append(b"%s %s %s rg 0 0 %s %s re f\n" % (*map(_num, rgb(page.paper)),
+                                                       _num(page.width * page.scale),
+                                                       _num(page.height)))
+    if page.scale != 1.0:
+        out.append(b"%s 0 0 1 0 0 cm\n" % _num(page.scale))
+    if page.ink != "#000000":
+        out.append(b"%s %s %s rg\n" % tuple(map(_num, rgb(page.ink))))
+    out.append(b"BT\n")
     current = None
 
     def select(font_index: int) -> None:
@@ -196,7 +209,7 @@ def write_pdf(pages: list[PdfPage], chain: FontChain, size: float, face_of) -> b
     for page, content in zip(pages, contents, strict=True):
         content_ref = stream(content)
         kids.append(add(b"<</Type/Page/Parent %d 0 R/MediaBox[0 0 %s %s]/Resources%s"
-                        b"/Contents %d 0 R>>" % (pages_ref, _num(page.width),
+                        b"/Contents %d 0 R>>" % (pages_ref, _num(page.width * page.scale),
                                                  _num(page.height), resources, content_ref)))
     objects[catalog - 1] = b"<</Type/Catalog/Pages %d 0 R>>" % pages_ref
     objects[pages_ref - 1] = (b"<</Type/Pages/Count %d/Kids[" % len(kids)

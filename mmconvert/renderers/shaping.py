@@ -305,8 +305,8 @@ class ShapingLineBreaker(LineBreaker):
     the same way when the lines are filled and when they are drawn, so a line never ends past
     the margin."""
 
-    def __init__(self, chain: FontChain, size: float, width: float):
-        super().__init__(chain, size, width)
+    def __init__(self, chain: FontChain, size: float, width: float, **options):
+        super().__init__(chain, size, width, **options)
         self.shaper = Shaper(chain)
         self._para: _Paragraph | None = None
 
