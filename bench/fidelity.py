@@ -1,11 +1,13 @@
 """Text fidelity over real samples: every character in the PDF text layer, with a real glyph,
 inside the margins.
 
-    python bench/fidelity.py [DATA_DIR ...]   (default: ../shared/data)
+    python bench/fidelity.py [--style NAME|FILE ...] [DATA_DIR ...]   (default: ../shared/data)
 
 Every text value of every sample file (CSV cells, JSON/JSONL strings, Parquet string columns,
 lines of text files) is rendered as page context; the PDF text layer is then compared with the
 source characters. Prints characters checked, missing, tofu and out-of-margin counts per file.
+With ``--style`` (repeatable), each chunk is drawn in the style's draw for it (seed 0), and
+checked against the text as the style sets it (newlines reflowed or marked).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from mmconvert.errors import ItemError  # noqa: E402
 from mmconvert.items import Item  # noqa: E402
 from mmconvert.qa.textlayer import check_pdf  # noqa: E402
-from mmconvert.renderers.page import PageRenderer  # noqa: E402
+from mmconvert.renderers.page import PageJob, PageRenderer, RenderConfig  # noqa: E402
 
 CHUNK = 6000  # characters per rendered item
 
@@ -79,8 +81,20 @@ def chunks(values: Iterator[str]) -> Iterator[str]:
 
 
 def main(argv: list[str]) -> int:
+    styles = [argv[i + 1] for i, a in enumerate(argv) if a == "--style"]
+    rest = [a for i, a in enumerate(argv) if a != "--style" and (i == 0 or
+                                                                 argv[i - 1] != "--style")]
+    failed = 0
+    for style in styles or [None]:
+        if style:
+            print(f"== style {style}")
+        failed += run(rest, style)
+    return 1 if failed else 0
+
+
+def run(argv: list[str], style: str | None) -> int:
     roots = [Path(a) for a in argv] or [ROOT.parent / "shared" / "data"]
-    renderer = PageRenderer()
+    job = PageJob(RenderConfig(corpus="fidelity", style=style)) if style else None
     total = missing = tofu = outside = refused = 0
     for root in roots:
         files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in
@@ -91,12 +105,18 @@ def main(argv: list[str]) -> int:
             for n, text in enumerate(chunks(texts(path))):
                 item = Item(id=f"f-{n}", corpus="fidelity", subset="x", split="x", context=text)
                 try:
+                    renderer = job.renderer_for(item) if job else PageRenderer()
                     result = renderer.render(item, "context", want_pdf=True)
                 except ItemError as err:
                     refused += 1
                     print(f"  refused {path.name} chunk {n}: {err.reason}")
                     continue
-                report = check_pdf(result.pdf, text, renderer.margin_pt)
+                row = {"renderer": {"params": {**renderer.options.model_dump(mode="json"),
+                                               "render": "context"}},
+                       "id": item.id, "corpus": "fidelity", "subset": "x", "split": "x",
+                       "context": text, "question": "", "options": []}
+                expected = PageRenderer.expected_text(row)
+                report = check_pdf(result.pdf, expected, renderer.insets())
                 f_total += report.expected
                 f_missing += sum(report.missing.values())
                 f_tofu += len(report.tofu)

@@ -107,12 +107,15 @@ class LineBreaker:
     can move them apart), where by default runs join while their font does."""
 
     def __init__(self, chain: FontChain, size: float, width: float, *, spacing: float = 0.0,
-                 words: bool = False):
+                 words: bool = False, shrink: float = 0.0):
         self.chain = chain
         self.size = size
         self.width = width
         self.spacing = spacing
         self.words = words or bool(spacing)
+        # the share of each space's width a line may run past ``width`` to take one more
+        # word (reportlab's spaceShrinkage); 0: never past it
+        self.shrink = shrink
 
     def advance(self, char: str) -> float:
         if char in INVISIBLE:
@@ -200,6 +203,7 @@ class LineBreaker:
         x = left
         pending: list[Piece] = []  # spaces and tabs waiting for the next word
         wrapped = False
+        spaces = 0.0  # width of the spaces placed on the line (``shrink``)
         queue = self.pieces(paragraph)
         queue.reverse()
         while queue:
@@ -212,7 +216,11 @@ class LineBreaker:
             start = x
             for gap in pending:
                 start = self._after_gap(gap, start, left)
-            if start + piece.width <= self.width + _EPS:
+            room = self.width + _EPS
+            if self.shrink and line.runs:
+                spaces += sum(gap.width for gap in pending if gap.kind == "space")
+                room += self.shrink * spaces
+            if start + piece.width <= room:
                 x = self._commit(line, pending, x, left)
                 self._place_piece(line, piece, x)
                 x += piece.width
@@ -221,6 +229,7 @@ class LineBreaker:
             if line.runs:
                 lines.append(line)
                 line, left, x, pending, wrapped = Line(), rest_left, rest_left, [], True
+                spaces = 0.0
                 queue.append(piece)
                 continue
             if pending and start + self.split_long(piece, 0.0)[0].width > self.width + _EPS:
@@ -229,6 +238,7 @@ class LineBreaker:
                 # past the margin
                 lines.append(line)
                 line, left, x, pending, wrapped = Line(), rest_left, rest_left, [], True
+                spaces = 0.0
                 queue.append(piece)
                 continue
             # an empty line and still too long: break inside the token
@@ -238,6 +248,7 @@ class LineBreaker:
             self._place_piece(line, head, x)
             lines.append(line)
             line, left, x, wrapped = Line(), rest_left, rest_left, True
+            spaces = 0.0
             if tail.text:
                 queue.append(tail)
         lines.append(line)

@@ -90,6 +90,10 @@ class PageOptions(BaseModel):
         "glyphs", description="a page holds a line while its glyphs end inside the bottom "
                               "margin (glyphs, ReadBench) or while its pitch does (pitch, "
                               "reportlab's frames, as Glyph)")
+    space_shrink: float = Field(
+        0.0, ge=0, le=0.5, description="the share of each space's width a line may run past "
+                                       "the margin to take one more word (reportlab's "
+                                       "spaceShrinkage, 0.05 in Glyph's pages)")
     letter_spacing: Points = Field(
         0.0, ge=-2, le=20, description="space added after each character, in points "
                                        "(paragraphs of shaped scripts keep their own)")
@@ -221,11 +225,10 @@ class PageOptions(BaseModel):
 
 # fields added to PageOptions with render styles; their defaults are the look runs made
 # before them have
-STYLE_FIELDS_ADDED = ("font", "line_fit", "letter_spacing", "horizontal_scale", "margin_top",
-                      "margin_right", "margin_bottom", "margin_left", "page_size", "align",
-                      "first_line_indent", "left_indent", "right_indent", "newlines",
-                      "paragraph_gap", "newline_marker", "text_color", "background",
-                      "crop_pad")
+STYLE_FIELDS_ADDED = ("font", "line_fit", "space_shrink", "letter_spacing", "horizontal_scale",
+                      "margin_top", "margin_right", "margin_bottom", "margin_left", "page_size",
+                      "align", "first_line_indent", "left_indent", "right_indent", "newlines",
+                      "paragraph_gap", "newline_marker", "text_color", "background", "crop_pad")
 
 
 class RenderConfig(RunConfig):
@@ -405,7 +408,8 @@ class PageRenderer(Renderer):
         self.breaker = ShapingLineBreaker(self.chain, self.size,
                                           self.text_width - o.right_indent,
                                           spacing=o.letter_spacing,
-                                          words=o.align == "justify")
+                                          words=o.align == "justify",
+                                          shrink=o.space_shrink)
         self.baseline = self.chain.ascender * self.size
 
     def blocks(self, item: Item, part: RenderPart) -> list[Block]:
@@ -530,8 +534,8 @@ class PageRenderer(Renderer):
             for index, page in enumerate(layout.pages):
                 widest = max((max(run.end for run in line.runs) for line in page
                               if line.runs), default=0.0)
-                widths[index] = min(self.page_w, self.margin_pt + min(widest, self.text_width)
-                                    + right)
+                # a line may run past the text width by its spaces' shrink (space_shrink)
+                widths[index] = min(self.page_w, self.margin_pt + widest + right)
         return widths, heights
 
     def insets(self) -> tuple[float, float, float]:
@@ -543,6 +547,8 @@ class PageRenderer(Renderer):
             bottom = min(bottom, self.bottom_pt if o.crop_pad is None else o.crop_pad)
         if o.crop == "content" and o.crop_pad is not None:
             right = min(right, o.crop_pad)
+        elif o.space_shrink:  # lines may run into the right margin, but not off the page
+            right = 0.0
         scale = o.horizontal_scale
         return self.margin_pt * scale, right * scale, bottom
 
