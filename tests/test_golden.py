@@ -92,6 +92,7 @@ STYLE_FIELD_CASES = {
                         "color": "rgb", "text_color": "#202060", "background": "#f5f0e0"},
     "reflow-gap": {"newlines": "reflow", "paragraph_gap": 1},
     "marker": {"newlines": "marker", "newline_marker": " ⏎ "},
+    "two-columns": {"columns": 2, "align": "justify", "font_size": 9},
 }
 
 

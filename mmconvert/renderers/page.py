@@ -115,6 +115,10 @@ class PageOptions(BaseModel):
                           "points (595,842), in place of page_width and page_height")
     page_width: Inches = Field(8.27, gt=1, le=40, description="page width in inches (A4)")
     page_height: Inches = Field(11.69, gt=1, le=40, description="page height in inches (A4)")
+    columns: int = Field(1, ge=1, le=3, description="columns of text on a page, filled one "
+                                                    "after another")
+    column_gap: Points = Field(18.0, ge=0, le=200, description="space between columns, in "
+                                                               "points")
     align: Literal["left", "right", "center", "justify"] = Field(
         "left", description="how lines sit between the margins (a right-to-left paragraph "
                             "mirrors left and right); justify stretches the spaces of every "
@@ -180,7 +184,8 @@ class PageOptions(BaseModel):
         """A page whose margins leave less than two ems across, or less than a line's pitch
         down, has no room for text (it drew blank pages, or text past the margin)."""
         top, right, bottom, left = self.margins()
-        across = self.page_width * POINTS_PER_INCH - left - right - self.left_indent \
+        across = (self.page_width * POINTS_PER_INCH - left - right
+                  - (self.columns - 1) * self.column_gap) / self.columns - self.left_indent \
             - self.right_indent - max(self.first_line_indent, 0)
         down = self.page_height * POINTS_PER_INCH - top - bottom
         pitch = self.line_pitch or self.line_spacing * 1.2 * self.font_size
@@ -228,7 +233,8 @@ class PageOptions(BaseModel):
 STYLE_FIELDS_ADDED = ("font", "line_fit", "space_shrink", "letter_spacing", "horizontal_scale",
                       "margin_top", "margin_right", "margin_bottom", "margin_left", "page_size",
                       "align", "first_line_indent", "left_indent", "right_indent", "newlines",
-                      "paragraph_gap", "newline_marker", "text_color", "background", "crop_pad")
+                      "paragraph_gap", "newline_marker", "text_color", "background", "crop_pad",
+                      "columns", "column_gap")
 
 
 class RenderConfig(RunConfig):
@@ -401,12 +407,17 @@ class PageRenderer(Renderer):
         self.page_w = o.page_width * POINTS_PER_INCH
         self.page_h = o.page_height * POINTS_PER_INCH
         self.text_width = self.page_w - self.margin_pt - self.right_pt
+        # a column's width, and how far right each column starts
+        self.column_width = (self.text_width - (o.columns - 1) * o.column_gap) / o.columns
+        self.column_step = self.column_width + o.column_gap
         usable = self.page_h - self.top_pt - self.bottom_pt
-        self.lines_per_page = max(1, int((usable - glyph_box + 1e-6) // self.pitch) + 1
-                                  if o.line_fit == "glyphs" else int((usable + 1e-6) // self.pitch))
+        # lines a column holds; a page holds ``columns`` of them
+        self.column_lines = max(1, int((usable - glyph_box + 1e-6) // self.pitch) + 1
+                                if o.line_fit == "glyphs" else int((usable + 1e-6) // self.pitch))
+        self.lines_per_page = self.column_lines * o.columns
         # lines end right_indent before the right margin (x from the left margin)
         self.breaker = ShapingLineBreaker(self.chain, self.size,
-                                          self.text_width - o.right_indent,
+                                          self.column_width - o.right_indent,
                                           spacing=o.letter_spacing,
                                           words=o.align == "justify",
                                           shrink=o.space_shrink)
@@ -469,7 +480,15 @@ class PageRenderer(Renderer):
                 align(line, self.breaker.width, self.options.align)
         layout = paginate(lines, self.lines_per_page, self.pitch)
         self.align_right_to_left(layout)
+        if self.options.columns > 1:  # each column's lines moved right to their column
+            for page in layout.pages:
+                for index, line in enumerate(page):
+                    line.shift(index // self.column_lines * self.column_step)
         return layout
+
+    def rows(self, lines) -> list[tuple[int, Line]]:
+        """(row on the page, line) of a page's lines: column after column."""
+        return [(index % self.column_lines, line) for index, line in enumerate(lines)]
 
     def align_right_to_left(self, layout: PageLayout) -> None:
         """Set each right-to-left line ``indent`` in from the right edge of its page's text:
@@ -509,7 +528,7 @@ class PageRenderer(Renderer):
             pdf = write_pdf(
                 [PdfPage(width, height, self.margin_pt,
                          [PdfLine(self.top_pt + row * self.pitch + self.baseline, line.runs)
-                          for row, line in enumerate(lines)],
+                          for row, line in self.rows(lines)],
                          scale=o.horizontal_scale, ink=o.text_color, paper=o.background)
                  for lines, width, height in zip(layout.pages, widths, heights, strict=True)],
                 self.chain, self.size, self.breaker.shaper.hb_face)
@@ -525,7 +544,7 @@ class PageRenderer(Renderer):
         pad = self.options.crop_pad
         widths, heights = [self.page_w] * count, [self.page_h] * count
         if self.options.crop != "none":
-            lines = len(layout.pages[-1])
+            lines = min(len(layout.pages[-1]), self.column_lines)
             content = (self.top_pt + lines * self.pitch + self.bottom_pt if pad is None
                        else self.top_pt + max(lines - 1, 0) * self.pitch + self.glyph_box + pad)
             heights[-1] = min(self.page_h, content)
@@ -573,6 +592,8 @@ class PageRenderer(Renderer):
         return {"version": LAYOUT_VERSION, "fonts": [spec.name for spec in self.chain.specs],
                 "font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
                 **({"top": self.top_pt} if self.top_pt != self.margin_pt else {}),
+                **({"columns": [self.options.columns, self.column_lines]}
+                   if self.options.columns > 1 else {}),
                 "page_width": self.page_w, "baseline": self.baseline, "widths": widths,
                 "heights": heights,
                 "pages": [[[[run.x, run.font, run.text] if run.glyphs is None
@@ -590,6 +611,10 @@ class PageRenderer(Renderer):
         geometry = {"font_size": self.size, "pitch": self.pitch, "margin": self.margin_pt,
                     "top": self.top_pt, "page_width": self.page_w, "baseline": self.baseline}
         record = {"top": record["margin"], **record}
+        if record.get("columns", [1, self.column_lines])[0] != self.options.columns or (
+                self.options.columns > 1 and record["columns"][1] != self.column_lines):
+            raise ValueError("the stored layout was set in other columns; render the corpus "
+                             "again")
         stored = record.get("fonts") or []
         # fonts are only ever added at the chain's end: an older layout's indices still hold
         if record.get("version") != LAYOUT_VERSION or stored != fonts[:len(stored)]:
@@ -617,7 +642,7 @@ class PageRenderer(Renderer):
         m = mupdf()
         text = m.FzText()
         size = self.size
-        for row, line in enumerate(lines):
+        for row, line in self.rows(lines):
             y = self.top_pt + row * self.pitch + self.baseline
             show_runs(text, self.chain.fonts, line.runs, size, self.margin_pt, y)
         return text

@@ -14,7 +14,7 @@ from PIL import Image
 
 from mmconvert.errors import UsageError
 from mmconvert.qa.textlayer import check_pdf
-from mmconvert.renderers.page import PageJob, PageOptions, PageRenderer, RenderConfig
+from mmconvert.renderers.page import PageJob, PageOptions, PageRenderer, RenderConfig, pixels
 from mmconvert.renderers.styles import load, presets
 from tests.conftest import make_item
 from tests.test_cli import run
@@ -44,6 +44,9 @@ FIELDS = {
     "reflow": {"newlines": "reflow", "paragraph_gap": 1},
     "marker": {"newlines": "marker", "newline_marker": " ¶ "},
     "colour": {"color": "rgb", "text_color": "#203060", "background": "#f8f0dc"},
+    "two-columns": {"columns": 2, "align": "justify", "font_size": 9},
+    "three-columns": {"columns": 3, "column_gap": "8mm", "font_size": 8, "crop": "bottom",
+                      "page_size": "letter"},
 }
 
 
@@ -65,7 +68,7 @@ def test_every_style_field_keeps_every_character_inside_the_page(case, script):
         assert "¶" in expected
     scale = renderer.options.horizontal_scale
     for page, width in zip(result.pages, result.layout["widths"], strict=True):
-        assert page.width == round(width * scale / 72 * renderer.options.ppi)
+        assert page.width == pixels(width * scale / 72, renderer.options.ppi)
 
 
 def test_alignment_puts_lines_where_it_says():
@@ -266,3 +269,23 @@ def test_bad_style_flags_are_one_line_before_drawing(tmp_path, args, message):
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "run" / "images").exists()
+
+
+def test_columns_fill_one_after_another_inside_their_bounds():
+    renderer = PageRenderer(PageOptions(columns=3, crop="none"))
+    item = make_item(context=TEXTS["latin"] * 12)
+    layout = renderer.layout(item, "context")
+    page = layout.pages[0]
+    assert len(page) == 3 * renderer.column_lines
+    for index, line in enumerate(page):
+        column = index // renderer.column_lines
+        low = column * renderer.column_step
+        for placed in line.runs:
+            assert low - 1e-6 <= placed.x and placed.end <= low + renderer.column_width + 1e-6
+    one = PageRenderer(PageOptions(crop="none")).render(item, "context")
+    three = renderer.render(item, "context")
+    assert len(three.pages) < len(one.pages)
+    assert PageRenderer(PageOptions(columns=3, crop="none")).redraw(three.layout)[0].png == \
+        three.pages[0].png
+    with pytest.raises(ValueError, match="other columns"):
+        PageRenderer(PageOptions(crop="none")).redraw(three.layout)
