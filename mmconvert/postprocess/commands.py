@@ -36,7 +36,7 @@ def sweep_command() -> click.Command:
     execution = execution_flags("runs/<source>-sweep", skip={"executor", "address"}) \
         + execution_flags("", skip={"out", "workers", "overwrite", "progress"})
 
-    def sweep(varied, target, config_file, **given):
+    def sweep(varied, styled, target, config_file, **given):
         """Make ablation variants of SOURCE: a run folder, or a corpus (rendered once as pages
         into OUT/base, then swept). Each axis is varied alone against the base; every variant
         is a run folder with the same item ids, listed in OUT/sweep.json.
@@ -46,6 +46,7 @@ def sweep_command() -> click.Command:
           mmconvert sweep mmlu-redux --source data/mmlu_redux --ppi 72,92.9,150,300
           mmconvert sweep runs/vistw --scale 0.125,0.25,0.5,2,4
           mmconvert sweep runs/logicocr --rotate 90,180 --jpeg-quality 95,75
+          mmconvert sweep runs/redux --vary-style font_size:9,10,14 --vary-style align:justify
           mmconvert sweep runs/demo --config sweep.yaml   (sweep: {ppi: [72, 150], rotate: [90]})
         """
         from ..config import ExecutionOptions, build, show_progress
@@ -57,6 +58,9 @@ def sweep_command() -> click.Command:
         for text in varied:
             name, listed = parse_vary(text)
             options.setdefault("vary", {})[name] = listed
+        for text in styled:
+            name, listed = parse_vary(text, "--vary-style")
+            options.setdefault("style", {})[name] = listed
         options = build(SweepOptions, options, origin, flags=flag_names(axes))
         run = build(ExecutionOptions, fill(execution, given, {
             "out": Path("runs") / f"{Path(source).stem}-sweep"}), flags=flag_names(execution))
@@ -85,7 +89,11 @@ def sweep_command() -> click.Command:
         click.Option(["--vary", "varied"], multiple=True, metavar="NAME:V1,V2",
                      help="Any registered transform's main option, e.g. blur:0.5,1,2 or "
                           "noise:4,8 or augraphy:ink,scanner; repeatable (mmconvert list "
-                          "transforms).")])
+                          "transforms)."),
+        click.Option(["--vary-style", "styled"], multiple=True, metavar="FIELD:V1,V2",
+                     help="A page style field to draw the items again with, a variant a value, "
+                          "e.g. font_size:9,10,14 or align:justify; repeatable (the guide's "
+                          "page styles).")])
 
 
 def transform_command() -> click.Command:

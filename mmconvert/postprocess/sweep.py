@@ -79,6 +79,9 @@ class SweepOptions(BaseModel):
                                     json_schema_extra=cli(split=True))
     vary: dict[str, list[float | str]] = Field(
         default_factory=dict, description="any registered transform: its main option's values")
+    style: dict[str, list[float | str]] = Field(
+        default_factory=dict, description="page style fields to draw a page run's items again "
+                                          "with, a variant a value (style: {font_size: [9, 12]})")
     resample: Literal[RESAMPLING] = Field("lanczos", description="resampling filter for "
                                                                  "--scale (recorded in each row)")
     jpeg_subsampling: Literal["4:4:4", "4:2:2", "4:2:0"] = Field(
@@ -104,9 +107,11 @@ class SweepOptions(BaseModel):
     def _axes(self):
         for name in self.vary:
             transform_class(name)  # an unknown name: one line with a did-you-mean
+        if "ppi" in self.style:
+            raise ValueError("style: ppi is swept by --ppi, which re-draws the stored layout")
         if not self.variants():
             raise ValueError("give at least one of --ppi, --scale, --rotate, --jpeg-quality, "
-                             "--vary")
+                             "--vary, --vary-style")
         return self
 
     def values(self, cls) -> list:
@@ -115,6 +120,8 @@ class SweepOptions(BaseModel):
 
     def variants(self) -> list[Variant]:
         out = [Variant("ppi", value) for value in self.ppi]
+        for name, values in self.style.items():
+            out.extend(Variant(name, value, style=True) for value in dict.fromkeys(values))
         for cls in transforms_in_order():
             settings = {option: getattr(self, field)
                         for field, option in cls.sweep_settings.items()}
@@ -128,15 +135,17 @@ class SweepOptions(BaseModel):
         return out
 
     def record(self) -> dict[str, Any]:
-        """What sweep.json records (``vary`` only when given)."""
-        return self.model_dump(mode="json", exclude=set() if self.vary else {"vary"})
+        """What sweep.json records (``vary`` and ``style`` only when given)."""
+        return self.model_dump(mode="json",
+                               exclude={k for k in ("vary", "style") if not getattr(self, k)})
 
 
 @dataclass(frozen=True)
 class Variant:
     axis: str
     value: float | str
-    step: Transform | None = None  # None: a PPI re-draw
+    step: Transform | None = None  # None: a PPI re-draw, or with ``style`` a new drawing
+    style: bool = False  # ``axis`` is a field of the renderer's options, drawn again
 
     @property
     def shown(self) -> float | int | str:
@@ -146,11 +155,13 @@ class Variant:
 
     @property
     def name(self) -> str:
-        prefix = self.step.folder if self.step else "ppi"
+        prefix = self.step.folder if self.step else self.axis if self.style else "ppi"
         return f"{prefix}-{self.shown:g}" if not isinstance(self.shown, str) else \
             f"{prefix}-{self.shown}"
 
     def is_base(self, base_ppi: float | None) -> bool:
+        if self.style:
+            return False
         if self.step is None:
             return self.value == base_ppi
         return self.step.identity is not None and self.value == self.step.identity
@@ -191,11 +202,13 @@ def read_run(base: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return folder.info(), folder.rows()
 
 
-def parse_vary(text: str) -> tuple[str, list[float | str]]:
-    """``--vary NAME:V1,V2`` as the transform's name and its values (numbers where they are)."""
+def parse_vary(text: str, flag: str = "--vary") -> tuple[str, list[float | str]]:
+    """``--vary NAME:V1,V2`` as the transform's name and its values (numbers where they are);
+    ``--vary-style FIELD:V1,V2`` as a style field and its values."""
     name, _, listed = text.partition(":")
     if not listed:
-        raise UsageError(f"--vary {text}: expected NAME:V1,V2 (e.g. blur:0.5,1,2)")
+        example = "font_size:9,12" if flag == "--vary-style" else "blur:0.5,1,2"
+        raise UsageError(f"{flag} {text}: expected NAME:V1,V2 (e.g. {example})")
 
     def value(part: str) -> float | str:
         try:
@@ -227,6 +240,8 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
                          f"the {renderer.name} renderer: use --scale to change its resolution")
     if info.get("variant") and options.ppi:
         raise UsageError(f"{base} is itself a sweep variant; sweep PPI from its base run")
+    if options.style:
+        _check_style_axes(base, renderer, options)
     summary = SweepSummary(out=out, items=len(rows))
     work: list[Variant] = []
     for variant in options.variants():
@@ -263,6 +278,33 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
         _write_info(folders[v.name], base, info, v, options, "complete")
     _write_sweep(out, base, options, summary, "complete")
     return summary
+
+
+def _check_style_axes(base: Path, renderer, options: SweepOptions) -> None:
+    """Style axes need a renderer that draws its rows again (``Renderer.restyles``) and
+    name its options' fields, with values they take: one line otherwise."""
+    import difflib
+
+    from pydantic import ValidationError
+
+    from ..options import first_error
+
+    if not renderer.restyles:
+        raise UsageError(f"--vary-style draws a run's items again; {base} was made by the "
+                         f"{renderer.name} renderer, which does not")
+    fields = renderer.options_model.model_fields
+    for name, values in options.style.items():
+        if name not in fields or name == "render":
+            close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"--vary-style {name}: not a style field of the {renderer.name} "
+                             f"renderer{hint}")
+        for value in values:
+            try:
+                renderer.options_model.model_validate({name: value})
+            except ValidationError as err:
+                raise UsageError(f"--vary-style {name}:{value}: "
+                                 f"{first_error(err)['msg']}") from None
 
 
 def _identity(base: Path, info: dict[str, Any], variant: Variant,
@@ -321,8 +363,14 @@ class VariantMaker:
 
     def make(self, row: dict[str, Any], variants: list[Variant]) -> dict[str, Made | Failed]:
         results: dict[str, Made | Failed] = {}
-        redraws = [v for v in variants if v.step is None]
+        redraws = [v for v in variants if v.step is None and not v.style]
         others = [v for v in variants if v.step is not None]
+        for variant in (v for v in variants if v.style):
+            try:
+                results[variant.name] = Made(row_renderer(row).restyled(
+                    row, {variant.axis: variant.value}))
+            except ItemError as err:
+                results[variant.name] = Failed(err)
         if redraws:
             try:
                 results.update(self._redraw(row, redraws))

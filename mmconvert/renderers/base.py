@@ -70,6 +70,8 @@ class Renderer:
     ocr_edge_words: ClassVar[bool] = False
     # draws its stored layout again at another PPI (``redraw_at``)
     redraws: ClassVar[bool] = False
+    # draws a row's item again with other options (``restyled``): sweeps vary style fields
+    restyles: ClassVar[bool] = False
     # its answer is the list of covered spans, scored span by span with VCR's exact match and
     # Jaccard index, not an option letter or an accepted string
     answer_spans: ClassVar[bool] = False
@@ -90,6 +92,12 @@ class Renderer:
             dry_run: bool = False) -> Job:
         """What a worker does with each item of a run made with ``config``; ``api`` and
         ``dry_run`` for a renderer that is ``paid``."""
+        raise NotImplementedError
+
+    @classmethod
+    def restyled(cls, row: dict[str, Any], values: dict[str, Any]):
+        """A ``runfolder.Output`` holding ``row``'s item drawn again with ``values`` over its
+        recorded options (a new row and its files); an ItemError when they do not fit."""
         raise NotImplementedError
 
     @classmethod

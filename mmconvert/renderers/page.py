@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Iterator
@@ -361,6 +362,7 @@ class PageRenderer(Renderer):
     roles = shown_roles = ocr_roles = paper_roles = ("page",)
     checks = frozenset({"ocr", "text_layer", "image"})
     redraws = True
+    restyles = True
 
     @classmethod
     def job(cls, config: RenderConfig, api: ApiOptions | None = None, *,
@@ -370,6 +372,38 @@ class PageRenderer(Renderer):
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> PageRenderer:
         return cls(cls.options_from(params))
+
+    @classmethod
+    def restyled(cls, row: dict[str, Any], values: dict[str, Any]) -> Output:
+        params = row["renderer"]["params"]
+        part = params.get("render") or "options"
+        item = item_from_row(row)
+        try:
+            renderer = cls.from_params({**params, **values})
+        except ValidationError as err:
+            shown = ", ".join(f"{k}={v}" for k, v in values.items())
+            raise ItemError(f"{shown}: {first_error(err)['msg']}", where=row["id"],
+                            field=next(iter(values)), item_id=row["id"], stage="sweep") \
+                from None
+        result = renderer.render(item, part)
+        output, new = Output(), copy.deepcopy(row)
+        new.pop("pdf", None)  # a restyled row keeps no PDF: the row draws it again
+        new["renderer"]["params"] = renderer.row_params(part)
+        new["images"] = [output.image(item_file("images", item.id, f"_p{number:03d}.png"),
+                                      page.png, "page", page.width, page.height,
+                                      ppi=renderer.options.ppi)
+                         for number, page in enumerate(result.pages, start=1)]
+        new["layout"] = layout_file(output, item.id, result.layout)
+        output.row = new
+        return output
+
+    def row_params(self, part: RenderPart) -> dict[str, Any]:
+        """What a row records of this renderer: its whole style, the part drawn, and the
+        sha256 of the fonts the style names."""
+        params = {**self.options.model_dump(mode="json"), "render": part}
+        if self.options.font:
+            params["font_sha256"] = self.chain.user_sha256()
+        return params
 
     @classmethod
     def expected_text(cls, row: dict[str, Any]) -> str:
@@ -740,10 +774,7 @@ class PageJob(Job):
         images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), page.png,
                                "page", page.width, page.height, ppi=config.page.ppi)
                   for number, page in enumerate(result.pages, start=1)]
-        params = {**renderer.options.model_dump(mode="json"), "render": part}
-        if renderer.options.font:
-            params["font_sha256"] = renderer.chain.user_sha256()
-        row = row_head(item, renderer, params, config.seed)
+        row = row_head(item, renderer, renderer.row_params(part), config.seed)
         row["images"] = images
         row["layout"] = layout_file(output, item.id, result.layout)
         if result.pdf is not None:

@@ -351,3 +351,42 @@ def test_a_sweep_rerun_leaves_sweep_json_byte_identical(tmp_path):
     assert result.exit_code == 0 and "3 already done" in result.output
     assert (out / "sweep.json").read_bytes() == first
     assert json.loads(first)["items"] == 3
+
+
+def test_a_style_field_sweep_draws_the_items_again_as_a_direct_render_would(tmp_path,
+                                                                             occlusions):
+    out = tmp_path / "s"
+    result = run("sweep", "mmlu-redux", "--source", REDUX_CSV, "--limit", 3, "--out", out,
+                 "--vary-style", "font_size:9,14", "--vary-style", "align:justify",
+                 "--vary-style", "columns:2")
+    assert result.exit_code == 0, result.output
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert [v["name"] for v in sweep["variants"]] == ["font_size-9", "font_size-14",
+                                                      "align-justify", "columns-2"]
+    assert sweep["options"]["style"] == {"font_size": [9.0, 14.0], "align": ["justify"],
+                                         "columns": [2.0]}
+    direct = tmp_path / "direct"
+    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 3, "--font-size", 9,
+               "--out", direct).exit_code == 0
+    swept, made = rows(out / "font_size-9"), rows(direct)
+    assert [r["renderer"]["params"] for r in swept] == [r["renderer"]["params"] for r in made]
+    for a, b in zip(swept, made, strict=True):
+        assert [i["sha256"] for i in a["images"]] == [i["sha256"] for i in b["images"]]
+        assert a["prompt"] == b["prompt"] and a["answer"] == b["answer"]
+    assert all(r["renderer"]["params"]["columns"] == 2 for r in rows(out / "columns-2"))
+    # a resumed sweep has nothing to do
+    again = run("sweep", "mmlu-redux", "--source", REDUX_CSV, "--limit", 3, "--out", out,
+                "--vary-style", "font_size:9,14", "--vary-style", "align:justify",
+                "--vary-style", "columns:2")
+    assert again.exit_code == 0 and "0 item image set(s) made" in again.output
+    for args, message in (
+            (("--vary-style", "font_sise:9"), "not a style field of the page renderer; did "
+                                              "you mean 'font_size'?"),
+            (("--vary-style", "font_size:99"), "--vary-style font_size:99.0: Input should be "
+                                               "less than or equal to 72"),
+            (("--vary-style", "ppi:150"), "style: ppi is swept by --ppi"),
+            (("--vary-style", "font_size"), "--vary-style font_size: expected NAME:V1,V2")):
+        bad = run("sweep", out / "font_size-9", *args, "--out", tmp_path / "bad")
+        assert bad.exit_code == 2 and message in bad.output, bad.output
+    other = run("sweep", occlusions, "--vary-style", "font_size:9", "--out", tmp_path / "o")
+    assert other.exit_code == 2 and "which does not" in other.output
