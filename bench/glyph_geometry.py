@@ -89,7 +89,9 @@ def run_mmconvert(items_file: Path, out: Path, *args: str) -> tuple[dict[str, li
                    check=True, capture_output=True, cwd=ROOT)
     seconds = time.perf_counter() - started
     sizes = {}
-    for line in (out / "manifest.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (out / "manifest.jsonl").read_text(encoding="utf-8").split("\n"):
+        if not line:
+            continue
         row = json.loads(line)
         sizes[row["id"]] = [(image["width"], image["height"]) for image in row["images"]]
     return sizes, seconds

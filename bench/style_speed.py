@@ -49,8 +49,8 @@ def render(items: Path, out: Path, style: str, ppi: float) -> tuple[float, int, 
                     "context", "--style", style, "--ppi", str(ppi), "--out", str(out),
                     "--overwrite"], check=True, capture_output=True, cwd=ROOT)
     seconds = time.perf_counter() - started
-    images = [image for line in (out / "manifest.jsonl").read_text(encoding="utf-8").splitlines()
-              for image in json.loads(line)["images"]]
+    lines = (out / "manifest.jsonl").read_text(encoding="utf-8").split("\n")
+    images = [image for line in lines if line for image in json.loads(line)["images"]]
     return seconds, len(images), sum(i["width"] * i["height"] for i in images) / 1e6
 
 

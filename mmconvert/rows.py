@@ -113,6 +113,8 @@ class QuestionRow(Row):
 class PageRow(QuestionRow):
     layout: LayoutRef | None = None  # runs made before layouts were stored have none
     pdf: RunPath | None = None
+    # a run with a target (--target-ratio, --vision-budget): what each item met
+    target: dict[str, Any] | None = None
 
 
 class MaskedSpan(Strict):

@@ -98,6 +98,24 @@ def claude(width: int, height: int) -> int:
 
 TOKEN_RULES = {"qwen2-vl": qwen2_vl, "internvl2.5": internvl, "llava-1.5": llava_1_5,
                "gpt-4o": gpt_4o, "claude": claude}
+# other names of the same rules (Qwen2.5-VL's processor is Qwen2-VL's, with its defaults)
+RULE_ALIASES = {"qwen2.5-vl": "qwen2-vl", "internvl3": "internvl2.5", "internvl2": "internvl2.5"}
+
+
+def token_rule(name: str):
+    """The vision-token rule of model ``name``; one line naming the known ones otherwise."""
+    import difflib
+
+    from .errors import UsageError
+
+    key = RULE_ALIASES.get(name, name)
+    if key in TOKEN_RULES:
+        return TOKEN_RULES[key]
+    known = [*TOKEN_RULES, *RULE_ALIASES]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise UsageError(f"no vision-token rule for model {name!r} (known: {', '.join(known)})"
+                     f"{hint}")
 
 
 # --- gathering -----------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from .pdfwriter import PdfLine, PdfPage, write_pdf
 from .shaping import ShapingLineBreaker, first_strong_rtl
 from .style import Colour, Inches, Points, flow, is_gray, page_size
 from .styles import Style
+from .target import TOLERANCE, TargetOptions, fit
 
 if TYPE_CHECKING:
     from ..config import ApiOptions
@@ -249,6 +250,7 @@ class RenderConfig(RunConfig):
                     "page style fields a value, a choice or a range drawn per item; flags "
                     "given beside it win")
     page: PageOptions = Field(default_factory=PageOptions)
+    target: TargetOptions = Field(default_factory=TargetOptions)
     pdf: bool = Field(False, description="keep each item's vector PDF in pdf/")
     prompt_style: Literal["cot", "direct"] = Field(
         "cot", description="prompt style of the manifest's prompts")
@@ -297,6 +299,8 @@ class RenderConfig(RunConfig):
         data["page"] = self.page.identity()
         if self.style is None:  # runs made before styles recorded none
             data.pop("style", None)
+        if not self.target.wanted:  # nor targets
+            data.pop("target", None)
         return data
 
 
@@ -329,6 +333,19 @@ def image_fields(item: Item, part: RenderPart) -> list[tuple[str, str]]:
     if part in ("options", "all"):
         fields.extend((f"options[{i}]", o) for i, o in enumerate(item.options))
     return fields
+
+
+def drawn_text(item: Item, part: RenderPart, params: dict[str, Any]) -> str:
+    """The text a page of ``item`` draws for ``part`` with the style ``params`` (a row's
+    recorded options): its fields in order, options with their letters, newlines as the
+    style sets them."""
+    newlines = params.get("newlines", "keep")
+    marker = params.get("newline_marker", "")
+    gap = params.get("paragraph_gap", 0)
+    fields = [(name, text if newlines == "keep" and not gap
+               else flow(normalise(text), newlines, marker, gap))
+              for name, text in image_fields(item, part)]
+    return "\n".join(text for _, text in label_fields(fields))
 
 
 def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
@@ -407,16 +424,8 @@ class PageRenderer(Renderer):
 
     @classmethod
     def expected_text(cls, row: dict[str, Any]) -> str:
-        item = item_from_row(row)
         params = row["renderer"]["params"]
-        part = params.get("render") or "options"
-        newlines = params.get("newlines", "keep")
-        marker = params.get("newline_marker", "")
-        gap = params.get("paragraph_gap", 0)
-        fields = [(name, text if newlines == "keep" and not gap
-                   else flow(normalise(text), newlines, marker, gap))
-                  for name, text in image_fields(item, part)]
-        return "\n".join(text for _, text in label_fields(fields))
+        return drawn_text(item_from_row(row), params.get("render") or "options", params)
 
     @classmethod
     def text_question(cls, row: dict[str, Any]) -> str | None:
@@ -726,9 +735,75 @@ class PageJob(Job):
         # renderers of the styles drawn per item, by their options
         self._drawn: dict[str, PageRenderer] = {}
         self.style = config.drawn_style
+        target = config.target
+        self.target = target if target.wanted else None
+        self.tokenizer = None
+        if self.target is not None:
+            from ..stats import token_rule
+            from ..tokens import load_tokenizer
+
+            self.rule = token_rule(target.ratio_model)
+            if target.tokenizer:
+                self.tokenizer = load_tokenizer(target.tokenizer)
         draws = self.style.draws if self.style else {}
         for fonts in (draws["font"].values if "font" in draws else []):
             page_chain(tuple(fonts))  # a bad font file is refused before the first item
+
+    def report(self, rows) -> dict[str, Any]:
+        """With a target: how many items met it (the others' rows say why not), also said
+        on stderr when any did not."""
+        if self.target is None:
+            return {}
+        records = [row["target"] for row in rows() if row.get("target")]
+        off = sum(not record["within"] for record in records)
+        if off:
+            import click
+
+            click.echo(f"{off} of {len(records)} item(s) are off target by more than 5 % "
+                       "(their rows' target.reason says why)", err=True)
+        return {"target": {"items": len(records), "within": len(records) - off,
+                           "tolerance": TOLERANCE}}
+
+    def fitted(self, item: Item, part: RenderPart,
+               renderer: PageRenderer) -> tuple[PageRenderer, dict[str, Any]]:
+        """The item's renderer at the font size that meets the run's target, and the row's
+        record of it (the target, what was met, the layouts it took; a reason when the
+        bounds keep it off target, which ``--on-error skip`` skips)."""
+        from ..stats import image_tokens
+
+        base = renderer.options.model_dump()
+        text = drawn_text(item, part, base)
+        text_tokens = self.tokenizer.count(text) if self.tokenizer else None
+        sized: dict[float, PageRenderer] = {}
+
+        def at(size: float) -> PageRenderer | None:
+            if size not in sized:
+                values = {**base, "font_size": size}
+                if base["line_pitch"] is not None:  # a fixed pitch keeps its share of the size
+                    values["line_pitch"] = base["line_pitch"] * size / base["font_size"]
+                values.pop("page_size", None)
+                try:
+                    sized[size] = PageRenderer(PageOptions.model_validate(values))
+                except ValidationError:
+                    sized[size] = None
+            return sized[size]
+
+        def tokens_at(size: float) -> int | None:
+            drawer = at(size)
+            if drawer is None:
+                return None
+            widths, heights = drawer.page_sizes(drawer.layout(item, part))
+            scale, ppi = drawer.options.horizontal_scale, drawer.options.ppi
+            return image_tokens(self.rule, [
+                {"width": pixels(w * scale / POINTS_PER_INCH, ppi),
+                 "height": pixels(h / POINTS_PER_INCH, ppi)}
+                for w, h in zip(widths, heights, strict=True)])
+
+        found = fit(self.target, text_tokens, tokens_at, start=base["font_size"])
+        if not found.record["within"] and self.config.on_error == "skip":
+            raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
+                            item.id, field="target", item_id=item.id, stage="render")
+        return at(found.font_size) or renderer, found.record
 
     def renderer_for(self, item: Item) -> PageRenderer:
         """The item's renderer: the run's, or one of the style drawn for it."""
@@ -769,6 +844,9 @@ class PageJob(Job):
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()
         renderer = self.renderer_for(item)
+        target = None
+        if self.target is not None:
+            renderer, target = self.fitted(item, part, renderer)
         result = renderer.render(item, part, want_pdf=config.pdf)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
         images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), page.png,
@@ -776,6 +854,8 @@ class PageJob(Job):
                   for number, page in enumerate(result.pages, start=1)]
         row = row_head(item, renderer, renderer.row_params(part), config.seed)
         row["images"] = images
+        if target is not None:
+            row["target"] = target
         row["layout"] = layout_file(output, item.id, result.layout)
         if result.pdf is not None:
             rel = item_file("pdf", item.id, ".pdf")
