@@ -47,6 +47,37 @@ def qwen2_vl(width: int, height: int, *, factor: int = 28, min_pixels: int = 56 
     return (h // factor) * (w // factor)
 
 
+def qwen3_vl(width: int, height: int) -> int | None:
+    """Qwen3-VL: Qwen2-VL's rule with 16 px patches (32 px cells after the 2 x 2 merge) and
+    its preprocessor's pixel bounds, 65,536 to 16,777,216."""
+    return qwen2_vl(width, height, factor=32, min_pixels=65_536, max_pixels=16_777_216)
+
+
+def glm4v(width: int, height: int, *, factor: int = 28, min_pixels: int = 112 * 112,
+          max_pixels: int = 28 * 28 * 15_000, frames: int = 2) -> int | None:
+    """GLM-4.1V (Glyph's base model): an image is taken as ``frames`` (2) identical frames;
+    a side under 28 px first scales the image up (whole pixels, aspect kept); then each side
+    is rounded to a multiple of 28 px with the pixel count of both frames kept within
+    [min_pixels, max_pixels]; one token per 28 x 28 px cell. None for sides that differ more
+    than 200-fold, which the processor refuses."""
+    if height < factor or width < factor:
+        grow = max(factor / height, factor / width)
+        height, width = int(height * grow), int(width * grow)
+    if max(width, height) / min(width, height) > 200:
+        return None
+    h = round(height / factor) * factor
+    w = round(width / factor) * factor
+    if frames * h * w > max_pixels:
+        shrink = math.sqrt(frames * height * width / max_pixels)
+        h = max(factor, math.floor(height / shrink / factor) * factor)
+        w = max(factor, math.floor(width / shrink / factor) * factor)
+    elif frames * h * w < min_pixels:
+        grow = math.sqrt(min_pixels / (frames * height * width))
+        h = math.ceil(height * grow / factor) * factor
+        w = math.ceil(width * grow / factor) * factor
+    return (h // factor) * (w // factor)
+
+
 def internvl(width: int, height: int, *, tile: int = 448, max_tiles: int = 12,
              per_tile: int = 256) -> int:
     """InternVL 2 / 2.5 dynamic resolution: the grid of 448 px tiles (at most 12) whose aspect
@@ -96,10 +127,29 @@ def claude(width: int, height: int) -> int:
     return math.ceil(round(width * scale) * round(height * scale) / 750)
 
 
-TOKEN_RULES = {"qwen2-vl": qwen2_vl, "internvl2.5": internvl, "llava-1.5": llava_1_5,
-               "gpt-4o": gpt_4o, "claude": claude}
+TOKEN_RULES = {"qwen2-vl": qwen2_vl, "qwen3-vl": qwen3_vl, "glm-4.1v": glm4v,
+               "internvl2.5": internvl, "llava-1.5": llava_1_5, "gpt-4o": gpt_4o,
+               "claude": claude}
+# where each rule comes from, and when it was last checked against that source
+RULE_SOURCES = {
+    "qwen2-vl": ("transformers 5.23 Qwen2VLImageProcessorPil, min_pixels 3136, max_pixels "
+                 "12845056 (Qwen2-VL-7B-Instruct's preprocessor_config.json)", "2026-11-24"),
+    "qwen3-vl": ("transformers 5.23 Qwen2VLImageProcessorPil with patch_size 16, "
+                 "min_pixels 65536, max_pixels 16777216 (Qwen3-VL's preprocessor settings)",
+                 "2026-11-24"),
+    "glm-4.1v": ("transformers 5.23 Glm4vImageProcessorPil at its defaults (shortest_edge "
+                 "12544, longest_edge 11760000)", "2026-11-24"),
+    "internvl2.5": ("transformers 5.23 GotOcr2ImageProcessorPil, crop_to_patches, 1-12 tiles "
+                    "of 448 (InternVL3-hf)", "2026-11-24"),
+    "llava-1.5": ("LLaVA-1.5: 336 px CLIP-L/14, 576 tokens", "2026-11-24"),
+    "gpt-4o": ("OpenAI's image pricing guide: 85 + 170 a 512 px tile at detail high",
+               "2026-11-24"),
+    "claude": ("Anthropic's vision guide: long edge to 1568 px, width x height / 750",
+               "2026-11-24"),
+}
 # other names of the same rules (Qwen2.5-VL's processor is Qwen2-VL's, with its defaults)
-RULE_ALIASES = {"qwen2.5-vl": "qwen2-vl", "internvl3": "internvl2.5", "internvl2": "internvl2.5"}
+RULE_ALIASES = {"qwen2.5-vl": "qwen2-vl", "internvl3": "internvl2.5", "internvl2": "internvl2.5",
+                "glyph": "glm-4.1v"}
 
 
 def token_rule(name: str):
@@ -219,6 +269,7 @@ def gather(run: Path, tokenizer=None) -> dict[str, Any]:
         "vision_tokens_per_item": {name: summarise([i["tokens"][name] for i in per_item])
                                    for name in TOKEN_RULES},
         "token_rules": {name: " ".join((rule.__doc__ or "").split())
+                        + f" Source: {RULE_SOURCES[name][0]}; checked {RULE_SOURCES[name][1]}."
                         for name, rule in TOKEN_RULES.items()},
         **(compression(per_item, tokenizer) if tokenizer is not None else {}),
         "per_item": per_item, "per_image": per_image,

@@ -66,8 +66,9 @@ def test_stats_command_prints_and_plots(tmp_path):
             assert image.width > 300 and image.getextrema() != ((255, 255),) * 4
     figures = json.loads(run("stats", out, "--json", "--no-plots").output)
     assert figures["items"] == 5 and figures["images_per_item"]["max"] == 1
-    assert set(figures["vision_tokens_per_item"]) == {"qwen2-vl", "internvl2.5", "llava-1.5",
-                                                      "gpt-4o", "claude"}
+    assert set(figures["vision_tokens_per_item"]) == {"qwen2-vl", "qwen3-vl", "glm-4.1v",
+                                                      "internvl2.5", "llava-1.5", "gpt-4o",
+                                                      "claude"}
     widths = [image["width"] for image in figures["per_image"]]
     assert figures["width"]["min"] == min(widths) < 768  # cut to the widest line
     result = run("stats", tmp_path)
@@ -174,3 +175,46 @@ def test_internvl_tokens_equal_transformers_processor_on_1000_sizes():
     for width, height in sizes_16_to_8k():
         assert internvl(width, height) == \
             256 * processor.get_number_of_image_patches(height, width, {}), (width, height)
+
+
+def test_qwen3_vl_tokens_equal_transformers_processor_on_1000_sizes():
+    """Qwen3-VL's preprocessor: Qwen2-VL's processor with 16 px patches, merge 2, pixels
+    65,536 to 16,777,216."""
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+        Qwen2VLImageProcessorPil,
+    )
+
+    from mmconvert.stats import qwen3_vl
+
+    processor = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, min_pixels=65_536,
+                                         max_pixels=16_777_216)
+    for width, height in sizes_16_to_8k():
+        try:
+            expected = processor.get_number_of_image_patches(height, width, {}) // 4
+        except ValueError:
+            expected = None
+        assert qwen3_vl(width, height) == expected, (width, height)
+
+
+def test_glm4v_tokens_equal_transformers_processor_on_1000_sizes():
+    """GLM-4.1V (Glyph's base): Glm4vImageProcessorPil at its defaults."""
+    from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
+
+    from mmconvert.stats import glm4v
+
+    processor = Glm4vImageProcessorPil()
+    refused = 0
+    for width, height in sizes_16_to_8k():
+        try:
+            expected = processor.get_number_of_image_patches(height, width, {}) // 4
+        except ValueError:
+            expected, refused = None, refused + 1
+        assert glm4v(width, height) == expected, (width, height)
+    assert refused >= 2
+
+
+def test_every_rule_names_its_source_and_the_date_it_was_checked():
+    from mmconvert.stats import RULE_SOURCES, TOKEN_RULES
+
+    assert set(RULE_SOURCES) == set(TOKEN_RULES)
+    assert all(len(date) == 10 for _, date in RULE_SOURCES.values())
