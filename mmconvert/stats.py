@@ -78,6 +78,33 @@ def glm4v(width: int, height: int, *, factor: int = 28, min_pixels: int = 112 * 
     return (h // factor) * (w // factor)
 
 
+def idefics3(width: int, height: int, *, longest: int = 4 * 364, tile: int = 364,
+             per_tile: int = 169) -> int:
+    """Idefics3 (and SmolVLM, with its own sizes): the long side scaled to ``longest`` px
+    (up or down; the short side truncated, then made even), cut into ``tile`` px tiles, plus
+    the whole image as one more tile when there is more than one; ``per_tile`` tokens a
+    tile."""
+    if width >= height:
+        w, h = longest, int(longest / (width / height))
+    else:
+        w, h = int(longest * (width / height)), longest
+    w, h = max(w + w % 2, 1), max(h + h % 2, 1)
+    rows, cols = math.ceil(h / tile), math.ceil(w / tile)
+    tiles = rows * cols + 1 if rows * cols > 1 else 1
+    return per_tile * tiles
+
+
+def pixtral(width: int, height: int, *, longest: int = 1024, patch: int = 16) -> int:
+    """Pixtral: an image over ``longest`` px on a side shrunk to fit (whole pixels, rounded
+    down), one token per 16 px patch (a part patch counts), and one more a row (the row
+    breaks, the last of them the image's end)."""
+    shrink = max(height / longest, width / longest)
+    if shrink > 1:
+        height, width = math.floor(height / shrink), math.floor(width / shrink)
+    rows, cols = (height - 1) // patch + 1, (width - 1) // patch + 1
+    return rows * (cols + 1)
+
+
 def internvl(width: int, height: int, *, tile: int = 448, max_tiles: int = 12,
              per_tile: int = 256) -> int:
     """InternVL 2 / 2.5 dynamic resolution: the grid of 448 px tiles (at most 12) whose aspect
@@ -128,8 +155,8 @@ def claude(width: int, height: int) -> int:
 
 
 TOKEN_RULES = {"qwen2-vl": qwen2_vl, "qwen3-vl": qwen3_vl, "glm-4.1v": glm4v,
-               "internvl2.5": internvl, "llava-1.5": llava_1_5, "gpt-4o": gpt_4o,
-               "claude": claude}
+               "internvl2.5": internvl, "idefics3": idefics3, "pixtral": pixtral,
+               "llava-1.5": llava_1_5, "gpt-4o": gpt_4o, "claude": claude}
 # where each rule comes from, and when it was last checked against that source
 RULE_SOURCES = {
     "qwen2-vl": ("transformers 5.23 Qwen2VLImageProcessorPil, min_pixels 3136, max_pixels "
@@ -141,6 +168,11 @@ RULE_SOURCES = {
                  "12544, longest_edge 11760000)", "2026-11-24"),
     "internvl2.5": ("transformers 5.23 GotOcr2ImageProcessorPil, crop_to_patches, 1-12 tiles "
                     "of 448 (InternVL3-hf)", "2026-11-24"),
+    "idefics3": ("transformers 5.23 Idefics3 image processor settings (longest_edge 1456, "
+                 "364 px tiles) as SmolVLMImageProcessorPil.get_number_of_image_patches "
+                 "counts them; 169 tokens a tile (Idefics3-8B)", "2026-11-24"),
+    "pixtral": ("transformers 5.23 PixtralImageProcessorPil (longest_edge 1024, 16 px "
+                "patches) and PixtralProcessor's [IMG_BREAK]/[IMG_END] a row", "2026-11-24"),
     "llava-1.5": ("LLaVA-1.5: 336 px CLIP-L/14, 576 tokens", "2026-11-24"),
     "gpt-4o": ("OpenAI's image pricing guide: 85 + 170 a 512 px tile at detail high",
                "2026-11-24"),

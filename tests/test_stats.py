@@ -67,8 +67,8 @@ def test_stats_command_prints_and_plots(tmp_path):
     figures = json.loads(run("stats", out, "--json", "--no-plots").output)
     assert figures["items"] == 5 and figures["images_per_item"]["max"] == 1
     assert set(figures["vision_tokens_per_item"]) == {"qwen2-vl", "qwen3-vl", "glm-4.1v",
-                                                      "internvl2.5", "llava-1.5", "gpt-4o",
-                                                      "claude"}
+                                                      "internvl2.5", "idefics3", "pixtral",
+                                                      "llava-1.5", "gpt-4o", "claude"}
     widths = [image["width"] for image in figures["per_image"]]
     assert figures["width"]["min"] == min(widths) < 768  # cut to the widest line
     result = run("stats", tmp_path)
@@ -218,3 +218,37 @@ def test_every_rule_names_its_source_and_the_date_it_was_checked():
 
     assert set(RULE_SOURCES) == set(TOKEN_RULES)
     assert all(len(date) == 10 for _, date in RULE_SOURCES.values())
+
+
+def test_idefics3_tokens_equal_transformers_processor_on_1000_sizes():
+    """Idefics3's tiles as SmolVLM's PIL processor counts them with Idefics3's sizes (its
+    defaults): 169 tokens a tile, one tile when the image is not split."""
+    from transformers.models.smolvlm.image_processing_pil_smolvlm import (
+        SmolVLMImageProcessorPil,
+    )
+
+    from mmconvert.stats import idefics3
+
+    processor = SmolVLMImageProcessorPil()
+    assert processor.size["longest_edge"] == 4 * 364
+    for width, height in sizes_16_to_8k():
+        patches = processor.get_number_of_image_patches(height, width, {})[0]
+        assert idefics3(width, height) == 169 * max(patches, 1), (width, height)
+
+
+def test_pixtral_tokens_equal_transformers_processor_on_1000_sizes():
+    """Pixtral: the PIL processor's resize (read from an image's shape alone: a broadcast
+    array, no pixels) and a token a 16 px patch plus one a row."""
+    import numpy as np
+    from transformers.models.pixtral.image_processing_pil_pixtral import (
+        get_resize_output_image_size,
+    )
+
+    from mmconvert.stats import pixtral
+
+    pixel = np.zeros((1, 1, 3), dtype=np.uint8)
+    for width, height in sizes_16_to_8k():
+        image = np.broadcast_to(pixel, (height, width, 3))
+        h, w = get_resize_output_image_size(image, (1024, 1024), (16, 16),
+                                            input_data_format="channels_last")
+        assert pixtral(width, height) == (h // 16) * (w // 16 + 1), (width, height)
