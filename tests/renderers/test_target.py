@@ -98,8 +98,8 @@ def test_off_target_items_are_skipped_with_on_error_skip(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--target-ratio", "2", "--tokenizer", "x"], "need --ratio-model"),
     (["--target-ratio", "2", "--ratio-model", "qwen2-vl"], "needs --tokenizer"),
-    (["--vision-budget", "256", "--ratio-model", "pixtral"],
-     "no vision-token rule for model 'pixtral' (known: qwen2-vl"),
+    (["--vision-budget", "256", "--ratio-model", "gemma-9"],
+     "no vision-token rule for model 'gemma-9' (known: qwen2-vl"),
     (["--vision-budget", "256", "--ratio-model", "qwen2-vl", "--target-ratio", "2"],
      "not both"),
     (["--ratio-model", "qwen2-vl"], "give --target-ratio or --vision-budget"),
