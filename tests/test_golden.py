@@ -93,6 +93,9 @@ STYLE_FIELD_CASES = {
     "reflow-gap": {"newlines": "reflow", "paragraph_gap": 1},
     "marker": {"newlines": "marker", "newline_marker": " ⏎ "},
     "two-columns": {"columns": 2, "align": "justify", "font_size": 9},
+    "marker-paragraph-colours": {"newlines": "marker", "color": "rgb",
+                                 "newline_marker_color": "#c00000",
+                                 "paragraph_color": "#eef3f8"},
 }
 
 

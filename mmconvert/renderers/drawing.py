@@ -71,6 +71,22 @@ def paint(pix, colour: str, gray: bool) -> None:
         samples[:] = bytes.fromhex(colour[1:]) * (len(samples) // 3)
 
 
+def paint_box(pix, colour: str, box: tuple[int, int, int, int]) -> None:
+    """Fill the pixel box (left, top, right, bottom; cut to the pixmap) with ``colour``."""
+    import numpy as np
+
+    m = mupdf()
+    width, height, channels = pix.w(), pix.h(), pix.n()
+    left, top = max(0, box[0]), max(0, box[1])
+    right, bottom = min(width, box[2]), min(height, box[3])
+    if right <= left or bottom <= top:
+        return
+    samples = np.frombuffer(m.fz_pixmap_samples_memoryview(pix), dtype=np.uint8)
+    pixels = samples.reshape(height, width, channels)
+    values = bytes.fromhex(colour[1:])
+    pixels[top:bottom, left:right] = values[:1] if channels == 1 else list(values)
+
+
 def set_png_ppi(png: bytes, ppi: float) -> bytes:
     """Write the PPI into the PNG's pHYs chunk (whole pixels per metre), replacing MuPDF's."""
     ppm = round(ppi / 0.0254)

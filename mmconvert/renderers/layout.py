@@ -355,6 +355,51 @@ def align(line: Line, edge: float, mode: str) -> None:
         line.width += room
 
 
+def marked_run(run: Run, marks: frozenset[str]) -> bool:
+    """A run of a coloured newline marker's characters alone."""
+    return bool(run.text) and all(c in marks for c in run.text)
+
+
+def split_marked(line: Line, marks: frozenset[str], chain: FontChain, size: float) -> None:
+    """Cut the line's runs where a newline marker's characters begin and end, so that each
+    marker is a run of its own (drawn in its colour); positions unchanged. A shaped run
+    whose glyphs do not map one to one onto its characters stays whole."""
+    out: list[Run] = []
+    for run in line.runs:
+        if not any(c in marks for c in run.text) or marked_run(run, marks):
+            out.append(run)
+            continue
+        pieces: list[tuple[bool, str]] = []
+        for char in run.text:
+            marked = char in marks
+            if pieces and pieces[-1][0] == marked:
+                pieces[-1] = (marked, pieces[-1][1] + char)
+            else:
+                pieces.append((marked, char))
+        if run.glyphs is None:
+            x = run.x
+            for _, text in pieces:
+                width = sum(chain.glyph(c)[1] * size for c in text if c not in INVISIBLE)
+                out.append(Run(x, text, run.font, x + width))
+                x += width
+            continue
+        if len(run.glyphs) != len(run.text):
+            out.append(run)
+            continue
+        start = 0
+        for _, text in pieces:
+            glyphs = run.glyphs[start:start + len(text)]
+            x = run.x + glyphs[0][1]
+            following = run.glyphs[start + len(text)] if start + len(text) < len(run.glyphs) \
+                else None
+            end = run.x + following[1] if following is not None else run.end
+            out.append(Run(x, text, run.font, end,
+                           [(gid, dx - glyphs[0][1], dy, cluster - start)
+                            for gid, dx, dy, cluster in glyphs]))
+            start += len(text)
+    line.runs = out
+
+
 @dataclass
 class PageLayout:
     """Pages of lines; each line's top is ``margin + index * pitch`` on its page."""

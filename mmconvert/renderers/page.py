@@ -28,7 +28,7 @@ from ..prompts import Prompts
 from ..rows import PageRow
 from ..runfolder import Output, item_file
 from .base import Renderer, item_from_row
-from .drawing import color_params, fill_text, mupdf, paint, set_png_ppi, show_runs
+from .drawing import color_params, fill_text, mupdf, paint, paint_box, set_png_ppi, show_runs
 from .fonts import FontChain, font_manifest, page_chain, page_font
 from .layout import (
     Block,
@@ -37,8 +37,10 @@ from .layout import (
     Run,
     align,
     control_characters,
+    marked_run,
     normalise,
     paginate,
+    split_marked,
 )
 from .pdfwriter import PdfLine, PdfPage, write_pdf
 from .shaping import ShapingLineBreaker, first_strong_rtl
@@ -138,6 +140,12 @@ class PageOptions(BaseModel):
                                                            "(the page is a grid of lines)")
     newline_marker: str = Field(" \u21b5 ", min_length=1, max_length=20,
                                 description="what --newlines marker draws for a newline")
+    newline_marker_color: Colour | None = Field(
+        None, json_schema_extra=cli(default="the text's"),
+        description="colour of the newline marker (Glyph's commented-out markup: red)")
+    paragraph_color: Colour | None = Field(
+        None, json_schema_extra=cli(default="none"),
+        description="colour of a box behind each paragraph's lines (Glyph's para-bg-color)")
     text_color: Colour = Field("#000000", description="colour of the text (#rrggbb or a "
                                                       "name)")
     background: Colour = Field("#ffffff", description="colour of the page")
@@ -204,9 +212,10 @@ class PageOptions(BaseModel):
                 f"across and a line, {pitch:.1f} pt, down): widen the page or narrow the "
                 "margins")
         if self.color == "gray":
-            for name in ("text_color", "background"):
+            for name in ("text_color", "background", "newline_marker_color",
+                         "paragraph_color"):
                 value = getattr(self, name)
-                if not is_gray(value):
+                if value is not None and not is_gray(value):
                     raise ValueError(f"{name} {value} is not a gray, and the PNGs are gray: "
                                      "set color: rgb (--color rgb)")
         return self
@@ -236,6 +245,7 @@ STYLE_FIELDS_ADDED = ("font", "line_fit", "space_shrink", "letter_spacing", "hor
                       "margin_top", "margin_right", "margin_bottom", "margin_left", "page_size",
                       "align", "first_line_indent", "left_indent", "right_indent", "newlines",
                       "paragraph_gap", "newline_marker", "text_color", "background", "crop_pad",
+                      "newline_marker_color", "paragraph_color",
                       "columns", "column_gap")
 
 
@@ -302,6 +312,16 @@ class RenderConfig(RunConfig):
         if not self.target.wanted:  # nor targets
             data.pop("target", None)
         return data
+
+
+@dataclass
+class PageInk:
+    """What a page draws: its text, its coloured newline markers (None: no colour of their
+    own) and the boxes behind its paragraphs, in points."""
+
+    text: Any
+    marker: Any
+    boxes: list[tuple[float, float, float, float]]
 
 
 @dataclass
@@ -481,6 +501,11 @@ class PageRenderer(Renderer):
             if bad:
                 raise ItemError(f"control character U+{ord(bad[0]):04X} in text", where=where,
                                 field=name, item_id=item.id, stage="render")
+            marked = sorted(self.marks.intersection(raw))
+            if marked:
+                raise ItemError(f"the text holds {marked[0]!r}, a character of the coloured "
+                                "newline marker: choose another --newline-marker",
+                                where=where, field=name, item_id=item.id, stage="render")
             try:
                 self.chain.check(text, where=where, field=name)
             except ItemError as err:
@@ -527,7 +552,37 @@ class PageRenderer(Renderer):
             for page in layout.pages:
                 for index, line in enumerate(page):
                     line.shift(index // self.column_lines * self.column_step)
+        if self.marks:  # the marker's characters in runs of their own, drawn in its colour
+            for page in layout.pages:
+                for line in page:
+                    split_marked(line, self.marks, self.chain, self.size)
         return layout
+
+    @property
+    def marks(self) -> frozenset[str]:
+        """The characters of a coloured newline marker (none when it takes the text's)."""
+        o = self.options
+        if o.newlines != "marker" or o.newline_marker_color is None:
+            return frozenset()
+        return frozenset(c for c in o.newline_marker if not c.isspace())
+
+    def paragraph_boxes(self, lines) -> list[tuple[float, float, float, float]]:
+        """(left, top, right, bottom) in points of each paragraph's lines on a page, column by
+        column: the column's width, from its first line's pitch to its last's."""
+        boxes: list[list[float]] = []
+        open_box = None
+        for index, (row, line) in enumerate(self.rows(lines)):
+            column = index // self.column_lines
+            if line.runs and open_box is not None and open_box[4] == column:
+                open_box[3] = self.top_pt + (row + 1) * self.pitch
+            elif line.runs:
+                left = self.margin_pt + column * self.column_step
+                open_box = [left, self.top_pt + row * self.pitch, left + self.column_width,
+                            self.top_pt + (row + 1) * self.pitch, column]
+                boxes.append(open_box)
+            if not line.runs or line.last:
+                open_box = None
+        return [tuple(box[:4]) for box in boxes]
 
     def rows(self, lines) -> list[tuple[int, Line]]:
         """(row on the page, line) of a page's lines: column after column."""
@@ -572,7 +627,10 @@ class PageRenderer(Renderer):
                 [PdfPage(width, height, self.margin_pt,
                          [PdfLine(self.top_pt + row * self.pitch + self.baseline, line.runs)
                           for row, line in self.rows(lines)],
-                         scale=o.horizontal_scale, ink=o.text_color, paper=o.background)
+                         scale=o.horizontal_scale, ink=o.text_color, paper=o.background,
+                         marks=self.marks, mark_ink=o.newline_marker_color,
+                         boxes=(self.paragraph_boxes(lines) if o.paragraph_color else []),
+                         box_ink=o.paragraph_color)
                  for lines, width, height in zip(layout.pages, widths, heights, strict=True)],
                 self.chain, self.size, self.breaker.shaper.hb_face)
         return PageRender(images, pdf, part, layout.line_count(),
@@ -637,6 +695,9 @@ class PageRenderer(Renderer):
                 **({"top": self.top_pt} if self.top_pt != self.margin_pt else {}),
                 **({"columns": [self.options.columns, self.column_lines]}
                    if self.options.columns > 1 else {}),
+                **({"ends": [[i for i, line in enumerate(page) if line.last]
+                             for page in layout.pages]}
+                   if self.options.paragraph_color else {}),
                 "page_width": self.page_w, "baseline": self.baseline, "widths": widths,
                 "heights": heights,
                 "pages": [[[[run.x, run.font, run.text] if run.glyphs is None
@@ -671,24 +732,33 @@ class PageRenderer(Renderer):
             too_big = self.too_big(record["widths"], record["heights"], ppi)
             if too_big:
                 raise ValueError(too_big)
+        ends = record.get("ends") or [[] for _ in record["pages"]]
         texts = [self.text_object([Line([Run(run[0], run[2], run[1], run[0],
                                              run[3] if len(run) > 3 else None)
-                                         for run in runs])
-                                   for runs in page]) for page in record["pages"]]
+                                         for run in runs], last=index in set(last))
+                                   for index, runs in enumerate(page)])
+                 for page, last in zip(record["pages"], ends, strict=True)]
         return [[self.rasterise(text, width, height, ppi)
                  for text, width, height in zip(texts, record["widths"], record["heights"],
                                                 strict=True)]
                 for ppi in ppis]
 
-    def text_object(self, lines):
-        """The page's runs as one ``fz_text`` in page coordinates (points, y down)."""
+    def text_object(self, lines) -> PageInk:
+        """The page's runs as ``fz_text`` in page coordinates (points, y down): the text, the
+        coloured newline markers apart, and the paragraph boxes behind them."""
         m = mupdf()
-        text = m.FzText()
-        size = self.size
+        text, marker = m.FzText(), (m.FzText() if self.marks else None)
+        size, marks = self.size, self.marks
         for row, line in self.rows(lines):
             y = self.top_pt + row * self.pitch + self.baseline
-            show_runs(text, self.chain.fonts, line.runs, size, self.margin_pt, y)
-        return text
+            runs = line.runs
+            if marks:
+                show_runs(marker, self.chain.fonts, [r for r in runs if marked_run(r, marks)],
+                          size, self.margin_pt, y)
+                runs = [r for r in runs if not marked_run(r, marks)]
+            show_runs(text, self.chain.fonts, runs, size, self.margin_pt, y)
+        boxes = self.paragraph_boxes(lines) if self.options.paragraph_color else []
+        return PageInk(text, marker, boxes)
 
     def rasterise(self, text, width_pt: float, height_pt: float,
                   ppi: float | None = None) -> PageImage:
@@ -704,8 +774,15 @@ class PageRenderer(Renderer):
         colorspace = m.fz_device_gray() if gray else m.fz_device_rgb()
         pix = m.FzPixmap(colorspace, width, height, m.FzSeparations(), 0)
         paint(pix, o.background, gray)
-        fill_text(m.fz_new_draw_device(m.fz_scale(scale * o.horizontal_scale, scale), pix),
-                  text, o.text_color, gray)
+        across = scale * o.horizontal_scale
+        for left, top, right, bottom in text.boxes:
+            paint_box(pix, o.paragraph_color, (round(left * across), round(top * scale),
+                                               round(right * across), round(bottom * scale)))
+        if text.marker is not None:
+            fill_text(m.fz_new_draw_device(m.fz_scale(across, scale), pix), text.marker,
+                      o.newline_marker_color, gray)
+        fill_text(m.fz_new_draw_device(m.fz_scale(across, scale), pix), text.text,
+                  o.text_color, gray)
         png = m.fz_buffer_extract(m.fz_new_buffer_from_pixmap_as_png(pix,
                                                                              color_params()))
         return PageImage(set_png_ppi(png, ppi), width, height)

@@ -41,6 +41,10 @@ class PdfPage:
     scale: float = 1.0  # the page and its text squeezed or stretched across
     ink: str = "#000000"  # the text's colour
     paper: str = "#ffffff"  # the page's
+    marks: frozenset = frozenset()  # characters of a newline marker drawn in ``mark_ink``
+    mark_ink: str | None = None
+    boxes: list = field(default_factory=list)  # (left, top, right, bottom) behind paragraphs
+    box_ink: str | None = None
 
 
 def spread(glyphs: int, text: str) -> list[str]:
@@ -118,9 +122,24 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
                                                        _num(page.height)))
     if page.scale != 1.0:
         out.append(b"%s 0 0 1 0 0 cm\n" % _num(page.scale))
-    if page.ink != "#000000":
+    for left, top, right, bottom in page.boxes:
+        out.append(b"%s %s %s rg %s %s %s %s re f\n" % (
+            *map(_num, rgb(page.box_ink)), _num(left), _num(page.height - bottom),
+            _num(right - left), _num(bottom - top)))
+    if page.ink != "#000000" or page.boxes:
         out.append(b"%s %s %s rg\n" % tuple(map(_num, rgb(page.ink))))
     out.append(b"BT\n")
+    inked = page.ink
+
+    def ink(run) -> None:
+        nonlocal inked
+        if not page.marks:
+            return
+        wanted = page.mark_ink if run.text and all(c in page.marks for c in run.text) \
+            else page.ink
+        if wanted != inked:
+            out.append(b"%s %s %s rg\n" % tuple(map(_num, rgb(wanted))))
+            inked = wanted
     current = None
 
     def select(font_index: int) -> None:
@@ -135,6 +154,7 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
             if run.font not in fonts:
                 fonts[run.font] = _Font(run.font, chain, face_of(run.font))
             font = fonts[run.font]
+            ink(run)
             x = page.left + run.x
             if run.glyphs is None:
                 select(run.font)

@@ -45,6 +45,9 @@ FIELDS = {
     "marker": {"newlines": "marker", "newline_marker": " ¶ "},
     "colour": {"color": "rgb", "text_color": "#203060", "background": "#f8f0dc"},
     "two-columns": {"columns": 2, "align": "justify", "font_size": 9},
+    "marker-paragraph-colours": {"newlines": "marker", "newline_marker": " ⏎ ", "color": "rgb",
+                                 "newline_marker_color": "red", "paragraph_color": "#eef3f8",
+                                 "columns": 2, "letter_spacing": 0.5},
     "three-columns": {"columns": 3, "column_gap": "8mm", "font_size": 8, "crop": "bottom",
                       "page_size": "letter"},
 }
@@ -289,3 +292,26 @@ def test_columns_fill_one_after_another_inside_their_bounds():
         three.pages[0].png
     with pytest.raises(ValueError, match="other columns"):
         PageRenderer(PageOptions(crop="none")).redraw(three.layout)
+
+
+def test_a_coloured_marker_and_paragraph_boxes_are_drawn_and_redrawn():
+    from mmconvert.errors import ItemError
+
+    options = PageOptions(newlines="marker", newline_marker=" ¶ ", newline_marker_color="red",
+                          paragraph_color="#eef3f8", color="rgb", crop="none")
+    renderer = PageRenderer(options)
+    item = make_item(context="First paragraph line.\nSecond line.\n\nA new paragraph.")
+    result = renderer.render(item, "context")
+    image = Image.open(io.BytesIO(result.pages[0].png)).convert("RGB")
+    colours = {colour for _, colour in image.getcolors(1 << 20)}
+    assert (0xee, 0xf3, 0xf8) in colours  # the paragraph box
+    assert any(r > 200 and g < 80 and b < 80 for r, g, b in colours)  # the red marker
+    marked = [run for line in renderer.layout(item, "context").pages[0] for run in line.runs
+              if run.text == "¶"]
+    assert len(marked) == 3  # each marker its own run
+    assert PageRenderer(options).redraw(result.layout)[0].png == result.pages[0].png
+    plain = PageRenderer(PageOptions(newlines="marker", newline_marker=" ¶ ", color="rgb",
+                                     crop="none")).render(item, "context")
+    assert plain.pages[0].png != result.pages[0].png
+    with pytest.raises(ItemError, match="holds '¶', a character of the coloured newline"):
+        renderer.render(make_item(context="A ¶ sign.\nNext."), "context")
