@@ -264,8 +264,11 @@ def reject_votes_option(fn):
                    "id already in the local cache; nothing is downloaded): adds each item's "
                    "text tokens and its compression ratio, text tokens / vision tokens, per "
                    "model.")
+@click.option("--models", metavar="M1,M2",
+              help="The models to count vision tokens for, comma-separated (default: every "
+                   "rule; the rules' names and aliases, e.g. qwen2.5-vl,glm-4.1v,gpt-4o).")
 @reports_errors
-def stats_command(run_dir, out, as_json, no_plots, tokenizer):
+def stats_command(run_dir, out, as_json, no_plots, tokenizer, models):
     """Pages per item, words per image (LogicOCR's density buckets), image sizes and estimated
     vision tokens per item for common processors (the rules are printed), with PNG plots.
 
@@ -280,7 +283,8 @@ def stats_command(run_dir, out, as_json, no_plots, tokenizer):
     from .stats import as_text, gather, plot
     from .tokens import load_tokenizer
 
-    figures = gather(run_dir, load_tokenizer(tokenizer) if tokenizer else None)
+    wanted = [m.strip() for m in models.split(",") if m.strip()] if models else None
+    figures = gather(run_dir, load_tokenizer(tokenizer) if tokenizer else None, wanted)
     click.echo(json.dumps(figures, ensure_ascii=False, indent=1) if as_json
                else as_text(figures))
     if not no_plots:

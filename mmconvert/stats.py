@@ -258,10 +258,19 @@ def summarise(values: list[float | None]) -> dict[str, float]:
             "mean": round(statistics.fmean(ordered), 2), "max": ordered[-1]}
 
 
-def gather(run: Path, tokenizer=None) -> dict[str, Any]:
+def rules_for(models: list[str] | None) -> dict[str, Any]:
+    """The rules of ``models`` (names or aliases, as given), or every rule."""
+    if not models:
+        return dict(TOKEN_RULES)
+    return {name: token_rule(name) for name in dict.fromkeys(models)}
+
+
+def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[str, Any]:
     """Per-item and per-image figures of the run, and their summaries; with ``tokenizer``
     (``tokens.TextTokenizer``), each item's text tokens and its compression ratio per model
-    (the text tokens its images hold over the vision tokens they cost)."""
+    (the text tokens its images hold over the vision tokens they cost); ``models``: the
+    models to count vision tokens for (default: every rule)."""
+    rules = rules_for(models)
     run = Path(run)
     folder = open_run(run)
     rows, info = folder.rows(), folder.info()
@@ -269,7 +278,7 @@ def gather(run: Path, tokenizer=None) -> dict[str, Any]:
     for row in rows:
         shown = shown_images(row)
         words = image_words(run, row)
-        tokens = {name: image_tokens(rule, shown) for name, rule in TOKEN_RULES.items()}
+        tokens = {name: image_tokens(rule, shown) for name, rule in rules.items()}
         item = {"id": row["id"], "subset": row.get("subset"), "images": len(shown),
                 "words": sum(words), "tokens": tokens}
         if tokenizer is not None:
@@ -299,16 +308,17 @@ def gather(run: Path, tokenizer=None) -> dict[str, Any]:
         "height": summarise([i["height"] for i in per_image]),
         "megapixels": summarise([round(i["width"] * i["height"] / 1e6, 3) for i in per_image]),
         "vision_tokens_per_item": {name: summarise([i["tokens"][name] for i in per_item])
-                                   for name in TOKEN_RULES},
+                                   for name in rules},
         "token_rules": {name: " ".join((rule.__doc__ or "").split())
-                        + f" Source: {RULE_SOURCES[name][0]}; checked {RULE_SOURCES[name][1]}."
-                        for name, rule in TOKEN_RULES.items()},
-        **(compression(per_item, tokenizer) if tokenizer is not None else {}),
+                        + " Source: {}; checked {}.".format(
+                            *RULE_SOURCES[RULE_ALIASES.get(name, name)])
+                        for name, rule in rules.items()},
+        **(compression(per_item, tokenizer, list(rules)) if tokenizer is not None else {}),
         "per_item": per_item, "per_image": per_image,
     }
 
 
-def compression(per_item: list[dict[str, Any]], tokenizer) -> dict[str, Any]:
+def compression(per_item: list[dict[str, Any]], tokenizer, names: list[str]) -> dict[str, Any]:
     """Text tokens per item and the ratio (text tokens / vision tokens) per model, overall and
     by subset (an item whose images cost a model no token has no ratio for it)."""
     def ratios(items, name):
@@ -318,10 +328,10 @@ def compression(per_item: list[dict[str, Any]], tokenizer) -> dict[str, Any]:
     return {
         "tokenizer": tokenizer.record(),
         "text_tokens_per_item": summarise([i["text_tokens"] for i in per_item]),
-        "ratio": {name: summarise(ratios(per_item, name)) for name in TOKEN_RULES},
+        "ratio": {name: summarise(ratios(per_item, name)) for name in names},
         "ratio_by_subset": {subset: {name: summarise(ratios(
             [i for i in per_item if (i["subset"] or "") == subset], name))
-            for name in TOKEN_RULES} for subset in subsets},
+            for name in names} for subset in subsets},
     }
 
 
@@ -399,7 +409,7 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
     save(fig, "image_sizes")
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    names = list(TOKEN_RULES)
+    names = list(stats["token_rules"])
     ax.boxplot([[i["tokens"][n] for i in stats["per_item"] if i["tokens"][n] is not None]
                 or [0] for n in names])
     ax.set_xticks(range(1, len(names) + 1), names)

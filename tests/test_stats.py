@@ -252,3 +252,25 @@ def test_pixtral_tokens_equal_transformers_processor_on_1000_sizes():
         h, w = get_resize_output_image_size(image, (1024, 1024), (16, 16),
                                             input_data_format="channels_last")
         assert pixtral(width, height) == (h // 16) * (w // 16 + 1), (width, height)
+
+
+def test_models_choose_the_rules_stats_counts(tmp_path):
+    from click.testing import CliRunner
+
+    from mmconvert.cli import main
+
+    run = tmp_path / "run"
+    assert CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
+                                     "--limit", "2", "--out", str(run)]).exit_code == 0
+    result = CliRunner().invoke(main, ["stats", str(run), "--json", "--no-plots", "--models",
+                                       "qwen2.5-vl,glm-4.1v", "--tokenizer",
+                                       str(minilm_folder())])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output[result.output.index("{"):])
+    assert list(figures["vision_tokens_per_item"]) == ["qwen2.5-vl", "glm-4.1v"]
+    assert list(figures["ratio"]) == ["qwen2.5-vl", "glm-4.1v"]
+    assert "checked 2026-11-24" in figures["token_rules"]["qwen2.5-vl"]
+    bad = CliRunner().invoke(main, ["stats", str(run), "--no-plots", "--models", "qwen9"])
+    assert bad.exit_code == 2
+    assert "no vision-token rule for model 'qwen9'" in bad.output and "did you mean" in \
+        bad.output
