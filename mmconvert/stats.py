@@ -179,6 +179,37 @@ RULE_SOURCES = {
     "claude": ("Anthropic's vision guide: long edge to 1568 px, width x height / 750",
                "2026-11-24"),
 }
+
+def fixed(tokens: int, what: str):
+    """A rule that gives every image ``tokens`` (the image is resized or padded to one
+    size)."""
+    def rule(width: int, height: int) -> int:
+        return tokens
+    rule.__doc__ = what
+    return rule
+
+
+# rules for --models and --ratio-model that stats does not print unless asked: fixed counts
+# (DeepSeek-OCR's native modes, Gemma 3 without pan-and-scan)
+EXTRA_RULES = {
+    "gemma-3": fixed(256, "Gemma 3: every image resized to 896 x 896, 256 tokens (without "
+                          "pan-and-scan crops)."),
+    "deepseek-ocr-tiny": fixed(64, "DeepSeek-OCR Tiny mode: 512 x 512, 64 tokens."),
+    "deepseek-ocr-small": fixed(100, "DeepSeek-OCR Small mode: 640 x 640, 100 tokens."),
+    "deepseek-ocr-base": fixed(256, "DeepSeek-OCR Base mode: 1024 x 1024 (padded), 256 "
+                                    "tokens."),
+    "deepseek-ocr-large": fixed(400, "DeepSeek-OCR Large mode: 1280 x 1280 (padded), 400 "
+                                     "tokens."),
+}
+EXTRA_SOURCES = {
+    "gemma-3": ("transformers 5.23 Gemma3Processor image_seq_length 256; pan-and-scan off, "
+                "its default", "2026-11-24"),
+    **{name: ("DeepSeek-OCR's README and paper (native resolution modes); Gundam's tiled "
+              "mode is not covered", "2026-11-24")
+       for name in ("deepseek-ocr-tiny", "deepseek-ocr-small", "deepseek-ocr-base",
+                    "deepseek-ocr-large")},
+}
+
 # other names of the same rules (Qwen2.5-VL's processor is Qwen2-VL's, with its defaults)
 RULE_ALIASES = {"qwen2.5-vl": "qwen2-vl", "internvl3": "internvl2.5", "internvl2": "internvl2.5",
                 "glyph": "glm-4.1v"}
@@ -193,7 +224,9 @@ def token_rule(name: str):
     key = RULE_ALIASES.get(name, name)
     if key in TOKEN_RULES:
         return TOKEN_RULES[key]
-    known = [*TOKEN_RULES, *RULE_ALIASES]
+    if key in EXTRA_RULES:
+        return EXTRA_RULES[key]
+    known = [*TOKEN_RULES, *EXTRA_RULES, *RULE_ALIASES]
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise UsageError(f"no vision-token rule for model {name!r} (known: {', '.join(known)})"
@@ -311,7 +344,7 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
                                    for name in rules},
         "token_rules": {name: " ".join((rule.__doc__ or "").split())
                         + " Source: {}; checked {}.".format(
-                            *RULE_SOURCES[RULE_ALIASES.get(name, name)])
+                            *{**RULE_SOURCES, **EXTRA_SOURCES}[RULE_ALIASES.get(name, name)])
                         for name, rule in rules.items()},
         **(compression(per_item, tokenizer, list(rules)) if tokenizer is not None else {}),
         "per_item": per_item, "per_image": per_image,

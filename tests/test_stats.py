@@ -214,10 +214,20 @@ def test_glm4v_tokens_equal_transformers_processor_on_1000_sizes():
 
 
 def test_every_rule_names_its_source_and_the_date_it_was_checked():
-    from mmconvert.stats import RULE_SOURCES, TOKEN_RULES
+    from mmconvert.stats import (
+        EXTRA_RULES,
+        EXTRA_SOURCES,
+        RULE_ALIASES,
+        RULE_SOURCES,
+        TOKEN_RULES,
+        token_rule,
+    )
 
-    assert set(RULE_SOURCES) == set(TOKEN_RULES)
-    assert all(len(date) == 10 for _, date in RULE_SOURCES.values())
+    assert set(RULE_SOURCES) == set(TOKEN_RULES) and set(EXTRA_SOURCES) == set(EXTRA_RULES)
+    assert all(len(date) == 10 for _, date in [*RULE_SOURCES.values(),
+                                               *EXTRA_SOURCES.values()])
+    assert all(token_rule(alias) is TOKEN_RULES[name] for alias, name in RULE_ALIASES.items())
+    assert token_rule("deepseek-ocr-base")(4000, 100) == 256
 
 
 def test_idefics3_tokens_equal_transformers_processor_on_1000_sizes():
