@@ -298,6 +298,23 @@ def rules_for(models: list[str] | None) -> dict[str, Any]:
     return {name: token_rule(name) for name in dict.fromkeys(models)}
 
 
+def item_tokens(row: dict[str, Any], rules: dict[str, Any], tokenizer=None) -> dict[str, Any]:
+    """One item's vision tokens under ``rules`` for the images it shows and, with a
+    tokenizer, its text tokens, its prompts' tokens and its ratio per model."""
+    shown = shown_images(row)
+    tokens = {name: image_tokens(rule, shown) for name, rule in rules.items()}
+    item = {"id": row["id"], "subset": row.get("subset"), "images": len(shown),
+            "tokens": tokens}
+    if tokenizer is not None:
+        text = tokenizer.count(row_renderer(row).expected_text(row))
+        item["text_tokens"] = text
+        item["prompt_tokens"] = {"image": tokenizer.count(row.get("prompt")),
+                                 "text": tokenizer.count(row.get("text_prompt"))}
+        item["ratio"] = {name: round(text / count, 4) if count else None
+                         for name, count in tokens.items()}
+    return item
+
+
 def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[str, Any]:
     """Per-item and per-image figures of the run, and their summaries; with ``tokenizer``
     (``tokens.TextTokenizer``), each item's text tokens and its compression ratio per model
@@ -311,17 +328,9 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
     for row in rows:
         shown = shown_images(row)
         words = image_words(run, row)
-        tokens = {name: image_tokens(rule, shown) for name, rule in rules.items()}
-        item = {"id": row["id"], "subset": row.get("subset"), "images": len(shown),
-                "words": sum(words), "tokens": tokens}
-        if tokenizer is not None:
-            text = tokenizer.count(row_renderer(row).expected_text(row))
-            item["text_tokens"] = text
-            item["prompt_tokens"] = {"image": tokenizer.count(row.get("prompt")),
-                                     "text": tokenizer.count(row.get("text_prompt"))}
-            item["ratio"] = {name: round(text / count, 4) if count else None
-                             for name, count in tokens.items()}
-        per_item.append(item)
+        figures = item_tokens(row, rules, tokenizer)
+        item = {key: figures.pop(key) for key in ("id", "subset", "images")}
+        per_item.append({**item, "words": sum(words), **figures})
         for img, count in zip(shown, words, strict=True):
             per_image.append({"id": row["id"], "path": img["path"], "width": img["width"],
                               "height": img["height"], "words": count,

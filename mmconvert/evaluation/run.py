@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ..errors import MMConvertError, SourceError, UsageError
 from ..executors import local_executor
@@ -85,6 +85,23 @@ class EvalOptions(BaseModel):
         None, description="score free-form answers (no options, spans or paper's scorer) "
                           "with this model on the same endpoint and a 0-10 rubric; named in "
                           "results.json")
+    tokenizer: str | None = Field(
+        None, description="a tokenizer (a tokenizer.json, a folder holding one, or a hub id in "
+                          "the local cache): results.json gains the items' text tokens and "
+                          "compression ratio per model, as mmconvert stats counts them")
+    ratio_models: list[str] | None = Field(
+        None, json_schema_extra=cli(flag="--ratio-model", default="every stats rule"),
+        description="a model whose vision tokens (and ratio) results.json reports; "
+                    "repeatable")
+
+    @field_validator("ratio_models")
+    @classmethod
+    def _known(cls, names: list[str] | None) -> list[str] | None:
+        from ..stats import token_rule
+
+        for name in names or []:
+            token_rule(name)  # an unknown model: one line with a did-you-mean
+        return names
 
 
 @dataclass
@@ -449,6 +466,10 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
                 f"the evaluation may cost up to ${todo.estimate_usd:.2f} (every reply at its "
                 f"max tokens), over --budget ${options.budget:.2f}; nothing was sent: lower "
                 "--limit or raise --budget")
+    if options.tokenizer:  # a tokenizer that cannot be read stops before any request
+        from ..tokens import load_tokenizer
+
+        load_tokenizer(options.tokenizer)
     key = api_key(options)
     check_endpoint(options, key)
     with locked(out / LOCK, out):  # one evaluation at a time into ``out``
@@ -477,8 +498,27 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
                              f"{outcomes[0].error}); see inspect view --log-dir {out / 'logs'}")
     JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
     results = summarise(outcomes, todo.conditions, options, run, todo.unscored)
+    if options.tokenizer or options.ratio_models:
+        results["compression"] = compression_of(todo.rows, options)
     write_json(out / "results.json", results, indent=1)
     return results
+
+
+def compression_of(rows: list[dict[str, Any]], options: EvalOptions) -> dict[str, Any]:
+    """What the evaluated items' images cost beside what they score: vision tokens per item
+    under each model's rule and, with ``--tokenizer``, text tokens and the ratio (text tokens
+    over vision tokens), overall and per subset, as ``mmconvert stats`` counts them."""
+    from ..stats import compression, item_tokens, rules_for, summarise
+    from ..tokens import load_tokenizer
+
+    tokenizer = load_tokenizer(options.tokenizer) if options.tokenizer else None
+    rules = rules_for(options.ratio_models)
+    items = [item_tokens(row, rules, tokenizer) for row in rows]
+    out = {"vision_tokens_per_item": {name: summarise([i["tokens"][name] for i in items])
+                                      for name in rules}}
+    if tokenizer is not None:
+        out.update(compression(items, tokenizer, list(rules)))
+    return out
 
 
 def condition_worker():

@@ -513,3 +513,33 @@ def test_a_models_answer_of_any_shape_is_no_traceback(demo, tmp_path, body):
         fake.stop()
     assert result.exit_code == 0, result.output  # the model is checked by the first request
     assert len(fake.requests("chat")) == 1
+
+
+def test_results_read_accuracy_against_compression(demo, server, tmp_path, monkeypatch):
+    """--tokenizer and --ratio-model: results.json holds the evaluated items' vision tokens,
+    text tokens and ratio per model, the same figures mmconvert stats gives for the run."""
+    from tests.test_stats import minilm_folder
+
+    fake, url = server
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    out = tmp_path / "ev"
+    result = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out", out,
+                 "--tokenizer", minilm_folder(), "--ratio-model", "qwen2.5-vl",
+                 "--ratio-model", "gpt-4o")
+    assert result.exit_code == 0, result.output
+    compression = json.loads((out / "results.json").read_text())["compression"]
+    assert list(compression["ratio"]) == ["qwen2.5-vl", "gpt-4o"]
+    stats = run("stats", demo, "--json", "--no-plots", "--tokenizer", minilm_folder(),
+                "--models", "qwen2.5-vl,gpt-4o")
+    figures = json.loads(stats.output[stats.output.index("{"):])
+    assert compression["ratio"] == figures["ratio"]
+    assert compression["vision_tokens_per_item"] == figures["vision_tokens_per_item"]
+    assert compression["text_tokens_per_item"] == figures["text_tokens_per_item"]
+    bad = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out", tmp_path / "b",
+              "--ratio-model", "qwen9")
+    assert bad.exit_code == 2 and "no vision-token rule for model 'qwen9'" in bad.output
+    sent = len(fake.requests("chat"))
+    missing = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out",
+                  tmp_path / "c", "--tokenizer", tmp_path / "none.json")
+    assert missing.exit_code == 2 and "no such file or folder" in missing.output
+    assert len(fake.requests("chat")) == sent  # nothing sent
