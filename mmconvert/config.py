@@ -276,11 +276,10 @@ def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
 
 def did_you_mean(model: type[BaseModel], loc: tuple) -> str:
     """'; did you mean 'ppi'?' for an unknown key at ``loc`` of ``model``, or ''."""
-    import difflib
+    from .errors import did_you_mean as closest
 
     for part in loc[:-1]:  # down to the model that holds the unknown key
         model = submodel(model, part)
         if model is None:
             return ""
-    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return closest(str(loc[-1]), model.model_fields)

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 
+def did_you_mean(name: str, known, cutoff: float = 0.6) -> str:
+    """'; did you mean 'x'?' for the entry of ``known`` closest to ``name``, or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def first_line(err: BaseException | str, limit: int | None = None, *,
                kind: bool = False) -> str:
     """The first line of an exception's message (its class name when it has none), cut to

@@ -10,13 +10,12 @@ part its group holds, is refused when it is used, with that line.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import sys
 from typing import Any, Generic, TypeVar
 
-from .errors import UsageError
+from .errors import UsageError, did_you_mean
 
 T = TypeVar("T")
 BUILT_IN = "mmconvert"
@@ -142,6 +141,5 @@ class Registry(Generic[T]):
         return None
 
     def unknown_message(self, name: str) -> str:
-        close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"unknown {self.kind} {name!r} (known: {', '.join(self.names())}){hint}"
+        return (f"unknown {self.kind} {name!r} (known: {', '.join(self.names())})"
+                f"{did_you_mean(name, self.names())}")

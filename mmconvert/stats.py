@@ -217,9 +217,7 @@ RULE_ALIASES = {"qwen2.5-vl": "qwen2-vl", "internvl3": "internvl2.5", "internvl2
 
 def token_rule(name: str):
     """The vision-token rule of model ``name``; one line naming the known ones otherwise."""
-    import difflib
-
-    from .errors import UsageError
+    from .errors import UsageError, did_you_mean
 
     key = RULE_ALIASES.get(name, name)
     if key in TOKEN_RULES:
@@ -227,10 +225,8 @@ def token_rule(name: str):
     if key in EXTRA_RULES:
         return EXTRA_RULES[key]
     known = [*TOKEN_RULES, *EXTRA_RULES, *RULE_ALIASES]
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
     raise UsageError(f"no vision-token rule for model {name!r} (known: {', '.join(known)})"
-                     f"{hint}")
+                     f"{did_you_mean(name, known, 0.5)}")
 
 
 # --- gathering -----------------------------------------------------------------------------

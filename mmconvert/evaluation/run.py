@@ -258,12 +258,11 @@ def check_endpoint(options: EvalOptions, key: str) -> None:
     names = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) \
         else []
     if names and options.model not in names:
-        import difflib
+        from ..errors import did_you_mean
 
-        close = difflib.get_close_matches(options.model, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"{options.base_url} serves no model {options.model!r} (it serves "
-                         f"{', '.join(names[:8])}{'…' if len(names) > 8 else ''}){hint}")
+                         f"{', '.join(names[:8])}{'…' if len(names) > 8 else ''})"
+                         f"{did_you_mean(options.model, names)}")
 
 
 # --- the inspect tasks ------------------------------------------------------------------------

@@ -283,10 +283,9 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
 def _check_style_axes(base: Path, renderer, options: SweepOptions) -> None:
     """Style axes need a renderer that draws its rows again (``Renderer.restyles``) and
     name its options' fields, with values they take: one line otherwise."""
-    import difflib
-
     from pydantic import ValidationError
 
+    from ..errors import did_you_mean
     from ..options import first_error
 
     if not renderer.restyles:
@@ -295,10 +294,8 @@ def _check_style_axes(base: Path, renderer, options: SweepOptions) -> None:
     fields = renderer.options_model.model_fields
     for name, values in options.style.items():
         if name not in fields or name == "render":
-            close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"--vary-style {name}: not a style field of the {renderer.name} "
-                             f"renderer{hint}")
+                             f"renderer{did_you_mean(name, fields)}")
         for value in values:
             try:
                 renderer.options_model.model_validate({name: value})

@@ -12,7 +12,6 @@ the earlier fonts drew keeps its font; text in a shaped script prefers its own s
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import unicodedata
 from dataclasses import dataclass
@@ -244,12 +243,10 @@ def page_font(ref: str) -> FontSpec:
     if ref in PAGE_FONTS:
         return PAGE_FONTS[ref]
     if not any(sep in ref for sep in "/\\."):
-        close = difflib.get_close_matches(ref, list(PAGE_FONTS), n=1, cutoff=0.5)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        from ..errors import UsageError
+        from ..errors import UsageError, did_you_mean
 
         raise UsageError(f"font {ref!r} is neither a file nor a shipped face (shipped: "
-                         f"{', '.join(PAGE_FONTS)}){hint}")
+                         f"{', '.join(PAGE_FONTS)}){did_you_mean(ref, PAGE_FONTS, 0.5)}")
     resolved = str(Path(ref).expanduser().resolve())
     return FontSpec(Path(ref).name, "the user's font file", path=resolved)
 
@@ -282,12 +279,10 @@ def caption_font(name: str) -> FontSpec:
     try:
         return CAPTION_FONTS[name]
     except KeyError:
-        from ..errors import UsageError
+        from ..errors import UsageError, did_you_mean
 
-        close = difflib.get_close_matches(name, list(CAPTION_FONTS), n=1, cutoff=0.5)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"unknown font {name!r} (shipped: {', '.join(CAPTION_FONTS)})"
-                         f"{hint}") from None
+                         f"{did_you_mean(name, CAPTION_FONTS, 0.5)}") from None
 
 
 def font_manifest(chain: FontChain | None = None) -> list[dict[str, str]]:

@@ -12,7 +12,6 @@ The shipped presets (``styles/*.yaml``; ``mmconvert list styles``) are style fil
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
@@ -22,7 +21,7 @@ from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
 
-from ..errors import UsageError
+from ..errors import UsageError, did_you_mean
 from ..options import OPTIONS, first_error
 from ..seeds import rng
 
@@ -189,10 +188,8 @@ def load(ref: str) -> tuple[Style, dict[str, Any]]:
     else:
         path, name = Path(ref), ref
         if not path.is_file():
-            close = difflib.get_close_matches(ref, list(shipped), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"style {ref!r}: neither a preset ({', '.join(shipped)}) nor a "
-                             f"file{hint}")
+                             f"file{did_you_mean(ref, shipped)}")
     raw = path.read_bytes()
     data = _read(path, raw)
     where = str(path) if name == ref and ref not in shipped else f"style {name} ({path.name})"
@@ -203,9 +200,8 @@ def load(ref: str) -> tuple[Style, dict[str, Any]]:
         if key == "description":
             continue
         if key not in fields or key == "render":
-            close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise UsageError(f"{where}: {key!r} is not a page style field{hint}")
+            raise UsageError(f"{where}: {key!r} is not a page style field"
+                             f"{did_you_mean(key, fields)}")
         is_list = get_origin(fields[key].annotation) is list
         parsed = _parse_field(where, key, spec, is_list)
         if isinstance(parsed, Draw):
