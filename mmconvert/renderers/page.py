@@ -229,6 +229,13 @@ class PageOptions(BaseModel):
                              "--crop bottom --line-pitch 14.4 --indent hanging for that look")
         return data
 
+    def with_values(self, values: dict[str, Any]) -> PageOptions:
+        """These options with ``values`` over them, validated. A named page size stays only
+        as the width and height it set (unless ``values`` names one), so that a new width or
+        height is not undone by it."""
+        return PageOptions.model_validate({**self.model_dump(exclude={"page_size"}),
+                                           **values})
+
     def identity(self) -> dict[str, Any]:
         """The options as a run identity: the style fields this version added are left out
         while they hold their defaults, so that a run made before them still resumes."""
@@ -416,7 +423,7 @@ class PageRenderer(Renderer):
         part = params.get("render") or "options"
         item = item_from_row(row)
         try:
-            renderer = cls.from_params({**params, **values})
+            renderer = cls(cls.options_from(params).with_values(values))
         except ValidationError as err:
             shown = ", ".join(f"{k}={v}" for k, v in values.items())
             raise ItemError(f"{shown}: {first_error(err)['msg']}", where=row["id"],
@@ -426,13 +433,26 @@ class PageRenderer(Renderer):
         output, new = Output(), copy.deepcopy(row)
         new.pop("pdf", None)  # a restyled row keeps no PDF: the row draws it again
         new["renderer"]["params"] = renderer.row_params(part)
-        new["images"] = [output.image(item_file("images", item.id, f"_p{number:03d}.png"),
-                                      page.png, "page", page.width, page.height,
-                                      ppi=renderer.options.ppi)
-                         for number, page in enumerate(result.pages, start=1)]
-        new["layout"] = layout_file(output, item.id, result.layout)
+        new["images"], new["layout"] = renderer.page_files(output, item.id, result)
         output.row = new
         return output
+
+    def page_files(self, output: Output, item_id: str,
+                   result: PageRender) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """A render's page images and its layout file, written into ``output``: the row's
+        ``images`` and ``layout``."""
+        images = [output.image(item_file("images", item_id, f"_p{number:03d}.png"), page.png,
+                               "page", page.width, page.height, ppi=self.options.ppi)
+                  for number, page in enumerate(result.pages, start=1)]
+        return images, layout_file(output, item_id, result.layout)
+
+    def pixel_size(self, width_pt: float, height_pt: float,
+                   ppi: float | None = None) -> tuple[int, int]:
+        """A page's size in pixels at ``ppi`` (default: the options'), its width squeezed or
+        stretched by ``horizontal_scale``."""
+        ppi = ppi or self.options.ppi
+        return (pixels(width_pt * self.options.horizontal_scale / POINTS_PER_INCH, ppi),
+                pixels(height_pt / POINTS_PER_INCH, ppi))
 
     def row_params(self, part: RenderPart) -> dict[str, Any]:
         """What a row records of this renderer: its whole style, the part drawn, and the
@@ -676,8 +696,7 @@ class PageRenderer(Renderer):
         """Why pages of ``widths`` x ``heights`` (points) at ``ppi`` are refused before
         drawing: more than ``MAX_ITEM_MEGAPIXELS`` in all (a 2-million-character context at
         1200 PPI is 365 pages of 139 megapixels); None when they are not."""
-        scale = self.options.horizontal_scale
-        total = sum(pixels(w * scale / POINTS_PER_INCH, ppi) * pixels(h / POINTS_PER_INCH, ppi)
+        total = sum(math.prod(self.pixel_size(w, h, ppi))
                     for w, h in zip(widths, heights, strict=True)) / 1e6
         if total <= MAX_ITEM_MEGAPIXELS:
             return None
@@ -768,8 +787,7 @@ class PageRenderer(Renderer):
         o = self.options
         ppi = ppi or o.ppi
         scale = ppi / POINTS_PER_INCH
-        width = pixels(width_pt * o.horizontal_scale / POINTS_PER_INCH, ppi)
-        height = pixels(height_pt / POINTS_PER_INCH, ppi)
+        width, height = self.pixel_size(width_pt, height_pt, ppi)
         gray = o.color == "gray"
         colorspace = m.fz_device_gray() if gray else m.fz_device_rgb()
         pix = m.FzPixmap(colorspace, width, height, m.FzSeparations(), 0)
@@ -848,19 +866,18 @@ class PageJob(Job):
         bounds keep it off target, which ``--on-error skip`` skips)."""
         from ..stats import image_tokens
 
-        base = renderer.options.model_dump()
-        text = drawn_text(item, part, base)
+        base = renderer.options
+        text = drawn_text(item, part, base.model_dump())
         text_tokens = self.tokenizer.count(text) if self.tokenizer else None
         sized: dict[float, PageRenderer] = {}
 
         def at(size: float) -> PageRenderer | None:
             if size not in sized:
-                values = {**base, "font_size": size}
-                if base["line_pitch"] is not None:  # a fixed pitch keeps its share of the size
-                    values["line_pitch"] = base["line_pitch"] * size / base["font_size"]
-                values.pop("page_size", None)
+                values: dict[str, Any] = {"font_size": size}
+                if base.line_pitch is not None:  # a fixed pitch keeps its share of the size
+                    values["line_pitch"] = base.line_pitch * size / base.font_size
                 try:
-                    sized[size] = PageRenderer(PageOptions.model_validate(values))
+                    sized[size] = PageRenderer(base.with_values(values))
                 except ValidationError:
                     sized[size] = None
             return sized[size]
@@ -870,13 +887,11 @@ class PageJob(Job):
             if drawer is None:
                 return None
             widths, heights = drawer.page_sizes(drawer.layout(item, part))
-            scale, ppi = drawer.options.horizontal_scale, drawer.options.ppi
             return image_tokens(self.rule, [
-                {"width": pixels(w * scale / POINTS_PER_INCH, ppi),
-                 "height": pixels(h / POINTS_PER_INCH, ppi)}
+                dict(zip(("width", "height"), drawer.pixel_size(w, h), strict=True))
                 for w, h in zip(widths, heights, strict=True)])
 
-        found = fit(self.target, text_tokens, tokens_at, start=base["font_size"])
+        found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
                             item.id, field="target", item_id=item.id, stage="render")
@@ -889,8 +904,7 @@ class PageJob(Job):
             return self.renderer
         drawn = style.draw(self.config.seed, item.id)
         try:
-            options = PageOptions.model_validate(
-                {**self.config.page.model_dump(exclude={"page_size"}), **drawn})
+            options = self.config.page.with_values(drawn)
         except ValidationError as err:
             values = ", ".join(f"{k}={v}" for k, v in drawn.items())
             raise ItemError(f"style {style.name}: {first_error(err)['msg']} (drawn: {values})",
@@ -926,14 +940,12 @@ class PageJob(Job):
             renderer, target = self.fitted(item, part, renderer)
         result = renderer.render(item, part, want_pdf=config.pdf)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
-        images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), page.png,
-                               "page", page.width, page.height, ppi=config.page.ppi)
-                  for number, page in enumerate(result.pages, start=1)]
+        images, layout = renderer.page_files(output, item.id, result)
         row = row_head(item, renderer, renderer.row_params(part), config.seed)
         row["images"] = images
         if target is not None:
             row["target"] = target
-        row["layout"] = layout_file(output, item.id, result.layout)
+        row["layout"] = layout
         if result.pdf is not None:
             rel = item_file("pdf", item.id, ".pdf")
             output.file(rel, result.pdf)

@@ -315,3 +315,32 @@ def test_a_coloured_marker_and_paragraph_boxes_are_drawn_and_redrawn():
     assert plain.pages[0].png != result.pages[0].png
     with pytest.raises(ItemError, match="holds '¶', a character of the coloured newline"):
         renderer.render(make_item(context="A ¶ sign.\nNext."), "context")
+
+
+def test_a_drawn_ppi_is_the_ppi_each_image_records(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": f"q{n}", "question": "Q?", "options": ["a", "b"],
+                                         "answer": "A"}) + "\n" for n in range(6)),
+                     encoding="utf-8")
+    style = tmp_path / "style.yaml"
+    style.write_text("ppi: [72, 150]\n", encoding="utf-8")
+    out = tmp_path / "run"
+    assert run("render", items, "--style", style, "--out", out).exit_code == 0
+    rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert {row["renderer"]["params"]["ppi"] for row in rows} == {72.0, 150.0}
+    for row in rows:
+        assert row["images"][0]["ppi"] == row["renderer"]["params"]["ppi"]
+
+
+def test_a_swept_page_width_wins_over_the_named_page_size_it_replaces(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "q", "context": "Some text to set. " * 80}) + "\n",
+                     encoding="utf-8")
+    out = tmp_path / "run"
+    assert run("render", items, "--style", "glyph", "--crop", "none", "--out", out) \
+        .exit_code == 0
+    result = run("sweep", out, "--vary-style", "page_width:5", "--out", tmp_path / "s")
+    assert result.exit_code == 0, result.output
+    row = json.loads((tmp_path / "s" / "page_width-5" / "manifest.jsonl").read_text())
+    assert row["renderer"]["params"]["page_width"] == 5.0
+    assert row["images"][0]["width"] == 5 * 72
