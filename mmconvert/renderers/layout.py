@@ -36,6 +36,13 @@ def control_characters(text: str) -> list[str]:
     return sorted({c for c in text if unicodedata.category(c) == "Cc" and c not in "\n\t"})
 
 
+def is_break_space(char: str) -> bool:
+    """A space a line may break at: the zero-width space and the Zs spaces but the
+    non-breaking ones."""
+    return char == "\u200b" or (unicodedata.category(char) == "Zs"
+                                and char not in _NON_BREAKING_SPACES)
+
+
 def is_wide(char: str) -> bool:
     """Characters between which a line may break (CJK ideographs, kana, hangul, fullwidth)."""
     return unicodedata.east_asian_width(char) in "WF"
@@ -134,8 +141,7 @@ class LineBreaker:
                 out.append(Piece("\t", 0.0, "tab"))
                 glue_next = False
                 continue
-            if char == "\u200b" or (unicodedata.category(char) == "Zs"
-                                    and char not in _NON_BREAKING_SPACES):
+            if is_break_space(char):
                 width = self.advance(char)
                 if out and out[-1].kind == "space":
                     out[-1].text += char
@@ -311,8 +317,7 @@ class LineBreaker:
 
 
 def _is_space(run: Run) -> bool:
-    return bool(run.text) and all(c == "\u200b" or (unicodedata.category(c) == "Zs" and c not in
-                                                    _NON_BREAKING_SPACES) for c in run.text)
+    return bool(run.text) and all(map(is_break_space, run.text))
 
 
 def align(line: Line, edge: float, mode: str) -> None:
@@ -338,19 +343,16 @@ def align(line: Line, edge: float, mode: str) -> None:
     words = [i for i, run in enumerate(order) if not _is_space(run)]
     if len(words) < 2:
         return
-    gaps = [i for i in range(words[0] + 1, words[-1]) if _is_space(order[i])]
+    gaps = {i for i in range(words[0] + 1, words[-1]) if _is_space(order[i])}
     if not gaps:
         return
     each = room / len(gaps)
     moved = 0.0
-    for i, run in enumerate(order):
+    for i, run in enumerate(order):  # each gap widens by ``each``, moving what follows it
+        run.x += moved
         if i in gaps:
-            run.x += moved
             moved += each
-            run.end += moved
-        else:
-            run.x += moved
-            run.end += moved
+        run.end += moved
     if line.rtl:
         line.width += room
 

@@ -27,11 +27,11 @@ from functools import lru_cache
 from ..errors import ItemError
 from .fonts import SILENT, FontChain, describe
 from .layout import (
-    _NON_BREAKING_SPACES,
     Line,
     LineBreaker,
     Piece,
     Run,
+    is_break_space,
 )
 from .scripts import script_of
 
@@ -355,9 +355,7 @@ class ShapingLineBreaker(LineBreaker):
                 continue
             # a space is a break; but a space that carries a mark (ICU makes " \u0301" one
             # grapheme) is text, or the mark would go where trailing spaces go: undrawn
-            if (first == "\u200b" or (unicodedata.category(first) == "Zs"
-                                       and first not in _NON_BREAKING_SPACES)) \
-                    and len(cluster) == 1:
+            if is_break_space(first) and len(cluster) == 1:
                 if out and out[-1].kind == "space":
                     out[-1].text += cluster
                 else:
