@@ -49,13 +49,9 @@ def fill_text(device, text, colour: str, gray: bool) -> None:
     from .style import rgb
 
     m = mupdf()
-    values = rgb(colour)
-    if gray:
-        m.fz_fill_text(device, text, m.FzMatrix(), m.fz_device_gray(), [values[0]], 1.0,
-                       color_params())
-    else:
-        m.fz_fill_text(device, text, m.FzMatrix(), m.fz_device_rgb(), list(values), 1.0,
-                       color_params())
+    values = list(rgb(colour))
+    space, values = (m.fz_device_gray(), values[:1]) if gray else (m.fz_device_rgb(), values)
+    m.fz_fill_text(device, text, m.FzMatrix(), space, values, 1.0, color_params())
     m.fz_close_device(device)
 
 

@@ -96,7 +96,7 @@ class FontChain:
         self.descender = primary.descender
         # the user's fonts lead the chain; a character they lack is named once (``glyph``)
         self.users = next((i for i, spec in enumerate(specs) if not spec.path), len(specs))
-        self.missed: set[int] = set()
+        self.said_lacks = False  # ``lacks`` has spoken
         self._user_sha256: list[str] | None = None
         self.lead = 0  # fonts a page style named, ahead of the shipped chain (``page_chain``)
 
@@ -128,9 +128,9 @@ class FontChain:
     def lacks(self, char: str) -> None:
         """Say once, on stderr, that the user's first font has no glyph for ``char`` (the
         first such character): the shipped fonts after it draw it."""
-        if 0 in self.missed:
+        if self.said_lacks:
             return
-        self.missed.add(0)
+        self.said_lacks = True
         import click
 
         click.echo(f"{self.specs[0].path}: no glyph for {describe(char)}; the fonts after it "

@@ -505,6 +505,9 @@ class PageRenderer(Renderer):
                                           words=o.align == "justify",
                                           shrink=o.space_shrink)
         self.baseline = self.chain.ascender * self.size
+        # the characters of a coloured newline marker (none when it takes the text's)
+        self.marks = frozenset(c for c in o.newline_marker if not c.isspace()) \
+            if o.newlines == "marker" and o.newline_marker_color is not None else frozenset()
 
     def blocks(self, item: Item, part: RenderPart) -> list[Block]:
         where = item.origin or item.id
@@ -578,14 +581,6 @@ class PageRenderer(Renderer):
                     split_marked(line, self.marks, self.chain, self.size)
         return layout
 
-    @property
-    def marks(self) -> frozenset[str]:
-        """The characters of a coloured newline marker (none when it takes the text's)."""
-        o = self.options
-        if o.newlines != "marker" or o.newline_marker_color is None:
-            return frozenset()
-        return frozenset(c for c in o.newline_marker if not c.isspace())
-
     def paragraph_boxes(self, lines) -> list[tuple[float, float, float, float]]:
         """(left, top, right, bottom) in points of each paragraph's lines on a page, column by
         column: the column's width, from its first line's pitch to its last's."""
@@ -649,9 +644,9 @@ class PageRenderer(Renderer):
                           for row, line in self.rows(lines)],
                          scale=o.horizontal_scale, ink=o.text_color, paper=o.background,
                          marks=self.marks, mark_ink=o.newline_marker_color,
-                         boxes=(self.paragraph_boxes(lines) if o.paragraph_color else []),
-                         box_ink=o.paragraph_color)
-                 for lines, width, height in zip(layout.pages, widths, heights, strict=True)],
+                         boxes=ink.boxes, box_ink=o.paragraph_color)
+                 for lines, ink, width, height in zip(layout.pages, texts, widths, heights,
+                                                      strict=True)],
                 self.chain, self.size, self.breaker.shaper.hb_face)
         return PageRender(images, pdf, part, layout.line_count(),
                           self.layout_record(layout, widths, heights))
@@ -751,10 +746,10 @@ class PageRenderer(Renderer):
             too_big = self.too_big(record["widths"], record["heights"], ppi)
             if too_big:
                 raise ValueError(too_big)
-        ends = record.get("ends") or [[] for _ in record["pages"]]
+        ends = [set(last) for last in record.get("ends") or [[] for _ in record["pages"]]]
         texts = [self.text_object([Line([Run(run[0], run[2], run[1], run[0],
                                              run[3] if len(run) > 3 else None)
-                                         for run in runs], last=index in set(last))
+                                         for run in runs], last=index in last)
                                    for index, runs in enumerate(page)])
                  for page, last in zip(record["pages"], ends, strict=True)]
         return [[self.rasterise(text, width, height, ppi)

@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from .fonts import SILENT, FontChain
+from .layout import marked_run
 from .shaping import glyph_clusters
 from .style import rgb
 
@@ -135,8 +136,7 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
         nonlocal inked
         if not page.marks:
             return
-        wanted = page.mark_ink if run.text and all(c in page.marks for c in run.text) \
-            else page.ink
+        wanted = page.mark_ink if marked_run(run, page.marks) else page.ink
         if wanted != inked:
             out.append(b"%s %s %s rg\n" % tuple(map(_num, rgb(wanted))))
             inked = wanted
