@@ -27,13 +27,16 @@ import argparse
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.runs import timed_render  # noqa: E402
+
 LENGTHS = (2_000, 5_000, 10_000, 20_000, 40_000, 80_000, 120_000)
 
 
@@ -83,18 +86,9 @@ def run_glyph(glyph: Path, font: Path, items, out: Path) -> tuple[dict[str, list
 
 
 def run_mmconvert(items_file: Path, out: Path, *args: str) -> tuple[dict[str, list], float]:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mmconvert", "render", str(items_file),
-                    "--render", "context", "--out", str(out), "--overwrite", *args],
-                   check=True, capture_output=True, cwd=ROOT)
-    seconds = time.perf_counter() - started
-    sizes = {}
-    for line in (out / "manifest.jsonl").read_text(encoding="utf-8").split("\n"):
-        if not line:
-            continue
-        row = json.loads(line)
-        sizes[row["id"]] = [(image["width"], image["height"]) for image in row["images"]]
-    return sizes, seconds
+    seconds, rows = timed_render([items_file, "--render", "context", *args], out)
+    return {row["id"]: [(image["width"], image["height"]) for image in row["images"]]
+            for row in rows}, seconds
 
 
 def main() -> None:

@@ -17,13 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.runs import timed_render  # noqa: E402
+
 WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from "
          "at which but have an they you were her she there been one all we their has would "
          "when reading benchmark model vision language token image page context question "
@@ -44,13 +46,9 @@ def contexts(count: int) -> list[dict]:
 
 
 def render(items: Path, out: Path, style: str, ppi: float) -> tuple[float, int, float]:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mmconvert", "render", str(items), "--render",
-                    "context", "--style", style, "--ppi", str(ppi), "--out", str(out),
-                    "--overwrite"], check=True, capture_output=True, cwd=ROOT)
-    seconds = time.perf_counter() - started
-    lines = (out / "manifest.jsonl").read_text(encoding="utf-8").split("\n")
-    images = [image for line in lines if line for image in json.loads(line)["images"]]
+    seconds, rows = timed_render([items, "--render", "context", "--style", style, "--ppi", ppi],
+                                 out)
+    images = [image for row in rows for image in row["images"]]
     return seconds, len(images), sum(i["width"] * i["height"] for i in images) / 1e6
 
 

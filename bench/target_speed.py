@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.runs import timed_render  # noqa: E402
+
 WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from "
          "at which but have an they you were her she there been one all we their has would "
          "when reading benchmark model vision language token image page context question "
@@ -41,16 +43,6 @@ def long_contexts(path: Path, count: int) -> None:
                 total += len(words)
             handle.write(json.dumps({"id": f"long{n:03d}",
                                      "context": "\n\n".join(paragraphs)}) + "\n")
-
-
-def render(args: list[str], out: Path) -> tuple[float, list[dict]]:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mmconvert", "render", *args, "--out", str(out),
-                    "--overwrite"], check=True, capture_output=True, cwd=ROOT)
-    seconds = time.perf_counter() - started
-    rows = [json.loads(line) for line in
-            (out / "manifest.jsonl").read_text(encoding="utf-8").split("\n") if line]
-    return seconds, rows
 
 
 def main() -> None:
@@ -75,14 +67,14 @@ def main() -> None:
         sets = {"mmlu-redux": ["mmlu-redux", "--source", str(args.redux)],
                 "long contexts": [str(contexts), "--render", "context"]}
         for name, source in sets.items():
-            plain, rows = render(source, tmp / "plain")
+            plain, rows = timed_render(source, tmp / "plain")
             print(f"{name}: {len(rows)} items; plain render {plain:.2f} s")
             for label, extra in (
                     (f"--target-ratio {args.ratio:g}",
                      ["--target-ratio", str(args.ratio), "--tokenizer", str(tokenizer)]),
                     (f"--vision-budget {args.budget}", ["--vision-budget", str(args.budget)])):
-                seconds, rows = render([*source, *extra, "--ratio-model", args.model],
-                                       tmp / "target")
+                seconds, rows = timed_render([*source, *extra, "--ratio-model", args.model],
+                                             tmp / "target")
                 targets = [row["target"] for row in rows]
                 within = sum(t["within"] for t in targets)
                 layouts = [t["layouts"] for t in targets]

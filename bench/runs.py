@@ -1,0 +1,24 @@
+"""``mmconvert render`` as a whole process, for the benches: its wall time and the run's rows
+(read by the run folder's own reader)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed_render(args: list, out: Path) -> tuple[float, list[dict[str, Any]]]:
+    """Seconds ``mmconvert render ARGS --out OUT --overwrite`` took, start-up included, and
+    the rows it wrote."""
+    from mmconvert.runfolder import open_run
+
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mmconvert", "render", *map(str, args), "--out",
+                    str(out), "--overwrite"], check=True, capture_output=True, cwd=ROOT)
+    seconds = time.perf_counter() - started
+    return seconds, open_run(out).rows()
