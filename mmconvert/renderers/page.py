@@ -290,11 +290,11 @@ class RenderConfig(RunConfig):
         covers = {"page_size": ("page_width", "page_height"),
                   **{f"margin_{side}": ("margin",)
                      for side in ("top", "right", "bottom", "left")}}
-        for name, value in fixed.items():
-            if name not in given and not given.intersection(covers.get(name, ())):
-                page[name] = value
-        style.draws = {name: draw for name, draw in style.draws.items()
-                       if name not in given and not given.intersection(covers.get(name, ()))}
+        def free(name: str) -> bool:  # neither given nor covered by a field given
+            return name not in given and not given.intersection(covers.get(name, ()))
+
+        page.update({name: value for name, value in fixed.items() if free(name)})
+        style.draws = {name: draw for name, draw in style.draws.items() if free(name)}
         return {**data, "page": page, "style": style.model_dump(mode="json")}
 
     @field_validator("style")
