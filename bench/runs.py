@@ -12,6 +12,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
+WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from "
+         "at which but have an they you were her she there been one all we their has would "
+         "when reading benchmark model vision language token image page context question "
+         "answer measure result experiment evidence probability distribution").split()
+
+
+def paragraph(rng) -> str:
+    """A seeded paragraph of 40 to 140 English words, for the benches' prose contexts."""
+    return " ".join(rng.choices(WORDS, k=rng.randint(40, 140))).capitalize() + "."
+
+
 def timed_render(args: list, out: Path) -> tuple[float, list[dict[str, Any]]]:
     """Seconds ``mmconvert render ARGS --out OUT --overwrite`` took, start-up included, and
     the rows it wrote."""

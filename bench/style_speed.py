@@ -24,12 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.runs import timed_render  # noqa: E402
+from bench.runs import paragraph, timed_render  # noqa: E402
 
-WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from "
-         "at which but have an they you were her she there been one all we their has would "
-         "when reading benchmark model vision language token image page context question "
-         "answer measure result experiment evidence probability distribution").split()
 STYLES = ("readbench", "glyph", "vtcbench", "pixelworld", "wild")
 
 
@@ -39,8 +35,7 @@ def contexts(count: int) -> list[dict]:
     for n in range(count):
         paragraphs = []
         for _ in range(rng.randint(4, 30)):
-            words = rng.choices(WORDS, k=rng.randint(40, 140))
-            paragraphs.append(" ".join(words).capitalize() + ".")
+            paragraphs.append(paragraph(rng))
         out.append({"id": f"s{n:03d}", "context": "\n\n".join(paragraphs)})
     return out
 

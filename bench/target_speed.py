@@ -23,12 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.runs import timed_render  # noqa: E402
-
-WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from "
-         "at which but have an they you were her she there been one all we their has would "
-         "when reading benchmark model vision language token image page context question "
-         "answer measure result experiment evidence probability distribution").split()
+from bench.runs import paragraph, timed_render  # noqa: E402
 
 
 def long_contexts(path: Path, count: int) -> None:
@@ -38,7 +33,7 @@ def long_contexts(path: Path, count: int) -> None:
             size = rng.choice((2_000, 5_000, 10_000, 20_000, 40_000))
             paragraphs, total = [], 0
             while total < size:
-                words = " ".join(rng.choices(WORDS, k=rng.randint(40, 140))).capitalize() + "."
+                words = paragraph(rng)
                 paragraphs.append(words)
                 total += len(words)
             handle.write(json.dumps({"id": f"long{n:03d}",
