@@ -154,6 +154,141 @@ def claude(width: int, height: int) -> int:
     return math.ceil(round(width * scale) * round(height * scale) / 750)
 
 
+def openai_patches(width: int, height: int, *, patch: int = 32, cap: int = 1536) -> int:
+    """OpenAI's patch rule (gpt-4.1-mini and -nano, o4-mini, gpt-5-mini and -nano): 32 px
+    patches covering the image; over 1,536 of them, the image shrinks so that whole patches
+    fit the 1,536 (the shrink first, then cut to a whole number of patches across the
+    limiting side); at most 1,536. These are the tokens the model reads; the price table's
+    ``image_patches`` multiplier turns them into billed tokens."""
+    patches = math.ceil(width / patch) * math.ceil(height / patch)
+    if patches > cap:
+        shrink = math.sqrt(patch * patch * cap / (width * height))
+        across, down = width * shrink / patch, height * shrink / patch
+        shrink *= min(math.floor(across) / across, math.floor(down) / down)
+        # a product that lands a hair over a whole patch is that patch, not one more
+        cols = math.ceil(round(width * shrink / patch, 6))
+        rows = math.ceil(round(height * shrink / patch, 6))
+        patches = cols * rows
+    return min(patches, cap)
+
+
+def gemini_2(width: int, height: int) -> int:
+    """Gemini 2.0 / 2.5, as Google states it: 258 tokens for an image with both sides at most
+    384 px; a larger image is cut into 768 x 768 px tiles of 258 tokens each. Google does not
+    publish how its service crops and scales, so this is the stated rule, an estimate."""
+    if width <= 384 and height <= 384:
+        return 258
+    return 258 * math.ceil(width / 768) * math.ceil(height / 768)
+
+
+def llava_onevision(width: int, height: int, *, tile: int = 384, side: int = 27,
+                    max_tiles: int = 9, grids: int = 6) -> int:
+    """LLaVA-OneVision (anyres_max_9, SigLIP at 384 px: 27 x 27 = 729 tokens a view): the
+    grid of 384 px tiles, up to 6 x 6, that keeps the most of the image's pixels with the
+    least waste; its tokens, less the padding rows or columns the image does not fill, pooled
+    down when they pass 9 tiles' worth, plus a row-break token a row, plus the 729 of the
+    whole image in one view."""
+    best, kept_best, waste_best = (tile, tile), 0, float("inf")
+    for rows in range(1, grids + 1):
+        for cols in range(1, grids + 1):
+            h, w = rows * tile, cols * tile
+            scale = min(w / width, h / height)
+            kept = min(int(width * scale) * int(height * scale), width * height)
+            waste = w * h - kept
+            if kept > kept_best or (kept == kept_best and waste < waste_best):
+                best, kept_best, waste_best = (h, w), kept, waste
+    down, across = side * (best[0] // tile), side * (best[1] // tile)
+    if width / height > across / down:  # wider than the grid: padding rows go
+        down -= (down - int(round(height * (across / width), 7))) // 2 * 2
+    else:  # taller: padding columns go
+        across -= (across - int(round(width * (down / height), 7))) // 2 * 2
+    features, breaks = down * across, down
+    pool = math.sqrt(down * across / (max_tiles * side * side))
+    if pool > 1.1:
+        features, breaks = int(down // pool) * int(across // pool), int(down // pool)
+    return features + breaks + side * side
+
+
+def _llama4_canvases(max_tiles: int) -> list[tuple[int, int]]:
+    """Llama 4's tile grids (rows, columns) of at most ``max_tiles`` tiles, in the order its
+    processor lists them: grouped by shape (rows / columns), each shape first met at the
+    largest tile count."""
+    shapes: dict[float, list[tuple[int, int]]] = {}
+    for count in range(max_tiles, 0, -1):
+        for rows in sorted(d for d in range(1, count + 1) if count % d == 0):
+            shapes.setdefault(rows / (count // rows), []).append((rows, count // rows))
+    return [grid for grids in shapes.values() for grid in grids]
+
+
+def llama4(width: int, height: int, *, tile: int = 336, max_tiles: int = 16,
+           per_tile: int = 144) -> int:
+    """Llama 4: the canvas of 336 px tiles (at most 16) the image fits best without
+    distortion: the least upscale that fits, else the least downscale, and of equal scales
+    the smallest canvas; 144 tokens a tile (24 x 24 patches of 14 px, pixel-shuffled by 4),
+    with a separator after each tile but a row's last and one after each row; then the whole
+    image as one more 144-token tile after its ``<|image|>`` token (the one tile alone when
+    the canvas is one tile). The image's start and end tokens are not counted."""
+    import numpy as np
+
+    grids = _llama4_canvases(max_tiles)
+    # the processor works out its scales in float32; so does this, so that ties fall alike
+    scales = [min(np.float32(rows * tile) / np.float32(height),
+                  np.float32(cols * tile) / np.float32(width)) for rows, cols in grids]
+    up = [s for s in scales if s >= 1]
+    chosen = min(up) if up else max(scales)
+    rows, cols = min((grid for grid, s in zip(grids, scales, strict=True) if s == chosen),
+                     key=lambda g: g[0] * g[1])
+    tiles = rows * cols
+    split = tiles * per_tile + rows * (cols - 1) + rows if tiles > 1 else 0
+    return split + 1 + per_tile
+
+
+def _closest_grid(width: int, height: int, grids: list[tuple[int, int]], tile: int
+                  ) -> tuple[int, int]:
+    """Of ``grids`` (columns, rows) in order, the one whose aspect is closest to the image's;
+    on a tie, a later grid wins while the image's area passes half the grid's pixels (the
+    InternVL tiling that DeepSeek-OCR's crops share)."""
+    aspect, best, best_diff = width / height, (1, 1), float("inf")
+    for cols, rows in grids:
+        diff = abs(aspect - cols / rows)
+        if diff < best_diff:
+            best, best_diff = (cols, rows), diff
+        elif diff == best_diff and width * height > 0.5 * tile * tile * cols * rows:
+            best = (cols, rows)
+    return best
+
+
+def deepseek_ocr_gundam(width: int, height: int, *, tile: int = 640, least: int = 2,
+                        most: int = 6) -> int:
+    """DeepSeek-OCR's Gundam mode: the whole page padded to 1024 x 1024 (16 rows of 16
+    tokens, each row with a break token, and a separator: 273), and, for an image over 640 px
+    on a side, 2 to 6 crops of 640 px in the grid closest to its aspect, 10 x 10 tokens a
+    crop, laid out as rows of the grid's width with a break token each."""
+    tokens = (16 + 1) * 16 + 1
+    if width <= tile and height <= tile:
+        return tokens
+    grids = sorted({(i, j) for n in range(least, most + 1) for i in range(1, n + 1)
+                    for j in range(1, n + 1) if least <= i * j <= most},
+                   key=lambda g: g[0] * g[1])
+    cols, rows = _closest_grid(width, height, grids, tile)
+    side = tile // 16 // 4
+    return tokens + (side * cols + 1) * (side * rows)
+
+
+def deepseek_ocr_2(width: int, height: int, *, tile: int = 768, least: int = 2,
+                   most: int = 6) -> int:
+    """DeepSeek-OCR 2: the whole page padded to 1024 x 1024 (256 tokens) and one separator,
+    and, for an image over 768 px on a side, 2 to 6 crops of 768 px (144 tokens each) in the
+    grid closest to its aspect."""
+    crops = 0
+    if max(width, height) > tile:
+        grids = sorted(((i, j) for i in range(1, most + 1) for j in range(1, most + 1)
+                        if least <= i * j <= most), key=lambda g: g[0] * g[1])
+        cols, rows = _closest_grid(width, height, grids, tile)
+        crops = cols * rows
+    return 256 + 144 * crops + 1
+
+
 TOKEN_RULES = {"qwen2-vl": qwen2_vl, "qwen3-vl": qwen3_vl, "glm-4.1v": glm4v,
                "internvl2.5": internvl, "idefics3": idefics3, "pixtral": pixtral,
                "llava-1.5": llava_1_5, "gpt-4o": gpt_4o, "claude": claude}
@@ -189,30 +324,89 @@ def fixed(tokens: int, what: str):
     return rule
 
 
-# rules for --models and --ratio-model that stats does not print unless asked: fixed counts
-# (DeepSeek-OCR's native modes, Gemma 3 without pan-and-scan)
+def _native(side: int, what: str):
+    """A DeepSeek-OCR native mode: the page brought to ``side`` px square (resized at 640 px
+    and under, padded above), rows of ``side / 64`` tokens with a break token each, and a
+    separator."""
+    rows = side // 16 // 4
+    return fixed((rows + 1) * rows + 1,
+                 f"DeepSeek-OCR {what} mode: every image brought to {side} x {side}, {rows} rows "
+                 f"of {rows} tokens, each with a row break, and a separator "
+                 f"({(rows + 1) * rows + 1}; the paper counts the {rows * rows} without "
+                 "the breaks).")
+
+
+def openai_tile_rule(base: int, tile: int, models: str):
+    """OpenAI's tile rule with a family's own figures."""
+    def rule(width: int, height: int) -> int:
+        return openai_tiles(width, height, base, tile)
+    rule.__doc__ = (f"OpenAI {models}, detail high: fit within 2048 x 2048, then the shortest "
+                    f"side down to 768 px; {tile} tokens per 512 px tile plus {base}.")
+    return rule
+
+
+# rules for --models and --ratio-model that stats does not print unless asked
 EXTRA_RULES = {
+    "llava-onevision": llava_onevision,
+    "llama-4": llama4,
     "gemma-3": fixed(256, "Gemma 3: every image resized to 896 x 896, 256 tokens (without "
                           "pan-and-scan crops)."),
-    "deepseek-ocr-tiny": fixed(64, "DeepSeek-OCR Tiny mode: 512 x 512, 64 tokens."),
-    "deepseek-ocr-small": fixed(100, "DeepSeek-OCR Small mode: 640 x 640, 100 tokens."),
-    "deepseek-ocr-base": fixed(256, "DeepSeek-OCR Base mode: 1024 x 1024 (padded), 256 "
-                                    "tokens."),
-    "deepseek-ocr-large": fixed(400, "DeepSeek-OCR Large mode: 1280 x 1280 (padded), 400 "
-                                     "tokens."),
+    "deepseek-ocr-tiny": _native(512, "Tiny"),
+    "deepseek-ocr-small": _native(640, "Small"),
+    "deepseek-ocr-base": _native(1024, "Base"),
+    "deepseek-ocr-large": _native(1280, "Large"),
+    "deepseek-ocr-gundam": deepseek_ocr_gundam,
+    "deepseek-ocr-2": deepseek_ocr_2,
+    "o3": openai_tile_rule(75, 150, "o1 and o3"),
+    "gpt-5": openai_tile_rule(70, 140, "gpt-5"),
+    "gpt-4.1-mini": openai_patches,
+    "gemini-2": gemini_2,
+    "gemini-3": fixed(1120, "Gemini 3 at media_resolution high, the default for images: at "
+                            "most 1,120 tokens an image (low 280, medium 560)."),
 }
+_DEEPSEEK = ("vLLM's DeepseekOCRProcessor.tokenize_with_images, ported from DeepSeek-OCR's "
+             "own process/image_process.py (base and image sizes of the mode, crops 2-6)")
+_OPENAI = "OpenAI's Images and vision guide, calculating costs"
 EXTRA_SOURCES = {
+    "llava-onevision": ("transformers 5.23 LlavaOnevisionProcessor._get_number_of_features "
+                        "with llava-onevision-qwen2-*-ov-hf's settings (num_image_tokens 729, "
+                        "vision_feature_select_strategy full, anyres_max_9, 384 px grid "
+                        "pinpoints up to 6 x 6)", "2026-11-24"),
+    "llama-4": ("transformers 5.23 Llama4ImageProcessor (get_best_fit over "
+                "find_supported_resolutions, 336 px tiles, max_patches 16) and "
+                "Llama4Processor._prompt_split_image (patch 14, pixel_shuffle_ratio 0.5)",
+                "2026-11-24"),
     "gemma-3": ("transformers 5.23 Gemma3Processor image_seq_length 256; pan-and-scan off, "
                 "its default", "2026-11-24"),
-    **{name: ("DeepSeek-OCR's README and paper (native resolution modes); Gundam's tiled "
-              "mode is not covered", "2026-11-24")
+    **{name: (_DEEPSEEK, "2026-11-24")
        for name in ("deepseek-ocr-tiny", "deepseek-ocr-small", "deepseek-ocr-base",
-                    "deepseek-ocr-large")},
+                    "deepseek-ocr-large", "deepseek-ocr-gundam")},
+    "deepseek-ocr-2": ("transformers 5.23 DeepseekOcr2ImageProcessorPil (768 px crops, 2-6, "
+                       "over 768 px) and DeepseekOcr2Processor.replace_image_token",
+                       "2026-11-24"),
+    "o3": (_OPENAI + " (o1, o1-pro, o3: 75 + 150 a tile); offline, as last read, "
+           "not re-fetched", "2026-11-24"),
+    "gpt-5": (_OPENAI + " (gpt-5, gpt-5-chat-latest: 70 + 140 a tile); offline, as last "
+              "read, not re-fetched", "2026-11-24"),
+    "gpt-4.1-mini": (_OPENAI + " (patch models: 32 px patches, 1,536 at most; its worked "
+                     "examples 1024 x 1024 -> 1,024 and 1800 x 2400 -> 1,452 are tests); "
+                     "offline, as last read, not re-fetched", "2026-11-24"),
+    "gemini-2": ("Google's Gemini API guide, image token calculation (258 a 768 px tile; "
+                 "the crop is not published)", "2026-11-24"),
+    "gemini-3": ("Google's Gemini 3 developer guide, media_resolution; offline, as last "
+                 "read, not re-fetched", "2026-11-24"),
 }
 
-# other names of the same rules (Qwen2.5-VL's processor is Qwen2-VL's, with its defaults)
+# other names of the same rules: a family's models that read images alike (Qwen2.5-VL's
+# processor is Qwen2-VL's with its defaults; gpt-4o-mini reads gpt-4o's tiles, whatever it
+# bills for them)
 RULE_ALIASES = {"qwen2.5-vl": "qwen2-vl", "internvl3": "internvl2.5", "internvl2": "internvl2.5",
-                "glyph": "glm-4.1v"}
+                "glyph": "glm-4.1v", "smolvlm": "idefics3",
+                "gpt-4o-mini": "gpt-4o", "gpt-4.1": "gpt-4o", "gpt-4.5": "gpt-4o",
+                "o1": "o3", "o1-pro": "o3", "gpt-5-chat-latest": "gpt-5",
+                "gpt-4.1-nano": "gpt-4.1-mini", "o4-mini": "gpt-4.1-mini",
+                "gpt-5-mini": "gpt-4.1-mini", "gpt-5-nano": "gpt-4.1-mini",
+                "gemini-2.0": "gemini-2", "gemini-2.5": "gemini-2"}
 
 
 def token_rule(name: str):

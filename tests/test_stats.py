@@ -226,8 +226,9 @@ def test_every_rule_names_its_source_and_the_date_it_was_checked():
     assert set(RULE_SOURCES) == set(TOKEN_RULES) and set(EXTRA_SOURCES) == set(EXTRA_RULES)
     assert all(len(date) == 10 for _, date in [*RULE_SOURCES.values(),
                                                *EXTRA_SOURCES.values()])
-    assert all(token_rule(alias) is TOKEN_RULES[name] for alias, name in RULE_ALIASES.items())
-    assert token_rule("deepseek-ocr-base")(4000, 100) == 256
+    assert all(token_rule(alias) is token_rule(name) for alias, name in RULE_ALIASES.items())
+    assert all(name in TOKEN_RULES or name in EXTRA_RULES for name in RULE_ALIASES.values())
+    assert token_rule("deepseek-ocr-base")(4000, 100) == 273  # 16 rows of 16, breaks, end
 
 
 def test_idefics3_tokens_equal_transformers_processor_on_1000_sizes():
@@ -262,6 +263,112 @@ def test_pixtral_tokens_equal_transformers_processor_on_1000_sizes():
         h, w = get_resize_output_image_size(image, (1024, 1024), (16, 16),
                                             input_data_format="channels_last")
         assert pixtral(width, height) == (h // 16) * (w // 16 + 1), (width, height)
+
+
+def test_llava_onevision_tokens_equal_transformers_processor_on_1000_sizes():
+    """llava-onevision-qwen2-*-ov-hf's processor settings (num_image_tokens 729, strategy
+    full, anyres_max_9) and its image processor's grid pinpoints: the processor's own
+    count, read without a tokenizer (the count needs none)."""
+    from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
+        LlavaOnevisionImageProcessorPil,
+    )
+    from transformers.models.llava_onevision.processing_llava_onevision import (
+        LlavaOnevisionProcessor,
+    )
+
+    from mmconvert.stats import llava_onevision
+
+    processor = LlavaOnevisionProcessor.__new__(LlavaOnevisionProcessor)
+    processor.image_processor = LlavaOnevisionImageProcessorPil()
+    processor.num_image_tokens = 729
+    processor.vision_feature_select_strategy = "full"
+    processor.vision_aspect_ratio = "anyres_max_9"
+    for width, height in sizes_16_to_8k():
+        assert llava_onevision(width, height) == \
+            processor._get_number_of_features(height, width, 384, 384), (width, height)
+
+
+def test_llama4_tokens_equal_transformers_processor_on_1000_sizes():
+    """Llama 4: the canvas its image processor picks (get_best_fit over
+    find_supported_resolutions, 336 px tiles, 16 at most) and the tokens its processor lays
+    out for it, less the image's start and end. Those two functions need torch only; the
+    module imports torchvision for its resizing, which the count never reaches, so a blank
+    module stands in for it when torchvision is not installed."""
+    import importlib.machinery
+    import sys
+    import types
+
+    torch = pytest.importorskip("torch")
+    from transformers.image_processing_utils import SizeDict
+    from transformers.models.llama4.processing_llama4 import Llama4Processor
+
+    from mmconvert.stats import llama4
+
+    try:
+        import torchvision.transforms.v2  # noqa: F401
+    except Exception:  # noqa: BLE001 - absent, or a build that does not match torch
+        for name in ("torchvision", "torchvision.transforms", "torchvision.transforms.v2"):
+            blank = types.ModuleType(name)
+            blank.__spec__ = importlib.machinery.ModuleSpec(name, None)
+            sys.modules[name] = blank
+        sys.modules["torchvision.transforms.v2"].functional = types.ModuleType("functional")
+    from transformers.models.llama4.image_processing_llama4 import (
+        find_supported_resolutions,
+        get_best_fit,
+    )
+
+    canvases = torch.tensor(find_supported_resolutions(
+        max_num_chunks=16, patch_size=SizeDict(height=336, width=336)))
+    processor = Llama4Processor.__new__(Llama4Processor)
+    assert int((336 // 14) ** 2 // round(1 / 0.5 ** 2)) == 144
+    for width, height in sizes_16_to_8k():
+        rows, cols = (int(side) // 336 for side in get_best_fit((height, width), canvases))
+        laid = processor._prompt_split_image((rows, cols), 144)
+        expected = sum(laid.count(token) for token in (
+            "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>", "<|image|>"))
+        assert llama4(width, height) == expected, (width, height)
+
+
+def test_deepseek_ocr_2_tokens_equal_transformers_processor_on_1000_sizes():
+    """DeepSeek-OCR 2: 256 tokens for the padded page, one separator, 144 a 768 px crop,
+    the crops (2-6, over 768 px) as its image processor's own tiling chooses them."""
+    from transformers.models.deepseek_ocr2.image_processing_pil_deepseek_ocr2 import (
+        DeepseekOcr2ImageProcessorPil,
+        get_optimal_tiled_canvas,
+    )
+
+    from mmconvert.stats import deepseek_ocr_2
+
+    settings = DeepseekOcr2ImageProcessorPil()
+    assert (settings.min_patches, settings.max_patches, settings.tile_size) == (2, 6, 768)
+    for width, height in sizes_16_to_8k():
+        crops = 0
+        if max(width, height) > 768:
+            cols, rows = get_optimal_tiled_canvas((height, width), (768, 768), 2, 6)
+            crops = cols * rows
+        assert deepseek_ocr_2(width, height) == 256 + 144 * crops + 1, (width, height)
+
+
+@pytest.mark.parametrize(("model", "size", "tokens"), [
+    # OpenAI's own worked examples (patch models: 1,024 and 1,452 patches)
+    ("gpt-4.1-mini", (1024, 1024), 1024), ("o4-mini", (1800, 2400), 1452),
+    ("gpt-5-nano", (8192, 8192), 39 * 39), ("gpt-5-mini", (31, 33), 2),
+    ("gpt-4o-mini", (1024, 1024), 765), ("o3", (1024, 1024), 75 + 4 * 150),
+    ("gpt-5", (512, 512), 70 + 140),
+    # DeepSeek-OCR: a page at 640 px or under is the global view alone; a square one over
+    # it takes 2 x 2 crops of 10 x 10 tokens, each crop row with a break
+    ("deepseek-ocr-gundam", (640, 600), 273),
+    ("deepseek-ocr-gundam", (1280, 1280), 273 + 21 * 20),
+    ("deepseek-ocr-gundam", (800, 2400), 273 + 11 * 30),
+    ("deepseek-ocr-tiny", (4000, 100), 73), ("deepseek-ocr-small", (9, 9), 111),
+    ("deepseek-ocr-large", (1, 1), 421),
+    ("gemini-2", (384, 384), 258), ("gemini-2.5", (1000, 700), 258 * 2),
+    ("gemini-3", (4000, 4000), 1120),
+])
+def test_rules_without_a_transformers_processor(model, size, tokens):
+    from mmconvert.stats import token_rule
+
+    assert token_rule(model)(*size) == tokens
 
 
 def test_models_choose_the_rules_stats_counts(tmp_path):

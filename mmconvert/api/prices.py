@@ -3,6 +3,7 @@ before a request, costs from the usage a response reports, and the ``--budget`` 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -61,6 +62,13 @@ class PriceTable:
                     isinstance(v, (int, float)) and v >= 0 for v in tokens.values()):
                 raise UsageError(f"--price-table {path}: models.{name}.per_million_tokens: "
                                  "expected a mapping of names to prices >= 0")
+            for key, fields in (("image_tiles", ("base", "tile")),
+                                ("image_patches", ("multiplier",))):
+                rule = entry.get(key)
+                if rule is not None and not (isinstance(rule, dict) and all(
+                        isinstance(rule.get(f), (int, float)) and rule[f] > 0 for f in fields)):
+                    raise UsageError(f"--price-table {path}: models.{name}.{key}: expected "
+                                     + ", ".join(f"{f!r}" for f in fields) + " > 0")
         merged = {**shipped, "models": {**shipped["models"], **models},
                   "as_of": user.get("as_of", shipped["as_of"])}
         return cls(merged, str(path))
@@ -68,11 +76,23 @@ class PriceTable:
     def has(self, model: str) -> bool:
         return model in self.models
 
-    def image_tiles(self, model: str) -> tuple[int, int] | None:
-        """(base, tile) tokens a chat model bills an image at (OpenAI's tile rule), or None
-        when the table gives the model no image rule."""
-        tiles = (self.models.get(model) or {}).get("image_tiles")
-        return (tiles["base"], tiles["tile"]) if tiles else None
+    def image_rule(self, model: str):
+        """How a chat model bills an image, as a function of its width and height: OpenAI's
+        tile rule with the model's ``image_tiles`` (base and tile tokens), or its patch rule
+        with its ``image_patches`` multiplier (the billed tokens rounded up); None when the
+        table gives the model no image rule."""
+        from ..stats import openai_patches, openai_tiles
+
+        entry = self.models.get(model) or {}
+        if entry.get("image_tiles"):
+            tiles = entry["image_tiles"]
+            return functools.partial(openai_tiles, base=tiles["base"], tile=tiles["tile"])
+        if entry.get("image_patches"):
+            multiplier = entry["image_patches"]["multiplier"]
+            # rounded first, so that 100 x 1.62 is 162, not a float a hair over it
+            return lambda width, height: math.ceil(round(openai_patches(width, height)
+                                                         * multiplier, 6))
+        return None
 
     def _tokens(self, model: str) -> dict[str, float] | None:
         entry = self.models.get(model)

@@ -116,7 +116,8 @@ class Plan:
     # items with no gold answer: not sent, not scored, and left out of n and the score
     unscored: list[dict[str, str]] = field(default_factory=list)
     images: int = 0  # images sent, over every request
-    # the image tokens the model bills by its own rule (the price table's image_tiles), or
+    # the image tokens the model bills by its own rule (the price table's image_tiles or
+    # image_patches), or
     # None when the table has no rule for it: the estimate then leaves the images out
     image_tokens: int | None = None
 
@@ -162,7 +163,7 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     """Requests, vision tokens under each stats rule, and the estimated cost (the shipped
     price table; None for a model it does not list)."""
     from ..api.prices import PriceTable, estimate_tokens
-    from ..stats import TOKEN_RULES, image_tokens, openai_tiles
+    from ..stats import TOKEN_RULES, image_tokens
 
     rows, unscored = [], []
     for row in select_rows(run, options):
@@ -188,10 +189,9 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     if table.has(options.model):
         prices = table.models[options.model]["per_million_tokens"]
         outputs = sum(max_tokens(row, options) for row in rows) * len(conditions)
-        tiles = table.image_tiles(options.model)
-        if tiles is not None:  # the model's own rule, never another model's
-            billed = image_tokens(functools.partial(openai_tiles, base=tiles[0],
-                                                    tile=tiles[1]), images)
+        rule = table.image_rule(options.model)
+        if rule is not None:  # the model's own rule, never another model's
+            billed = image_tokens(rule, images)
         estimate = ((prompt_tokens + (billed or 0)) * prices.get("input", 0.0)
                     + outputs * prices.get("output", 0.0)) / 1_000_000
     return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate, unscored,
@@ -457,8 +457,9 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
                              "the spend cannot be bounded; leave --budget out for a local "
                              "model")
         if todo.images and todo.image_tokens is None:
-            raise UsageError(f"--budget: the price table has no image rule (image_tiles) for "
-                             f"{options.model}, so the cost of its {todo.images} image(s) "
+            raise UsageError(f"--budget: the price table has no image rule (image_tiles or "
+                             f"image_patches) for {options.model}, so the cost of its "
+                             f"{todo.images} image(s) "
                              "cannot be bounded; leave --budget out")
         if todo.estimate_usd > options.budget:
             raise BudgetReached(

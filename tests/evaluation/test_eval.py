@@ -203,14 +203,42 @@ def test_each_model_prices_images_by_its_own_rule_or_says_it_cannot(demo):
     assert mini == 2833 * len(shown) + 5667 * tiles  # the same tiles as gpt-4o's, dearer
     result = run("eval", demo, "--model", "gpt-4o-mini", "--dry-run")
     assert f"{mini:,} image tokens by gpt-4o-mini's own rule" in result.output
+    # gpt-4.1-mini bills 32 px patches (at most 1,536) times 1.62, rounded up
+    from mmconvert.stats import openai_patches
+
+    patches = sum(-(-openai_patches(i["width"], i["height"]) * 162 // 100) for i in shown)
     result = run("eval", demo, "--model", "gpt-4.1-mini", "--dry-run")
+    assert f"{patches:,} image tokens by gpt-4.1-mini's own rule" in result.output
+
+
+def test_a_model_the_price_table_gives_no_image_rule_is_never_priced_by_another(
+        demo, monkeypatch):
+    from mmconvert.api import prices
+
+    shipped = prices.PriceTable.load
+    table = shipped()
+    del table.models["gpt-4.1-nano"]["image_patches"]
+    monkeypatch.setattr(prices.PriceTable, "load", classmethod(lambda cls, path=None: table))
+    shown = [image for row in rows(demo) for image in row["images"]]
+    result = run("eval", demo, "--model", "gpt-4.1-nano", "--dry-run")
     assert result.exit_code == 0
     assert (f"its {len(shown)} image(s) are NOT priced: the price table has no image rule "
-            "for gpt-4.1-mini") in result.output
-    result = run("eval", demo, "--model", "gpt-4.1-mini", "--budget", "5",
+            "for gpt-4.1-nano") in result.output
+    result = run("eval", demo, "--model", "gpt-4.1-nano", "--budget", "5",
                  "--base-url", "http://127.0.0.1:9/v1")
-    assert result.exit_code == 2 and "no image rule (image_tiles) for gpt-4.1-mini" in \
-        result.output
+    assert result.exit_code == 2 and \
+        "no image rule (image_tiles or image_patches) for gpt-4.1-nano" in result.output
+
+
+def test_a_price_table_image_rule_of_the_wrong_shape_is_one_line(tmp_path):
+    from mmconvert.api.prices import PriceTable
+    from mmconvert.errors import UsageError
+
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": {"m": {"per_million_tokens": {"input": 1},
+                                                  "image_patches": {"multiplier": "x"}}}}))
+    with pytest.raises(UsageError, match=r"models\.m\.image_patches: expected 'multiplier' > 0"):
+        PriceTable.load(table)
 
 
 def test_a_run_without_text_twins_says_how_to_make_one(demo, tmp_path):
