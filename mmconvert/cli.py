@@ -361,6 +361,7 @@ LAZY = {"dedup": "mmconvert.corpora.commands:dedup_command",
         "sweep": "mmconvert.postprocess.commands:sweep_command",
         "transform": "mmconvert.postprocess.commands:transform_command",
         "eval": "mmconvert.evaluation.commands:eval_command",
+        "frontier": "mmconvert.evaluation.commands:frontier_command",
         "qa": "mmconvert.qa.commands:qa_command",
         "export": "mmconvert.exporters.commands:export_command",
         "score": "mmconvert.scoring.commands:score_command"}

@@ -263,7 +263,8 @@ def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
         if origin == FLAGS:
             # the values came from flags: name the flag (page.render_part -> --render-part);
             # a problem of a model as a whole names its fields itself
-            if not first["loc"] or isinstance(value, dict):
+            # (a required flag left out is named, though its "input" is the whole dict)
+            if not first["loc"] or (isinstance(value, dict) and first["type"] != "missing"):
                 raise UsageError(message) from None
             name = str([p for p in first["loc"] if isinstance(p, str)][-1])
             flag = (flags or {}).get(name, "--" + name.replace("_", "-"))

@@ -91,7 +91,7 @@ def help_text(info, note: str = "") -> str:
     ``cli(default=...)`` for one the code resolves)."""
     text = _sentence(info.description)
     stated = meta(info).get("default")
-    if stated is None:
+    if stated is None and not info.is_required():  # a required field states no default
         value = info.get_default(call_default_factory=True)
         stated = None if value in (None, False, [], {}, ()) else _shown(value)
     if stated is not None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from mmconvert.cli import main
 from mmconvert.config import ApiOptions, ExecutionOptions, Selection, submodel
+from mmconvert.evaluation.frontier import FrontierOptions
 from mmconvert.evaluation.run import EvalOptions
 from mmconvert.flags import fill, meta, model_flags
 from mmconvert.options import OPTIONS, cli
@@ -24,6 +25,7 @@ COMMANDS = {
     "dedup": [Selection],
     "sweep": [SweepOptions, Selection, ExecutionOptions],
     "eval": [EvalOptions],
+    "frontier": [FrontierOptions],
 }
 
 
@@ -55,6 +57,9 @@ def test_every_field_is_a_flag_that_states_its_default(name):
             assert param in options, f"{name}: {dotted} has no flag"
             default = info.get_default(call_default_factory=True)
             stated = meta(info).get("default")
+            if info.is_required():  # a required flag states no default
+                assert "(default:" not in options[param].help, (name, dotted)
+                continue
             if stated is None and default not in (None, False, [], {}):
                 stated = f"{default:g}" if isinstance(default, float) else \
                     ",".join(map(str, default)) if isinstance(default, list) else str(default)

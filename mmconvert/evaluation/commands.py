@@ -105,3 +105,49 @@ def eval_command() -> click.Command:
         click.Option(["--json", "as_json"], is_flag=True,
                      help="Print results.json instead of a table."),
         progress_option("inspect's progress display (default: when stderr is a terminal).")])
+
+
+def frontier_command() -> click.Command:
+    from ..flags import fill, flag_names, model_flags
+    from .frontier import FrontierOptions
+
+    flags = model_flags(FrontierOptions)
+
+    def run_frontier(corpus, out, as_json, progress, **given):
+        """Which page style reads best for how few vision tokens: render a seeded set of
+        styles (--points draws from --style, or a --grid of style fields) on a dev sample of
+        CORPUS, count each one's compression (text tokens / vision tokens of --ratio-model)
+        and score it (--model through an OpenAI-compatible endpoint, as eval does; without
+        one, Tesseract's character accuracy), and write the Pareto front of accuracy against
+        compression: OUT/frontier.json, OUT/frontier.png and every point's style file
+        (OUT/styles/<point>.yaml, for render --style).
+
+        \b
+        Examples:
+          mmconvert frontier mmlu-redux --tokenizer tok.json --ratio-model qwen2.5-vl \\
+              --grid font_size:6,8,10,12 --grid ppi:72,96
+          mmconvert frontier mmlu-pro --tokenizer tok.json --ratio-model qwen2.5-vl \\
+              --points 24 --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
+        """
+        from ..config import build, show_progress
+        from .frontier import frontier, table
+
+        values = fill(flags, given, {})
+        options = build(FrontierOptions, values, flags=flag_names(flags))
+        label = "".join(c if c.isalnum() or c in ".-" else "_"
+                        for c in (options.model or "ocr"))
+        target = out or Path("runs") / f"{Path(corpus).stem}-frontier-{label}"
+        result = frontier(corpus, target, options,
+                          display="full" if show_progress(progress) else "none",
+                          echo=lambda text: click.echo(text, err=True))
+        click.echo(json.dumps(result, indent=1) if as_json else table(result))
+        click.echo(f"frontier in {target / 'frontier.json'}", err=True)
+
+    return command("frontier", run_frontier, flags, [
+        click.Argument(["corpus"]),
+        click.Option(["--out", "-o"], type=click.Path(path_type=Path),
+                     help="Folder for the points' runs, styles, evaluations, frontier.json "
+                          "and frontier.png (default: runs/<corpus>-frontier-<model|ocr>)."),
+        click.Option(["--json", "as_json"], is_flag=True,
+                     help="Print frontier.json instead of a table."),
+        progress_option("inspect's progress display (default: when stderr is a terminal).")])

@@ -144,6 +144,18 @@ def _check_value(where: str, name: str, value: Any) -> Any:
             from None
 
 
+def plain_value(where: str, name: str, value: Any) -> Any:
+    """``value`` of style field ``name`` checked, as a style file writes it (JSON's types:
+    a length in points, a colour as text); one line naming ``where`` and the field if it is
+    not a value of the field."""
+    try:
+        return _field_model(name).model_validate({"value": value}).model_dump(
+            mode="json")["value"]
+    except ValidationError as err:
+        raise UsageError(f"{where}: {name}: {first_error(err)['msg']} (got {value!r})") \
+            from None
+
+
 def _parse_field(where: str, name: str, spec: Any, is_list: bool) -> Draw | Any:
     """A field's entry: a Draw, or its fixed value."""
     if isinstance(spec, dict):

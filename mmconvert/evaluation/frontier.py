@@ -1,0 +1,359 @@
+"""``mmconvert frontier``: which page style reads best for how few vision tokens.
+
+A seeded set of styles (random draws from a style file, or a grid over style fields) is rendered
+on a dev sample of a corpus; each point is costed (its compression: the text tokens its images
+hold over the vision tokens they cost a model, as ``mmconvert stats`` counts them) and scored
+(a model through ``mmconvert eval``, or without one Tesseract's character accuracy on the
+images as they are); the points no other point beats on both are the Pareto front. Written:
+``frontier.json``, ``frontier.png`` and each point's style file (``styles/<point>.yaml``), which
+``render --style`` takes as it is.
+
+Every step resumes: a point's render skips its finished items, its evaluation answers from the
+response cache (``OUT/cache``) and its OCR reading is kept beside the manifest it read.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from ..errors import UsageError, did_you_mean
+from ..manifest import atomic_write, write_json
+from ..options import cli
+from ..runfolder import LOCK, locked, open_run, read_run_file
+from .run import Condition, EvalOptions
+
+FRONTIER = "frontier.json"
+
+
+class FrontierOptions(EvalOptions):
+    """What ``mmconvert frontier`` renders, how it scores and what it counts. The evaluation's
+    options are ``mmconvert eval``'s; the model is optional (without it, OCR scores)."""
+
+    model: str | None = Field(
+        None, description="model name the endpoint serves; without it, each point is scored "
+                          "by Tesseract's character accuracy on its images")
+    modality: list[Condition] = Field(
+        default_factory=lambda: ["image"], min_length=1,
+        description="conditions, comma-separated: image, and text for the text twin's score "
+                    "as a reference line", json_schema_extra=cli(split=True))
+    limit: int | None = Field(50, ge=1, description="items in the dev sample (after --sample)")
+    tokenizer: str = Field(
+        description="the tokenizer text tokens are counted with (a tokenizer.json, a folder "
+                    "holding one, or a hub id in the local cache); required")
+    ratio_model: str = Field(
+        description="the model whose vision tokens the compression is counted in (a stats "
+                    "rule: qwen2.5-vl, glm-4.1v, gpt-4o, ...); required")
+    ratio_models: list[str] | None = Field(None, json_schema_extra=cli(off=True))
+    source: Path | None = Field(None, description="local copy of the corpus (as render's)")
+    sample: int | None = Field(None, ge=1, description="seeded sample of N items per subset, "
+                                                       "before --limit")
+    seed: int = Field(0, description="seed of the sample, the style draws and the bootstrap")
+    style: str = Field("wild", description="the style file or preset the points are drawn "
+                                           "from; a --grid's base")
+    points: int = Field(12, ge=1, le=1000, description="styles drawn at random from --style "
+                                                       "(without --grid)")
+    grid: list[str] | None = Field(
+        None, json_schema_extra=cli(metavar="FIELD:V1,V2"),
+        description="a style field and its values; repeatable: the points are every "
+                    "combination, over --style's values (its ranges drawn once)")
+    workers: int = Field(1, ge=1, le=512, description="render and OCR workers")
+
+    @field_validator("ratio_model")
+    @classmethod
+    def _rule(cls, name: str) -> str:
+        from ..stats import token_rule
+
+        token_rule(name)  # an unknown model: one line with a did-you-mean
+        return name
+
+
+@dataclass
+class Point:
+    """One style of the frontier and what it measured."""
+
+    name: str
+    values: dict[str, Any]  # the style's fields, as its file gives them
+    label: str  # what sets it apart: the grid's values, or "drawn"
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+# --- the points ------------------------------------------------------------------------------
+
+def style_points(options: FrontierOptions) -> list[Point]:
+    """The frontier's styles: ``--grid``'s combinations over ``--style`` (its ranges drawn
+    once), or ``--points`` draws from it; the same values twice are one point."""
+    from ..postprocess.sweep import parse_vary
+    from ..renderers.styles import load, plain_value
+
+    check_grid_fields(options.grid)
+    style, fixed = load(options.style)
+    if options.grid:
+        base = {**fixed, **style.draw(options.seed, "frontier-base")}
+        axes = [parse_vary(text, "--grid") for text in options.grid]
+        names = [name for name, _ in axes]
+        if len(set(names)) < len(names):
+            raise UsageError(f"--grid: {names}: a field given twice")
+        drawn = [({**base, **dict(zip(names, combo, strict=True))},
+                  ", ".join(f"{n}={v:g}" if isinstance(v, float) else f"{n}={v}"
+                            for n, v in zip(names, combo, strict=True)))
+                 for combo in itertools.product(*(values for _, values in axes))]
+    else:
+        drawn = [({**fixed, **style.draw(options.seed, f"frontier-{k}")}, "drawn")
+                 for k in range(options.points)]
+    points, seen = [], set()
+    for values, label in drawn:
+        where = f"--grid {label}" if options.grid else f"--style {options.style}"
+        values = {name: plain_value(where, name, value) for name, value in sorted(values.items())}
+        key = json.dumps(values, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            points.append(Point(f"p{len(points) + 1:02d}", values, label))
+    return points
+
+
+def write_style(path: Path, point: Point, options: FrontierOptions) -> None:
+    """The point's style file; one left by another frontier (other values) is refused."""
+    import yaml
+
+    text = (f"# mmconvert frontier point {point.name} ({point.label}), from --style "
+            f"{options.style}, seed {options.seed}\n"
+            + yaml.safe_dump(point.values, sort_keys=True, allow_unicode=True))
+    if path.is_file() and path.read_text(encoding="utf-8") != text:
+        raise UsageError(f"{path}: another frontier's point (its style differs); use another "
+                         "--out")
+    if not path.is_file():
+        atomic_write(path, text.encode("utf-8"))
+
+
+# --- measuring a point -----------------------------------------------------------------------
+
+def compression(run: Path, tokenizer, model: str) -> dict[str, Any]:
+    """The point's compression for ``model``: its items' text tokens over their vision tokens,
+    pooled (the sample's totals) and per item (the median)."""
+    from ..stats import gather
+
+    figures = gather(run, tokenizer, [model])
+    items = [i for i in figures["per_item"] if i["tokens"][model]]
+    text = sum(i["text_tokens"] for i in items)
+    vision = sum(i["tokens"][model] for i in items)
+    return {"compression": round(text / vision, 4) if vision else None,
+            "compression_median": figures["ratio"][model].get("median"),
+            "text_tokens": text, "vision_tokens": vision, "items": figures["items"]}
+
+
+def ocr_accuracy(run: Path, folder: Path, workers: int, seed: int) -> dict[str, Any]:
+    """Tesseract's character accuracy on the point's images as they are (no enlarging: a
+    small page reads worse, which is the point), per item 1 - CER of its readable
+    characters, floored at 0; kept in ``folder/ocr.json`` beside the manifest's hash, so a
+    resumed frontier reads each point once. Tesseract runs as a process of its own, so
+    ``workers`` threads wait on as many."""
+    from ..executors import local_executor
+    from .stats import bootstrap_mean
+
+    rows = open_run(run).rows()
+    manifest = hashlib.sha256((run / "manifest.jsonl").read_bytes()).hexdigest()
+    kept = folder / "ocr.json"
+    if kept.is_file():
+        record = json.loads(kept.read_text(encoding="utf-8"))
+        if record.get("manifest_sha256") == manifest:
+            return summary_of(record["items"], seed, bootstrap_mean)
+    items = list(local_executor(1, len(rows), threads=workers).map(
+        functools.partial(ocr_reader, run), rows))
+    write_json(kept, {"manifest_sha256": manifest, "items": items}, indent=1)
+    return summary_of(items, seed, bootstrap_mean)
+
+
+def ocr_reader(run: Path):
+    """The OCR worker: an item's row -> its character accuracy."""
+    return functools.partial(read_item, run)
+
+
+def read_item(run: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """One item's character accuracy: its images read in the item's script(s) at their own
+    size, against the text they should show; None when that text has nothing to read."""
+    from ..qa.checks import expected_text, ocr_images
+    from ..qa.ocr import errors, ocr, ocr_languages, readable
+    from ..renderers import row_renderer
+
+    language = row.get("language") or "en"
+    reference = readable(expected_text(row), language)
+    if not reference:
+        return {"id": row["id"], "accuracy": None, "reason": "no text to read"}
+    langs = ocr_languages(language, row_renderer(row).ocr_text(row))
+    read_back = " ".join(ocr(read_run_file(run, image["path"]), langs).text
+                         for image in ocr_images(row))
+    wrong = errors(reference, readable(read_back, language))
+    return {"id": row["id"], "accuracy": round(max(0.0, 1 - wrong / len(reference)), 6)}
+
+
+def summary_of(items: list[dict[str, Any]], seed: int, bootstrap_mean) -> dict[str, Any]:
+    values = [i["accuracy"] for i in items if i["accuracy"] is not None]
+    interval = bootstrap_mean(values, seed) if values else None
+    return {"accuracy": round(100 * sum(values) / len(values), 4) if values else None,
+            "accuracy_ci95": [round(100 * b, 4) for b in interval] if interval else None,
+            "n": len(values), "unscored": len(items) - len(values)}
+
+
+def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Path,
+                   display: str) -> dict[str, Any]:
+    """The point's score through ``mmconvert eval`` (the image condition, and the text
+    twin's when asked), with the image score's 95 % interval."""
+    from .run import evaluate
+    from .sweeps import image_interval
+
+    values = {name: getattr(options, name) for name in EvalOptions.model_fields
+              if name not in ("limit", "subsets", "ratio_models")}
+    results = evaluate(run, folder, EvalOptions.model_validate(
+        {**values, "ratio_models": [options.ratio_model]}), display=display, cache=cache)
+    overall = results["overall"]
+    return {"accuracy": overall["image"]["score"],
+            "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed),
+            "n": overall["image"]["n"], "unscored": results["unscored"]["n"],
+            **({"text": overall["text"]["score"]} if "text" in overall else {})}
+
+
+# --- the front -------------------------------------------------------------------------------
+
+def pareto(points: list[Point]) -> list[Point]:
+    """The points no other point matches or beats on both accuracy and compression (and
+    beats on one), by compression; points without both figures are on no front."""
+    scored = [p for p in points if p.figures.get("accuracy") is not None
+              and p.figures.get("compression") is not None]
+
+    def beats(q: Point, p: Point) -> bool:
+        a, b = q.figures, p.figures
+        return (a["accuracy"] >= b["accuracy"] and a["compression"] >= b["compression"]
+                and (a["accuracy"] > b["accuracy"] or a["compression"] > b["compression"]))
+
+    front = [p for p in scored if not any(beats(q, p) for q in scored)]
+    return sorted(front, key=lambda p: (p.figures["compression"], p.name))
+
+
+def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str = "none",
+             echo=print) -> dict[str, Any]:
+    """Render, cost and score every point into ``out``; write and return frontier.json."""
+    from ..converter import convert
+    from ..qa.ocr import tesseract_path
+    from ..tokens import load_tokenizer
+
+    tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
+    if options.model is None:
+        tesseract_path()  # no model and no Tesseract: one line before any render
+    elif "text-image" in options.modality:
+        raise UsageError("--modality: the frontier scores image and text; text-image is "
+                         "occlusions' own")
+    points = style_points(options)
+    with locked(out / LOCK, out):
+        for point in points:
+            write_style(out / "styles" / f"{point.name}.yaml", point, options)
+        for number, point in enumerate(points, start=1):
+            run = out / "points" / point.name
+            config = {"corpus": corpus, "source": options.source, "subsets": options.subsets,
+                      "sample": options.sample, "limit": options.limit, "seed": options.seed,
+                      "style": str(out / "styles" / f"{point.name}.yaml")}
+            summary = convert({k: v for k, v in config.items() if v is not None}, out=run,
+                              workers=options.workers, log=lambda m: None)
+            point.figures = compression(run, tokenizer, options.ratio_model)
+            evals = out / "evals" / point.name
+            point.figures.update(
+                ocr_accuracy(run, evals, options.workers, options.seed)
+                if options.model is None else
+                model_accuracy(run, evals, options, out / "cache", display))
+            accuracy = point.figures["accuracy"]
+            echo(f"[{number}/{len(points)}] {point.name} ({point.label}): "
+                 f"{summary.rendered} item(s) rendered, {summary.already_done} already done; "
+                 f"compression {point.figures['compression']}, accuracy "
+                 + (f"{accuracy:.1f} %" if accuracy is not None else "- (nothing scored)"))
+        front = pareto(points)
+        on_front = {p.name for p in front}
+        result = {
+            "corpus": corpus, "scorer": options.model or "ocr:tesseract",
+            "ratio_model": options.ratio_model, "tokenizer": tokenizer.record(),
+            "style": options.style, "seed": options.seed, "grid": options.grid,
+            "points": [{"name": p.name, "label": p.label,
+                        "style_file": str(Path("styles") / f"{p.name}.yaml"),
+                        "run": str(Path("points") / p.name), "on_front": p.name in on_front,
+                        **p.figures, "style": p.values} for p in points],
+            "front": [p.name for p in front]}
+        drawn = plot(result, out) if points else None
+        result["plot"] = drawn.name if drawn else None
+        write_json(out / FRONTIER, result, indent=1)
+    return result
+
+
+def plot(result: dict[str, Any], out: Path) -> Path | None:
+    """Accuracy against compression, the front drawn as a step line; None without
+    matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    from ..stats import write_figure
+
+    points = [p for p in result["points"]
+              if p["accuracy"] is not None and p["compression"] is not None]
+    figure, ax = plt.subplots(figsize=(7, 5))
+    for on_front, colour in ((False, "#9aa5b1"), (True, "#c44e52")):
+        chosen = [p for p in points if p["on_front"] == on_front]
+        ax.scatter([p["compression"] for p in chosen], [p["accuracy"] for p in chosen],
+                   color=colour, s=28, zorder=3,
+                   label="Pareto front" if on_front else "other styles")
+    front = sorted((p for p in points if p["on_front"]), key=lambda p: p["compression"])
+    if front:
+        ax.step([p["compression"] for p in front], [p["accuracy"] for p in front],
+                where="pre", color="#c44e52", linewidth=1)  # the boxes' upper edge
+    for p in points:
+        ax.annotate(p["name"], (p["compression"], p["accuracy"]), fontsize=7,
+                    xytext=(3, 3), textcoords="offset points")
+    texts = {p.get("text") for p in result["points"]} - {None}
+    if len(texts) == 1:
+        ax.axhline(texts.pop(), color="grey", linestyle="--", label="text twin")
+    ax.set_xlabel(f"compression (text tokens / {result['ratio_model']} vision tokens)")
+    ax.set_ylabel("character accuracy (%)" if result["scorer"] == "ocr:tesseract"
+                  else f"{result['scorer']} score (%)")
+    ax.set_ylim(0, 105)
+    ax.legend()
+    ax.set_title(f"{result['corpus']}: accuracy against compression")
+    path = out / "frontier.png"
+    figure.tight_layout()
+    write_figure(figure, path, metadata={"Software": None})
+    plt.close(figure)
+    return path
+
+
+def table(result: dict[str, Any]) -> str:
+    """The points as a table, the front marked."""
+    width = max([len("point"), *(len(p["name"]) for p in result["points"])]) + 2
+    lines = [f"{'point':<{width}}{'compression':>12}{'accuracy':>10}{'n':>5}  front  style"]
+    for p in result["points"]:
+        accuracy = f"{p['accuracy']:10.1f}" if p["accuracy"] is not None else f"{'-':>10}"
+        compression = (f"{p['compression']:12.3f}" if p["compression"] is not None
+                       else f"{'-':>12}")
+        lines.append(f"{p['name']:<{width}}{compression}{accuracy}{p['n']:>5}  "
+                     f"{'  *  ' if p['on_front'] else '     '}  {p['label']}")
+    lines.append(f"front: {', '.join(result['front']) or 'none'}; style files in styles/"
+                 + (f"; plot: {result['plot']}" if result["plot"] else ""))
+    return "\n".join(lines)
+
+
+def check_grid_fields(grid: list[str] | None) -> None:
+    """A grid field that is no page style field: one line with a did-you-mean."""
+    from ..postprocess.sweep import parse_vary
+    from ..renderers.page import PageOptions
+
+    for text in grid or []:
+        name, _ = parse_vary(text, "--grid")
+        if name not in PageOptions.model_fields or name == "render":
+            raise UsageError(f"--grid {text}: {name!r} is not a page style field"
+                             f"{did_you_mean(name, PageOptions.model_fields)}")

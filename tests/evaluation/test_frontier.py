@@ -1,0 +1,172 @@
+"""``mmconvert frontier``: styles rendered on a dev sample, costed and scored, and the Pareto
+front of accuracy against compression; scored by a real local HTTP server whose accuracy is a
+known function of the image, and by Tesseract."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from mmconvert.manifest import JsonlLog
+from mmconvert.qa.checks import expected_text
+from tests.conftest import SAMPLE
+from tests.openai_server import FakeOpenAI
+from tests.test_cli import run
+from tests.test_stats import minilm_folder
+
+# the server reads an item right when its image holds at least this many pixels a character
+PIXELS_PER_CHARACTER = 400
+GRID = ("--style", "readbench", "--grid", "font_size:5,8,12,16")
+
+
+def points_rows(out: Path) -> dict[str, list[dict]]:
+    return {folder.name: JsonlLog(folder / "manifest.jsonl").read()
+            for folder in sorted((out / "points").iterdir())}
+
+
+def legible(row: dict, area: int) -> bool:
+    return area / len(expected_text(row)) >= PIXELS_PER_CHARACTER
+
+
+@pytest.fixture
+def reader(tmp_path):
+    """A local OpenAI-compatible server that answers an item's question right exactly when
+    the page it is shown has PIXELS_PER_CHARACTER or more (it finds the item by the page's
+    hash among the frontier's runs), else with another letter."""
+    out = tmp_path / "frontier"
+
+    def answer(body):
+        parts = body["messages"][-1]["content"]
+        if isinstance(parts, str):
+            parts = [{"type": "text", "text": parts}]
+        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
+        if not urls:  # the text twin: always right
+            text = " ".join(p.get("text", "") for p in parts)
+            rows = [r for rs in points_rows(out).values() for r in rs]
+            return f"Answer: {next(r['answer'] for r in rows if r['text_prompt'] == text)}"
+        data = urls[0]
+        png = base64.b64decode(data.split(",", 1)[1])
+        digest = hashlib.sha256(png).hexdigest()
+        row = next(r for rs in points_rows(out).values() for r in rs
+                   if any(i["sha256"] == digest for i in r["images"]))
+        with Image.open(io.BytesIO(png)) as image:
+            area = image.width * image.height
+        wrong = next(letter for letter in "ABCD" if letter != row["answer"])
+        return f"Answer: {row['answer'] if legible(row, area) else wrong}"
+
+    fake = FakeOpenAI(answer=answer, models=("reader",))
+    url = fake.start()
+    yield fake, url, out
+    fake.stop()
+
+
+def test_the_frontier_scores_each_style_by_a_known_function_of_its_images(reader, tmp_path):
+    fake, url, out = reader
+    args = ["frontier", "mmlu-redux", "--source", SAMPLE, "--tokenizer", minilm_folder(),
+            "--ratio-model", "qwen2.5-vl", *GRID, "--model", "reader", "--base-url", url,
+            "--modality", "image,text", "--out", out]
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    found = json.loads((out / "frontier.json").read_text())
+    rows = points_rows(out)
+    assert [p["name"] for p in found["points"]] == ["p01", "p02", "p03", "p04"]
+    for point in found["points"]:
+        items = rows[point["name"]]
+        right = [legible(r, sum(i["width"] * i["height"] for i in r["images"])) for r in items]
+        assert point["accuracy"] == pytest.approx(100 * sum(right) / len(right), abs=1e-3)
+        assert point["n"] == len(items) and point["text"] == 100.0
+        assert point["style"]["font_size"] == float(point["label"].split("=")[1])
+    accuracies = [p["accuracy"] for p in found["points"]]
+    assert accuracies[0] < 50 and accuracies[-1] == 100  # the known function discriminates
+    # the front: no point on it is beaten, and every point off it is beaten by one on it
+    def beats(a, b):
+        return (a["accuracy"] >= b["accuracy"] and a["compression"] >= b["compression"]
+                and (a["accuracy"], a["compression"]) != (b["accuracy"], b["compression"]))
+    front = [p for p in found["points"] if p["on_front"]]
+    assert [p["name"] for p in sorted(front, key=lambda p: p["compression"])] == found["front"]
+    assert not any(beats(q, p) for p in front for q in found["points"])
+    assert all(any(beats(q, p) for q in front) for p in found["points"] if not p["on_front"])
+    # compression: the items' text tokens over their qwen2.5-vl tokens, as stats counts them
+    stats = run("stats", out / "points" / "p02", "--tokenizer", minilm_folder(),
+                "--models", "qwen2.5-vl", "--json", "--no-plots")
+    per_item = json.loads(stats.output)["per_item"]
+    assert found["points"][1]["compression"] == pytest.approx(
+        sum(i["text_tokens"] for i in per_item)
+        / sum(i["tokens"]["qwen2.5-vl"] for i in per_item), abs=1e-4)
+    assert (out / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a point's style file renders the same pages with render --style
+    again = tmp_path / "again"
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--limit", "50", "--style",
+               out / "styles" / "p03.yaml", "--out", again).exit_code == 0
+    assert [i["sha256"] for r in JsonlLog(again / "manifest.jsonl").read() for i in r["images"]] \
+        == [i["sha256"] for r in rows["p03"] for i in r["images"]]
+    # a second run (as after a kill) redraws nothing and sends nothing: the same frontier
+    sent, before = len(fake.requests("chat")), (out / "frontier.json").read_bytes()
+    second = run(*args)
+    assert second.exit_code == 0 and "0 item(s) rendered, 9 already done" in second.output
+    assert len(fake.requests("chat")) == sent
+    assert (out / "frontier.json").read_bytes() == before
+
+
+def test_without_a_model_tesseract_scores_each_style(tmp_path):
+    out = tmp_path / "ocr"
+    args = ["frontier", "mmlu-redux", "--source", SAMPLE, "--tokenizer", minilm_folder(),
+            "--ratio-model", "glm-4.1v", "--style", "readbench", "--grid", "font_size:4,12",
+            "--out", out]
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    found = json.loads((out / "frontier.json").read_text())
+    small, large = found["points"]
+    assert found["scorer"] == "ocr:tesseract"
+    assert large["accuracy"] > 80 > 20 > small["accuracy"]  # 4 pt type at 92.9 ppi: unread
+    assert small["compression"] > large["compression"]
+    assert found["front"] == ["p02", "p01"]  # each wins on one axis
+    kept = json.loads((out / "evals" / "p02" / "ocr.json").read_text())
+    assert len(kept["items"]) == 9 and all(0 <= i["accuracy"] <= 1 for i in kept["items"])
+    before = (out / "frontier.json").read_bytes()
+    assert run(*args).exit_code == 0 and (out / "frontier.json").read_bytes() == before
+
+
+def test_drawn_points_are_seeded_and_the_same_values_are_one_point(tmp_path):
+    from mmconvert.evaluation.frontier import FrontierOptions, style_points
+
+    def points(**given):
+        options = FrontierOptions(tokenizer="t.json", ratio_model="qwen2-vl", **given)
+        return [(p.name, p.values) for p in style_points(options)]
+
+    drawn = points(points=6, seed=3)
+    assert drawn == points(points=6, seed=3) and drawn != points(points=6, seed=4)
+    assert len({json.dumps(v, sort_keys=True) for _, v in drawn}) == 6
+    # a style that draws nothing gives one point however many are asked for
+    assert len(points(style="readbench", points=5)) == 1
+    grid = points(style="readbench", grid=["font_size:9,12", "ppi:72,96"])
+    assert [(v["font_size"], v["ppi"]) for _, v in grid] == [
+        (9.0, 72.0), (9.0, 96.0), (12.0, 72.0), (12.0, 96.0)]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--grid", "font_sise:3,4"], "'font_sise' is not a page style field; did you mean "
+                                  "'font_size'?"),
+    (["--grid", "font_size:3,x"], "--grid font_size=x: font_size:"),
+    (["--grid", "font_size"], "--grid font_size: expected NAME:V1,V2"),
+    (["--ratio-model", "qwen2.5vl"], "did you mean 'qwen2.5-vl'?"),
+    (["--style", "wilde"], "did you mean 'wild'?"),
+])
+def test_bad_frontier_options_are_one_line(tmp_path, extra, message):
+    args = ["frontier", "mmlu-redux", "--source", SAMPLE, "--tokenizer", minilm_folder(),
+            "--ratio-model", "qwen2-vl", "--out", tmp_path / "f", *extra]
+    result = run(*args)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "f" / "points").exists()  # refused before any render
+
+
+def test_a_frontier_needs_a_tokenizer(tmp_path):
+    result = run("frontier", "mmlu-redux", "--ratio-model", "qwen2-vl", "--out", tmp_path)
+    assert result.exit_code == 2 and "--tokenizer: Field required" in result.output
