@@ -261,7 +261,8 @@ def reject_votes_option(fn):
 @click.option("--no-plots", is_flag=True, help="Print only; draw no plots.")
 @click.option("--tokenizer", metavar="TOKENIZER",
               help="A Hugging Face tokenizer (a tokenizer.json, a folder holding one, or a hub "
-                   "id already in the local cache; nothing is downloaded): adds each item's "
+                   "id already in the local cache) or tiktoken:NAME (o200k_base, from "
+                   "tiktoken's cache); nothing is downloaded. Adds each item's "
                    "text tokens and its compression ratio, text tokens / vision tokens, per "
                    "model.")
 @click.option("--models", metavar="M1,M2",

@@ -11,6 +11,7 @@ layout, so a page is counted with exactly the text drawn on it.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -105,17 +106,22 @@ def pixtral(width: int, height: int, *, longest: int = 1024, patch: int = 16) ->
     return rows * (cols + 1)
 
 
+@functools.lru_cache(maxsize=8)
+def _tile_grids(max_tiles: int) -> tuple[tuple[int, int], ...]:
+    """InternVL's tile grids of at most ``max_tiles`` tiles, fewest tiles first."""
+    return tuple(sorted({(i, j) for n in range(1, max_tiles + 1) for i in range(1, n + 1)
+                         for j in range(1, n + 1) if i * j <= max_tiles},
+                        key=lambda r: r[0] * r[1]))
+
+
 def internvl(width: int, height: int, *, tile: int = 448, max_tiles: int = 12,
              per_tile: int = 256) -> int:
     """InternVL 2 / 2.5 dynamic resolution: the grid of 448 px tiles (at most 12) whose aspect
     ratio is closest to the image's, plus a thumbnail tile when there is more than one; 256
     tokens per tile."""
     aspect = width / height
-    ratios = sorted({(i, j) for n in range(1, max_tiles + 1) for i in range(1, n + 1)
-                     for j in range(1, n + 1) if i * j <= max_tiles},
-                    key=lambda r: r[0] * r[1])
     best, best_diff = (1, 1), float("inf")
-    for i, j in ratios:
+    for i, j in _tile_grids(max_tiles):
         diff = abs(aspect - i / j)
         if diff < best_diff:
             best, best_diff = (i, j), diff

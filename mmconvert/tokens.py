@@ -6,11 +6,18 @@ fetched: a hub id not in the cache is a one-line error). It is read with Hugging
 ``tokenizers`` library, the Rust tokenizer that transformers' fast tokenizers wrap, so a count
 is the one the model's own tokenizer gives; special tokens are not counted (the text an image
 replaces carries none of its own).
+
+``tiktoken:NAME`` takes one of OpenAI's tiktoken encodings (``o200k_base``: gpt-4o, gpt-4.1,
+o-series; ``cl100k_base``: gpt-4, gpt-3.5), read by tiktoken from its cache
+(``TIKTOKEN_CACHE_DIR``) only: tiktoken would download a missing BPE file, and here a missing
+one is a one-line error naming the file to put there.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +25,7 @@ from typing import Any
 from .errors import UsageError, first_line
 
 FILE = "tokenizer.json"
+TIKTOKEN = "tiktoken:"
 
 
 @dataclass
@@ -33,6 +41,8 @@ class TextTokenizer:
         """Tokens of ``text``, without special tokens."""
         if not text:
             return 0
+        if self.name.startswith(TIKTOKEN):  # special tokens' text is counted as text
+            return len(self.tokenizer.encode_ordinary(text))
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
     def record(self) -> dict[str, str]:
@@ -52,9 +62,68 @@ def _cached(repo_id: str) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
+class _NotCached(Exception):
+    """tiktoken asked to download a file (it is not in its cache)."""
+
+
+_TIKTOKEN_LOCK = threading.Lock()
+_TIKTOKEN_FILES: dict[str, Path] = {}  # each encoding's cache file, once read
+
+
+def _load_tiktoken(spec: str) -> TextTokenizer:
+    """A tiktoken encoding from tiktoken's cache; its download refused while it loads."""
+    from .errors import did_you_mean
+
+    name = spec[len(TIKTOKEN):]
+    try:
+        import tiktoken
+        import tiktoken.load
+    except ImportError:
+        raise UsageError(f"--tokenizer {spec} needs tiktoken: pip install "
+                         "'mmconvert[tokens]'") from None
+    known = tiktoken.list_encoding_names()
+    if name not in known:
+        raise UsageError(f"--tokenizer {spec}: no tiktoken encoding {name!r} (known: "
+                         f"{', '.join(known)}){did_you_mean(name, known)}")
+    cache = (os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+             or str(Path(__import__("tempfile").gettempdir()) / "data-gym-cache"))
+    read: list[tuple[str, bytes]] = []
+    cached, fetch = tiktoken.load.read_file_cached, tiktoken.load.read_file
+
+    def reading(blobpath: str, expected_hash: str | None = None) -> bytes:
+        data = cached(blobpath, expected_hash)
+        read.append((blobpath, data))
+        return data
+
+    def refusing(blobpath: str) -> bytes:
+        raise _NotCached(blobpath)
+
+    with _TIKTOKEN_LOCK:  # tiktoken's module functions, swapped while it loads
+        tiktoken.load.read_file_cached, tiktoken.load.read_file = reading, refusing
+        try:
+            encoding = tiktoken.get_encoding(name)
+        except _NotCached as missing:
+            url = missing.args[0]
+            key = hashlib.sha1(url.encode()).hexdigest()
+            raise UsageError(f"--tokenizer {spec}: its file {url} is not in tiktoken's cache "
+                             f"{cache} (nothing is downloaded: put it there as {key}, or set "
+                             "TIKTOKEN_CACHE_DIR to a folder holding it)") from None
+        finally:
+            tiktoken.load.read_file_cached, tiktoken.load.read_file = cached, fetch
+    if read:  # none when tiktoken had the encoding loaded already in this process
+        _TIKTOKEN_FILES[name] = Path(cache) / hashlib.sha1(read[0][0].encode()).hexdigest()
+    # the encoding's fingerprint: its ranks in order, however (and whenever) they were read
+    ranks = sorted(encoding._mergeable_ranks.items(), key=lambda pair: pair[1])
+    digest = hashlib.sha256(b"\n".join(token.hex().encode() for token, _ in ranks))
+    return TextTokenizer(spec, _TIKTOKEN_FILES.get(name, Path(cache)), digest.hexdigest(),
+                         encoding)
+
+
 def load_tokenizer(spec: str) -> TextTokenizer:
-    """The tokenizer ``spec`` names (a file, a folder, or a cached hub id); one line for one
-    that cannot be found or read."""
+    """The tokenizer ``spec`` names (a file, a folder, a cached hub id, or ``tiktoken:NAME``);
+    one line for one that cannot be found or read."""
+    if spec.startswith(TIKTOKEN):
+        return _load_tiktoken(spec)
     try:
         from tokenizers import Tokenizer
     except ImportError:

@@ -136,6 +136,70 @@ def test_a_bad_tokenizer_is_one_line(tmp_path, spec, message):
     assert len(result.output.strip().splitlines()) == 1
 
 
+def tiktoken_files() -> str:
+    """A folder of tiktoken's own cache files (named by the sha1 of their URL) that litellm's
+    wheel ships, found without importing litellm (its import reaches for the network)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("litellm")
+    return os.path.join(spec.submodule_search_locations[0], "litellm_core_utils", "tokenizers")
+
+
+@pytest.mark.parametrize(("encoding", "text", "tokens"), [
+    ("cl100k_base", "hello world", 2), ("o200k_base", "hello world", 2),
+    ("o200k_base", "<|endoftext|> is text here", None)])
+def test_tiktoken_encodings_are_read_from_its_cache(monkeypatch, tmp_path, encoding, text,
+                                                     tokens):
+    import tiktoken
+    import tiktoken.load
+
+    from mmconvert.tokens import load_tokenizer
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    loaded = load_tokenizer(f"tiktoken:{encoding}")
+    own = tiktoken.get_encoding(encoding)
+    assert loaded.count(text) == len(own.encode_ordinary(text))
+    if tokens is not None:
+        assert loaded.count(text) == tokens
+    assert loaded.record()["sha256"] == load_tokenizer(f"tiktoken:{encoding}").record()["sha256"]
+    # tiktoken's download was put back after the load
+    assert tiktoken.load.read_file.__module__ == "tiktoken.load"
+
+
+def test_a_tiktoken_encoding_not_in_the_cache_is_one_line_and_nothing_is_fetched(
+        monkeypatch, tmp_path):
+    import tiktoken.registry
+
+    from mmconvert.errors import UsageError
+    from mmconvert.tokens import load_tokenizer
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # none loaded in this process
+    with pytest.raises(UsageError, match=r"not in tiktoken's cache .* put it there as "
+                                         r"[0-9a-f]{40}"):
+        load_tokenizer("tiktoken:cl100k_base")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(UsageError, match="did you mean 'cl100k_base'"):
+        load_tokenizer("tiktoken:cl100k")
+
+
+def test_stats_counts_text_tokens_with_a_tiktoken_encoding(monkeypatch, tmp_path):
+    from mmconvert.tokens import load_tokenizer
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    out = tmp_path / "run"
+    assert CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
+                                     "--out", str(out)]).exit_code == 0
+    figures = gather(out, load_tokenizer("tiktoken:o200k_base"), ["gpt-4o"])
+    encoding = load_tokenizer("tiktoken:o200k_base")
+    for item, row in zip(figures["per_item"], JsonlLog(out / "manifest.jsonl").read(),
+                         strict=True):
+        assert item["text_tokens"] == len(encoding.tokenizer.encode_ordinary(
+            expected_text(row)))
+    assert figures["tokenizer"]["name"] == "tiktoken:o200k_base"
+
+
 def sizes_16_to_8k() -> list[tuple[int, int]]:
     """1,000 image sizes from 16 px to 8k, seeded, and the corners of that range."""
     import random

@@ -47,7 +47,7 @@ class FrontierOptions(EvalOptions):
     limit: int | None = Field(50, ge=1, description="items in the dev sample (after --sample)")
     tokenizer: str = Field(
         description="the tokenizer text tokens are counted with (a tokenizer.json, a folder "
-                    "holding one, or a hub id in the local cache); required")
+                    "holding one, a hub id in the local cache, or tiktoken:NAME); required")
     ratio_model: str = Field(
         description="the model whose vision tokens the compression is counted in (a stats "
                     "rule: qwen2.5-vl, glm-4.1v, gpt-4o, ...); required")

@@ -86,9 +86,10 @@ class EvalOptions(BaseModel):
                           "with this model on the same endpoint and a 0-10 rubric; named in "
                           "results.json")
     tokenizer: str | None = Field(
-        None, description="a tokenizer (a tokenizer.json, a folder holding one, or a hub id in "
-                          "the local cache): results.json gains the items' text tokens and "
-                          "compression ratio per model, as mmconvert stats counts them")
+        None, description="a tokenizer (a tokenizer.json, a folder holding one, a hub id in "
+                          "the local cache, or tiktoken:NAME): results.json gains the items' "
+                          "text tokens and compression ratio per model, as mmconvert stats "
+                          "counts them")
     ratio_models: list[str] | None = Field(
         None, json_schema_extra=cli(flag="--ratio-model", default="every stats rule"),
         description="a model whose vision tokens (and ratio) results.json reports; "

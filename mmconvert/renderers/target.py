@@ -44,7 +44,7 @@ class TargetOptions(BaseModel):
                           "(mmconvert stats names them)")
     tokenizer: str | None = Field(
         None, description="the text tokenizer of --target-ratio: a tokenizer.json, a folder "
-                          "holding one, or a hub id in the local cache")
+                          "holding one, a hub id in the local cache, or tiktoken:NAME")
     min_font_size: float = Field(4.0, gt=2, le=72, description="the smallest font size a "
                                                                "target may choose, in points")
     max_font_size: float = Field(48.0, gt=2, le=72, description="the largest font size a "
