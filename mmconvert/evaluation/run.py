@@ -500,15 +500,17 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
     results = summarise(outcomes, todo.conditions, options, run, todo.unscored)
     if options.tokenizer or options.ratio_models:
-        results["compression"] = compression_of(todo.rows, options)
+        results["compression"] = compression_of(todo.rows, options, outcomes)
     write_json(out / "results.json", results, indent=1)
     return results
 
 
-def compression_of(rows: list[dict[str, Any]], options: EvalOptions) -> dict[str, Any]:
+def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
+                   outcomes: list[Outcome] = ()) -> dict[str, Any]:
     """What the evaluated items' images cost beside what they score: vision tokens per item
     under each model's rule and, with ``--tokenizer``, text tokens and the ratio (text tokens
-    over vision tokens), overall and per subset, as ``mmconvert stats`` counts them."""
+    over vision tokens), overall and per subset, as ``mmconvert stats`` counts them, and the
+    image score by ratio: the items in four bins of equal count per model."""
     from ..stats import compression, item_tokens, rules_for, summarise
     from ..tokens import load_tokenizer
 
@@ -519,6 +521,26 @@ def compression_of(rows: list[dict[str, Any]], options: EvalOptions) -> dict[str
                                       for name in rules}}
     if tokenizer is not None:
         out.update(compression(items, tokenizer, list(rules)))
+        scores = {o.id: o.scored.value for o in outcomes
+                  if o.condition == "image" and o.scored is not None}
+        out["image_score_by_ratio"] = {name: score_by_ratio(items, scores, name)
+                                       for name in rules}
+    return out
+
+
+def score_by_ratio(items: list[dict[str, Any]], scores: dict[str, float], name: str,
+                   bins: int = 4) -> list[dict[str, Any]]:
+    """The image score (percent) of the scored items in ``bins`` bins of (nearly) equal count
+    by their ratio for model ``name``, lowest ratio first; an item without a ratio or a score
+    is in none."""
+    pairs = sorted((i["ratio"][name], scores[i["id"]]) for i in items
+                   if i["ratio"][name] is not None and i["id"] in scores)
+    out = []
+    for k in range(min(bins, len(pairs))):
+        part = pairs[k * len(pairs) // bins:(k + 1) * len(pairs) // bins]
+        if part:
+            out.append({"ratio": [part[0][0], part[-1][0]], "n": len(part),
+                        "score": round(100 * sum(v for _, v in part) / len(part), 4)})
     return out
 
 

@@ -563,6 +563,19 @@ def test_results_read_accuracy_against_compression(demo, server, tmp_path, monke
     assert compression["ratio"] == figures["ratio"]
     assert compression["vision_tokens_per_item"] == figures["vision_tokens_per_item"]
     assert compression["text_tokens_per_item"] == figures["text_tokens_per_item"]
+    # the image score by ratio: four bins of the items by their ratio, each bin's score the
+    # share of its items the server (which always answers A) got right
+    gold = {row["id"]: row["answer"] for row in rows(demo)}
+    ratios = sorted((i["ratio"]["qwen2.5-vl"], gold[i["id"]] == "A")
+                    for i in figures["per_item"])
+    bins = compression["image_score_by_ratio"]["qwen2.5-vl"]
+    assert sum(b["n"] for b in bins) == len(ratios) and len(bins) == 4
+    start = 0
+    for b in bins:
+        part = ratios[start:start + b["n"]]
+        assert b["ratio"] == [part[0][0], part[-1][0]]
+        assert b["score"] == pytest.approx(100 * sum(r for _, r in part) / len(part))
+        start += b["n"]
     bad = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out", tmp_path / "b",
               "--ratio-model", "qwen9")
     assert bad.exit_code == 2 and "no vision-token rule for model 'qwen9'" in bad.output
