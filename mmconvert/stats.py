@@ -407,7 +407,7 @@ EXTRA_SOURCES = {
 # processor is Qwen2-VL's with its defaults; gpt-4o-mini reads gpt-4o's tiles, whatever it
 # bills for them)
 RULE_ALIASES = {"qwen2.5-vl": "qwen2-vl", "internvl3": "internvl2.5", "internvl2": "internvl2.5",
-                "glyph": "glm-4.1v", "smolvlm": "idefics3",
+                "glyph": "glm-4.1v",
                 "gpt-4o-mini": "gpt-4o", "gpt-4.1": "gpt-4o", "gpt-4.5": "gpt-4o",
                 "o1": "o3", "o1-pro": "o3", "gpt-5-chat-latest": "gpt-5",
                 "gpt-4.1-nano": "gpt-4.1-mini", "o4-mini": "gpt-4.1-mini",
