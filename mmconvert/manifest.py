@@ -172,7 +172,15 @@ def sync() -> None:
 
 
 def dumps(row: dict[str, Any]) -> str:
-    return json.dumps(row, ensure_ascii=False, separators=(", ", ": "))
+    """One JSONL line of ``row``: UTF-8 text as it is, except in a row holding a lone
+    surrogate (a bad source row recorded in skipped.jsonl can), which is written with
+    escapes, as JSON allows, since UTF-8 cannot carry it."""
+    text = json.dumps(row, ensure_ascii=False, separators=(", ", ": "))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(row, separators=(", ", ": "))
+    return text
 
 
 def _lines(rows) -> str:

@@ -343,3 +343,14 @@ def test_grouped_writes_append_rows_in_groups_after_their_files(tmp_path, monkey
     assert [r["id"] for r in folder.manifest.read()] == [f"item-{n:03d}"
                                                         for n in range(GROUP_ROWS + 5)]
     assert len(syncs) == 2  # one sync a group
+
+
+def test_a_row_holding_a_lone_surrogate_is_written_with_escapes(tmp_path):
+    """A bad source row recorded in skipped.jsonl may hold a lone surrogate (JSON's "\\ud800"),
+    which UTF-8 cannot carry: the line is written with escapes and reads back the same."""
+    from mmconvert.manifest import JsonlLog
+
+    log = JsonlLog(tmp_path / "skipped.jsonl")
+    log.append({"id": "\ud800-0000", "reason": "bad"}, {"id": "é", "reason": "ok"})
+    assert log.read() == [{"id": "\ud800-0000", "reason": "bad"}, {"id": "é", "reason": "ok"}]
+    assert "é" in (tmp_path / "skipped.jsonl").read_text(encoding="utf-8")
