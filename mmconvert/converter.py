@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import json
 import os
 import platform
 import sys
@@ -38,7 +39,7 @@ from .evaluation.scoring import unscorable
 from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
 from .jobs import job_for
-from .manifest import MANIFEST, sync, write_json
+from .manifest import MANIFEST, RUN_INFO, sync, write_json
 from .renderers import renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
@@ -208,6 +209,8 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
 
     with folder.lock():  # one run at a time per folder; nothing is written before this
         folder.check(config.identity(), execution.overwrite)  # again, under the lock
+        if not execution.overwrite and (execution.out / RUN_INFO).is_file():
+            job.resuming(json.loads((execution.out / RUN_INFO).read_bytes()))
         kept = folder.create(execution.overwrite)
         if kept:
             note = (f"{execution.out}: --overwrite left {len(kept)} file(s) no run recorded "

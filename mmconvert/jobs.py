@@ -55,6 +55,10 @@ class Job:
         """Draw ``item``: its row and the bytes of its files."""
         raise NotImplementedError
 
+    def resuming(self, info: dict[str, Any]) -> None:
+        """Refuse, with a one-line error, to resume a run whose run.json (``info``) this
+        job cannot continue alike (none refused by default)."""
+
     def report(self, rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any]:
         """What run.json records of the run beyond its config (a paid job's spend);
         ``rows()`` reads the manifest's rows, for a report that needs them."""

@@ -112,6 +112,30 @@ def style_field_outputs() -> dict[str, bytes]:
     return out
 
 
+DOCUMENT = Item(id="golden-003", corpus="golden", subset="golden", split="test",
+                question="Which row is best?", answer="A", context=(
+                    "## A table\n\n| model | score |\n|:--|--:|\n| a | 71.2 |\n| b | 6.0 |\n\n"
+                    "```python\ndef f(x):\n    return x ** 2\n```\n\n"
+                    "Math $\\frac{1}{n}\\sum_i x_i^2$, a [link](https://example.com), "
+                    "> a quote\n\n1. one\n2. two"),
+                options=["`a`", "*b*"])
+
+
+def document_outputs() -> dict[str, bytes]:
+    """The document renderer's PDF and pages, labelled by the Chromium that drew them: its
+    bytes are that browser's (``chromium_version`` below names the one pinned)."""
+    from mmconvert.renderers.document import DocumentOptions, DocumentRenderer
+
+    out: dict[str, bytes] = {}
+    for label, options in (("92.9", DocumentOptions()),
+                           ("150-rgb-2col", DocumentOptions(ppi=150, color="rgb", columns=2))):
+        drawn = DocumentRenderer(options).draw(DOCUMENT, "all")
+        out[f"{label}/{DOCUMENT.id}.pdf"] = drawn.pdf
+        for number, (png, _, _) in enumerate(drawn.pages, start=1):
+            out[f"{label}/{DOCUMENT.id}/p{number:03d}.png"] = png
+    return out
+
+
 def occlude_outputs() -> dict[str, bytes]:
     from mmconvert.corpora import LoadReport, LoadRequest, resolve
     from mmconvert.renderers.occlude import CaptionOccluder, OccludeOptions
@@ -200,6 +224,7 @@ PRODUCERS = {
     "renderer:page": lambda tmp_path: page_outputs(),
     "renderer:occlude": lambda tmp_path: occlude_outputs(),
     "renderer:generate": lambda tmp_path: generate_outputs(),
+    "renderer:document": lambda tmp_path: document_outputs(),
     **{f"transform:{name}": (lambda tmp_path, name=name: transform_outputs(name))
        for name in TRANSFORM_CASES},
     "run:render-sample": sample_run_outputs,
@@ -217,8 +242,31 @@ def read_table() -> dict[str, dict[str, str]]:
     return json.loads(TABLE.read_text(encoding="utf-8")) if TABLE.exists() else {}
 
 
+def chromium_version() -> str | None:
+    from mmconvert.errors import UsageError
+    from mmconvert.renderers.document import browser_version
+
+    try:
+        return browser_version()
+    except UsageError:
+        return None
+
+
 @pytest.mark.parametrize("key", sorted(PRODUCERS))
 def test_outputs_match_their_golden_hashes(key, tmp_path):
+    if key == "renderer:document":
+        # the document's bytes are the browser's: pinned for the Chromium that made them
+        version = chromium_version()
+        pinned = read_table().get("renderer:document:chromium", {}).get("version")
+        if UPDATE:
+            table = read_table()
+            table["renderer:document:chromium"] = {"version": version}
+            TABLE.write_text(json.dumps(dict(sorted(table.items())), indent=1) + "\n",
+                             encoding="utf-8")
+        elif version != pinned:
+            pytest.skip(f"the document renderer's golden bytes are Chromium {pinned}'s; this "
+                        f"is {version} (draw them again and look at the pages before "
+                        "MMCONVERT_UPDATE_GOLDEN=1)")
     got = hashes(PRODUCERS[key](tmp_path))
     if UPDATE:
         table = read_table()

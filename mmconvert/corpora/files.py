@@ -1,6 +1,8 @@
 """Local files in the generic item schema: JSONL, JSON, CSV or Parquet with the fields
 ``id``, ``question``, ``options``, ``answer``, ``context``, ``language`` (and optionally
-``subset``, ``split``, ``metadata``)."""
+``subset``, ``split``, ``metadata``). A ``context`` may be a dialogue, a list of chat turns
+(``[{"role": ..., "content": ...}]``): its text is the turns as "role: content" paragraphs,
+and the turns themselves are kept in ``metadata.turns`` (the document renderer draws them)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,22 @@ from .sources import TABLE_SUFFIXES, Row, read_table
 
 KNOWN_FIELDS = ("id", "question", "options", "answer", "context", "language", "subset", "split",
                 "metadata")
+
+
+def dialogue(value: list, where: str) -> list[dict[str, str]]:
+    """A context given as chat turns: each a {"role", "content"} of text; one line naming the
+    turn otherwise."""
+    turns = []
+    for number, turn in enumerate(value):
+        field = f"context[{number}]"
+        if not isinstance(turn, dict):
+            raise ItemError(f"a dialogue turn is {{\"role\", \"content\"}}, got "
+                            f"{type(turn).__name__}", where=where, field=field)
+        turns.append({"role": text_field(turn, "role", where) or "",
+                      "content": text_field(turn, "content", where) or ""})
+    if not turns:
+        raise ItemError("an empty dialogue", where=where, field="context")
+    return turns
 
 
 def is_table_path(name: str) -> bool:
@@ -94,7 +112,10 @@ class LocalFile(Corpus):
 
     def _item(self, data: dict, where: str, item_id: str, subset: str) -> Item:
         question = text_field(data, "question", where, required=False)
-        context = text_field(data, "context", where, required=False)
+        turns = dialogue(data.get("context"), where) \
+            if isinstance(data.get("context"), list) else None
+        context = "\n\n".join(f"{t['role']}: {t['content']}" for t in turns) if turns \
+            else text_field(data, "context", where, required=False)
         raw_options = data.get("options")
         # absent, empty text or an empty list: an item without options
         empty = raw_options is None or (isinstance(raw_options, str) and raw_options.strip()
@@ -116,6 +137,8 @@ class LocalFile(Corpus):
             raise ItemError("neither question nor context", where=where, field="question")
         metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
         metadata = dict(metadata)
+        if turns:
+            metadata["turns"] = turns
         for key, value in data.items():
             if key not in KNOWN_FIELDS:
                 metadata[key] = value

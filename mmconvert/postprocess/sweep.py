@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -410,7 +409,8 @@ class VariantMaker:
         data = self._read(row, layout, "layout.path", hashed=True)
         renderer = self._renderer(row)
         try:
-            drawn = renderer.redraw_at(json.loads(data), [v.value for v in variants])
+            drawn = renderer.redraw_at(renderer.read_layout(data),
+                                       [v.value for v in variants])
         except (ValueError, KeyError) as err:
             raise ItemError(f"{path}: {err}", where=where, field="layout", item_id=row["id"],
                             stage="sweep") from None

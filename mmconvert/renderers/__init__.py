@@ -16,6 +16,7 @@ RENDERERS: Registry[type[Renderer]] = Registry("renderer", "mmconvert.renderers"
 RENDERERS.register("page", "mmconvert.renderers.page:PageRenderer")
 RENDERERS.register("occlude", "mmconvert.renderers.occlude:CaptionOccluder")
 RENDERERS.register("generate", "mmconvert.renderers.generate:ImageApiRenderer")
+RENDERERS.register("document", "mmconvert.renderers.document:DocumentRenderer")
 # the renderer of ``mmconvert render`` and of a config that names none
 DEFAULT = "page"
 

@@ -136,3 +136,10 @@ class Renderer:
     def base_ppi(cls, config: dict[str, Any]) -> float | None:
         """The PPI a run made with ``config`` drew at, for renderers that redraw."""
         return None
+
+    @classmethod
+    def read_layout(cls, data: bytes) -> Any:
+        """A stored layout file's bytes as ``redraw_at`` takes them (a JSON record)."""
+        import json
+
+        return json.loads(data)

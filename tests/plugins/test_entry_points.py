@@ -166,7 +166,7 @@ SKETCH = ("Error: plugin renderer 'sketch' from package 'mmc-demo-plugin' "
     (("sketch", "mmlu-redux", "--out", "OUT"), SKETCH),  # its own command
     (("render", "mmlu-redux", "--renderer", "sketch", "--out", "OUT"), SKETCH),
     (("render", "mmlu-redux", "--renderer", "skecth", "--out", "OUT"),
-     "Error: unknown renderer 'skecth' (known: generate, occlude, page, sketch); did you "
+     "Error: unknown renderer 'skecth' (known: document, generate, occlude, page, sketch); did you "
      "mean 'sketch'?"),
     (("transform", "RUN", "--apply", "invrt:1", "--out", "OUT"),
      "Error: unknown transform 'invrt' (known: augraphy, blur, bogus, invert, jpeg, noise, "

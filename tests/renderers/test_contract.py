@@ -33,8 +33,8 @@ def test_every_registered_renderer_states_the_contract(name):
 
 def test_unknown_renderer_is_one_line_with_a_did_you_mean():
     with pytest.raises(UsageError, match=r"^m line 2: field renderer.name: unknown renderer "
-                                         r"'pgae' \(known: generate, occlude, page\); did you "
-                                         r"mean 'page'\?$"):
+                                         r"'pgae' \(known: document, generate, occlude, "
+                                         r"page\); did you mean 'page'\?$"):
         row_renderer({"renderer": {"name": "pgae"}}, "m line 2")
     with pytest.raises(UsageError, match="unknown renderer 'None'"):
         row_renderer({"id": "x"})
@@ -98,7 +98,8 @@ def test_qa_check_stops_on_a_row_of_an_unknown_renderer(tmp_path):
     result = run("qa", "check", out, "--no-progress")
     assert result.exit_code == 1
     assert result.output == (f"Error: {manifest} line 2: field renderer.name: unknown renderer "
-                             "'pagee' (known: generate, occlude, page); did you mean 'page'?\n")
+                             "'pagee' (known: document, generate, occlude, page); did you mean "
+                             "'page'?\n")
     for command in (("stats", out, "--no-plots"), ("export", out, "--format", "jsonl", "--out",
                                                    tmp_path / "x")):
         result = run(*command)

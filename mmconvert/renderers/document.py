@@ -1,0 +1,874 @@
+"""The document renderer: an item's text as Markdown (or HTML), typeset by Chromium.
+
+Markdown is CommonMark with GitHub's tables and strikethrough, task lists and footnotes
+(markdown-it-py and its plugins); code blocks are coloured by Pygments in a monospaced face;
+LaTeX math (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``) becomes MathML (latex2mathml),
+which the browser typesets; formulas that do not parse are drawn as their source in the code
+face and recorded in the row (``math_errors``). Links are shown as text. A list of chat turns
+(``[{"role", "content"}]``) is drawn as a dialogue, a speaker label a turn, on alternating
+backgrounds.
+
+Chromium (Debian's, through Playwright; one browser a worker, kept open) turns the page into a
+PDF, which PyMuPDF rasterises at the run's PPI: a PPI sweep re-draws the stored PDF, which is
+also the row's vector PDF with its text layer. The browser runs with JavaScript off, with no
+system font (its fontconfig sees only mmconvert's font folder) and with no network: every
+request goes to one handler that serves mmconvert's own fonts and the images the item names
+from its own folder, and refuses (and records in the row) anything else.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import functools
+import hashlib
+import html
+import mimetypes
+import os
+import queue
+import re
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+
+from ..config import RunConfig
+from ..errors import ItemError, UsageError
+from ..items import Item, RenderPart
+from ..jobs import Job, row_head
+from ..options import OPTIONS
+from ..prompts import Prompts
+from ..rows import LayoutRef, QuestionRow, RunPath
+from ..runfolder import Output, item_file
+from .base import Renderer, item_from_row
+from .drawing import set_png_ppi
+from .fonts import font_chain, page_font
+from .page import MAX_ITEM_MEGAPIXELS, POINTS_PER_INCH, PageOptions, image_fields, label_fields
+
+if TYPE_CHECKING:
+    from ..config import ApiOptions
+    from ..corpora import Corpus
+
+HOST = "https://mmconvert.invalid"  # the one origin the page may load from, served by us
+# the page style fields the document shares with the page renderer
+SHARED = ("ppi", "font", "font_size", "line_spacing", "margin", "margin_top", "margin_right",
+          "margin_bottom", "margin_left", "page_size", "page_width", "page_height", "columns",
+          "column_gap", "align", "text_color", "background", "color", "render")
+# faces from pymupdf-fonts: the body (regular, bold, italic, bold italic), code and math
+BODY_FACES = {("normal", "normal"): "notos", ("bold", "normal"): "notosbo",
+              ("normal", "italic"): "notosit", ("bold", "italic"): "notosbi"}
+CODE_FACES = {"normal": "fimo", "bold": "fimbo"}
+MATH_FACE = "math"
+
+
+class _DocumentBase(BaseModel):
+    model_config = OPTIONS
+
+    markup: Literal["markdown", "html"] = Field(
+        "markdown", description="what the item's text is: markdown (CommonMark with GitHub "
+                                "tables, task lists, footnotes and LaTeX math) or html")
+    css: Path | None = Field(None, description="a CSS file added after mmconvert's own "
+                                                "(fonts, sizes and colours of anything else)")
+    code_style: str = Field("default", description="the Pygments style of code blocks")
+    dialogue_colors: list[str] = Field(
+        default_factory=lambda: ["#eef3f8", "#f7f7f2"], min_length=1,
+        description="backgrounds the turns of a dialogue alternate between")
+
+    @field_validator("font", check_fields=False)  # the shared fields come in below
+    @classmethod
+    def _absolute(cls, refs: list[str]) -> list[str]:
+        return [page_font(ref).path or ref for ref in refs]
+
+    @field_validator("css")
+    @classmethod
+    def _readable(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_file():
+            raise ValueError(f"{path}: no such CSS file")
+        return path.resolve() if path is not None else None
+
+    @field_validator("code_style")
+    @classmethod
+    def _pygments_style(cls, name: str) -> str:
+        from pygments.styles import get_all_styles
+
+        known = sorted(get_all_styles())
+        if name not in known:
+            from ..errors import did_you_mean
+
+            raise ValueError(f"no Pygments style {name!r}{did_you_mean(name, known)}")
+        return name
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_page_size(cls, data: Any) -> Any:
+        return PageOptions._named_page_size(data)
+
+    def margins(self) -> tuple[float, float, float, float]:
+        """(top, right, bottom, left) in points."""
+        return PageOptions.margins(self)  # type: ignore[arg-type]
+
+
+DocumentOptions = create_model(
+    "DocumentOptions", __base__=_DocumentBase, __doc__="How a document is typeset: the page "
+    "style fields it shares with the page renderer, and its own.",
+    **{name: (PageOptions.model_fields[name].annotation, PageOptions.model_fields[name])
+       for name in SHARED})
+
+
+class DocumentConfig(RunConfig):
+    """A ``render --renderer document`` run."""
+
+    renderer: Literal["document"] = "document"
+    document: DocumentOptions = Field(default_factory=DocumentOptions)
+    prompt_style: Literal["cot", "direct"] = Field(
+        "cot", description="prompt style of the manifest's prompts")
+
+
+class DocumentRow(QuestionRow):
+    layout: LayoutRef  # the vector PDF, which any PPI is drawn from
+    pdf: RunPath | None = None  # a sweep's variant keeps it as its layout alone
+    math_errors: list[dict[str, str]] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+
+
+@dataclass
+class Drawn:
+    """What the browser made of one item."""
+
+    pdf: bytes
+    pages: list[tuple[bytes, int, int]]  # PNG, width, height
+    math_errors: list[dict[str, str]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+# --- the source as HTML ------------------------------------------------------------------------
+
+def _math_plugins(md) -> None:
+    """$...$, $$...$$, \\(...\\) and \\[...\\] as MathML; LaTeX that does not convert is its
+    source in the code face, and an entry in the drawing's ``math_errors``."""
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+    from mdit_py_plugins.texmath import texmath_plugin
+
+    dollarmath_plugin(md, allow_space=True, allow_digits=False, double_inline=True)
+    texmath_plugin(md, delimiters="brackets")
+    for kind, display in (("math_inline", False), ("math_inline_double", True),
+                          ("math_block", True), ("math_block_label", True),
+                          ("math_block_eqno", True)):
+        md.add_render_rule(kind, lambda self, tokens, idx, options, env, d=display:
+                           latex_html(tokens[idx].content, d, env["state"].math_errors))
+
+
+def latex_html(latex: str, display: bool, errors: list[dict[str, str]]) -> str:
+    from latex2mathml.converter import convert
+
+    try:
+        mathml = convert(latex.strip(), display="block" if display else "inline")
+    except Exception as err:  # noqa: BLE001 - any LaTeX it cannot read: drawn as source
+        from ..errors import first_line
+
+        errors.append({"latex": latex, "error": first_line(err, 200)})
+        tag = "pre" if display else "code"
+        return f'<{tag} class="math-error">{html.escape(latex)}</{tag}>'
+    return mathml
+
+
+@functools.lru_cache(maxsize=8)
+def _parser(code_style: str):
+    """The Markdown parser of a code style (made once: a drawing's own state travels in the
+    render's ``env``)."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.footnote import footnote_plugin
+    from mdit_py_plugins.tasklists import tasklists_plugin
+
+    md = MarkdownIt("commonmark", {"html": True,
+                                   "highlight": functools.partial(highlight, code_style)})
+    md.enable(["table", "strikethrough"])
+    md.use(tasklists_plugin).use(footnote_plugin)
+    _math_plugins(md)
+    md.add_render_rule("link_open", lambda *a: '<span class="link">')
+    md.add_render_rule("link_close", lambda *a: "</span>")
+    md.add_render_rule("image", lambda self, tokens, idx, options, env: env["state"].image(
+        tokens[idx].attrGet("src") or "", tokens[idx].content))
+    return md
+
+
+def markdown_html(text: str, state: RenderState) -> str:
+    """``text`` (Markdown) as an HTML fragment."""
+    return _parser(state.options.code_style).render(text, {"state": state})
+
+
+def highlight(style: str, code: str, language: str, attrs: str) -> str:
+    """A code block in Pygments' colours (inline styles) when its language is known; ""
+    lets markdown-it escape it as plain code."""
+    from pygments import highlight as colour
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        lexer = get_lexer_by_name(language) if language else None
+    except ClassNotFound:
+        lexer = None
+    if lexer is None:
+        return ""
+    return colour(code, lexer, HtmlFormatter(nowrap=True, noclasses=True, style=style))
+
+
+class RenderState:
+    """One item's drawing: its math errors, what was refused, the images it may show."""
+
+    def __init__(self, options, folder: Path | None):
+        self.options = options
+        self.folder = folder
+        self.math_errors: list[dict[str, str]] = []
+        self.refused: list[str] = []
+
+    def image(self, src: str, alt: str) -> str:
+        """An image from the item's own folder, inlined; anything else refused and shown as
+        its alternative text."""
+        found = self.local(src)
+        if found is None:
+            self.refused.append(f"image {src}")
+            return f'<span class="refused">[{html.escape(alt or "image")}]</span>'
+        kind = mimetypes.guess_type(found.name)[0] or "application/octet-stream"
+        data = base64.b64encode(found.read_bytes()).decode("ascii")
+        return f'<img src="data:{kind};base64,{data}" alt="{html.escape(alt)}">'
+
+    def local(self, src: str) -> Path | None:
+        """``src`` as a file inside the item's folder, or None (a URL, an absolute path, a
+        path that leaves the folder, a file that is not there)."""
+        if self.folder is None or not src or re.match(r"^[a-z][a-z0-9+.-]*:", src, re.I):
+            return None
+        relative = PurePosixPath(src)
+        if relative.is_absolute() or ".." in relative.parts:
+            return None
+        path = (self.folder / relative).resolve()
+        if not path.is_file() or not path.is_relative_to(self.folder.resolve()):
+            return None
+        return path
+
+
+def dialogue_html(turns: list[dict[str, str]], state: RenderState, markup: str) -> str:
+    colors = state.options.dialogue_colors
+    parts = []
+    for number, turn in enumerate(turns):
+        body = markdown_html(turn["content"], state) if markup == "markdown" \
+            else turn["content"]
+        parts.append(f'<div class="turn" style="background:{colors[number % len(colors)]}">'
+                     f'<div class="speaker">{html.escape(turn["role"])}</div>{body}</div>')
+    return '<div class="dialogue">' + "".join(parts) + "</div>"
+
+
+def fields_html(item: Item, part: RenderPart, state: RenderState) -> str:
+    """The part's fields as HTML: the context (a dialogue when the item holds turns), the
+    question, the options with their letters."""
+    markup = state.options.markup
+    blocks = []
+    turns = (item.metadata or {}).get("turns")
+    for name, text in label_fields(image_fields(item, part)):
+        if name == "context" and isinstance(turns, list) and turns:
+            body = dialogue_html(turns, state, markup)
+        else:
+            body = markdown_html(text, state) if markup == "markdown" else text
+        kind = "option" if name.startswith("options[") else name
+        blocks.append(f'<section class="{kind}">{body}</section>')
+    return "\n".join(blocks)
+
+
+# --- fonts and the page's CSS ------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Face:
+    family: str
+    name: str
+    data: bytes
+    weight: str = "normal"
+    style: str = "normal"
+
+    @functools.cached_property
+    def key(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()[:16]
+
+
+def _shipped(code: str) -> bytes:
+    """A face pymupdf-fonts ships, by its code."""
+    import pymupdf
+
+    return bytes(pymupdf.Font(code).buffer)
+
+
+def faces(options) -> list[Face]:
+    """Every face the page may use, the body's first: the style's fonts (or Noto Sans in
+    four faces), the code face, the math face, then the shipped chain's faces for the
+    scripts the body lacks. Read once a process for each list of fonts."""
+    return list(_faces(tuple(options.font)))
+
+
+@functools.lru_cache(maxsize=8)
+def _faces(fonts: tuple[str, ...]) -> tuple[Face, ...]:
+    found: list[Face] = []
+    if fonts:
+        for number, ref in enumerate(fonts):
+            spec = page_font(ref)
+            found.append(Face(f"body{number}", spec.name, _face_bytes(spec)))
+    else:
+        for (weight, style), code in BODY_FACES.items():
+            found.append(Face("body0", "Noto Sans", _shipped(code), weight, style))
+    for weight, code in CODE_FACES.items():
+        found.append(Face("code", "Fira Mono", _shipped(code), weight))
+    found.append(Face("math", "Noto Sans Math", _shipped(MATH_FACE)))
+    chain = font_chain()  # the shipped chain, for the scripts the faces above lack
+    for number, (spec, font) in enumerate(zip(chain.specs, chain.fonts, strict=True)):
+        found.append(Face(f"chain{number}", spec.name, bytes(font.buffer)))
+    return tuple(found)
+
+
+def _face_bytes(spec) -> bytes:
+    """A style's font: a user's file, or a shipped face."""
+    from .fonts import FONT_DIR
+
+    if spec.path:
+        return Path(spec.path).read_bytes()
+    if spec.file:
+        return (FONT_DIR / spec.file).read_bytes()
+    return _shipped(spec.code)
+
+
+def font_records(options) -> list[dict[str, str]]:
+    """Name, family and sha256 of each face, for run.json."""
+    seen, out = set(), []
+    for face in faces(options):
+        digest = hashlib.sha256(face.data).hexdigest()
+        if digest not in seen:
+            seen.add(digest)
+            out.append({"name": face.name, "family": face.family, "sha256": digest})
+    return out
+
+
+def page_css(options, face_list: list[Face]) -> str:
+    top, right, bottom, left = options.margins()
+    width = options.page_width * POINTS_PER_INCH
+    height = options.page_height * POINTS_PER_INCH
+    rules = [f"@font-face {{ font-family: '{f.family}'; src: url('{HOST}/fonts/{f.key}'); "
+             f"font-weight: {f.weight}; font-style: {f.style}; }}" for f in face_list]
+    body = [f.family for f in face_list if f.family.startswith("body")]
+    chain = [f.family for f in face_list if f.family.startswith("chain")]
+    stack = ", ".join(f"'{name}'" for name in dict.fromkeys([*body, *chain, "math"]))
+    code = ", ".join(f"'{name}'" for name in dict.fromkeys(["code", *chain]))
+    rules += [
+        f"@page {{ size: {width:.3f}pt {height:.3f}pt; margin: {top:.3f}pt {right:.3f}pt "
+        f"{bottom:.3f}pt {left:.3f}pt; }}",
+        f"html {{ background: {options.background}; }}",
+        f"body {{ margin: 0; font-family: {stack}; font-size: {options.font_size}pt; "
+        f"line-height: {options.line_spacing * 1.2:.4f}; color: {options.text_color}; "
+        f"text-align: {options.align}; column-count: {options.columns}; "
+        f"column-gap: {options.column_gap}pt; column-fill: auto; "
+        "-webkit-print-color-adjust: exact; "
+        "print-color-adjust: exact; overflow-wrap: anywhere; }",
+        f"pre, code, kbd, samp, .math-error {{ font-family: {code}; font-size: 0.92em; }}",
+        "pre { white-space: pre-wrap; background: #f6f8fa; padding: 0.4em 0.6em; "
+        "text-align: left; }",
+        f"math {{ font-family: 'math', {stack}; }}",
+        "table { border-collapse: collapse; margin: 0.4em 0; } "
+        "th, td { border: 0.75pt solid #888; padding: 0.15em 0.45em; vertical-align: top; } "
+        "th { background: #eee; }",
+        "blockquote { margin: 0.4em 0 0.4em 0.8em; padding-left: 0.6em; "
+        "border-left: 2.5pt solid #bbb; color: #333; }",
+        "img { max-width: 100%; } section { margin-bottom: 0.5em; } "
+        "section.option p { margin: 0.1em 0; }",
+        ".dialogue .turn { padding: 0.3em 0.6em; margin: 0.2em 0; break-inside: avoid; } "
+        ".dialogue .speaker { font-weight: bold; }",
+        "h1, h2, h3, h4, h5, h6 { line-height: 1.2; margin: 0.5em 0 0.3em; }",
+        ".task-list-item { list-style-type: none; }",
+    ]
+    return "\n".join(rules)
+
+
+def page_html(body: str, options, face_list: list[Face]) -> str:
+    """The page's head (mmconvert's CSS, then the user's) and body, as the browser's page
+    takes them (written into its ``<html>``)."""
+    css = page_css(options, face_list)
+    extra = options.css.read_text(encoding="utf-8") if options.css else ""
+    return (f"<head><meta charset=\"utf-8\"><style>\n{css}\n</style><style>\n{extra}\n"
+            f"</style></head><body>\n{body}\n</body>")
+
+
+# --- visible text --------------------------------------------------------------------------
+
+class _Text(HTMLParser):
+    """The text a page shows, in the order the browser draws it: text nodes (not style,
+    script, head or a formula's annotation), the numbers of ordered lists and a root's
+    radical (a bullet is a shape, not text), and a sum's limits as Chromium draws them, the
+    upper one first (``munderover``: over, base, under)."""
+
+    HIDDEN = {"style", "script", "head", "title", "annotation", "annotation-xml"}
+    # MathML elements whose children the browser draws in another order than the source's
+    DRAWN_ORDER = {"munderover": (2, 0, 1)}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.hidden = 0
+        self.lists: list[list[Any]] = []  # [kind, next number]
+        self.depth = 0  # element depth inside <math>
+        self.frames: list[dict[str, Any]] = []  # the reordered elements open around us
+
+    def emit(self, text: str) -> None:
+        if self.frames and self.frames[-1]["segments"]:
+            self.frames[-1]["segments"][-1].append(text)
+        else:
+            self.parts.append(text)
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth or tag == "math":
+            if self.frames and self.depth == self.frames[-1]["depth"] + 1:
+                self.frames[-1]["segments"].append([])  # a new child of the frame
+            if tag in self.DRAWN_ORDER:
+                self.frames.append({"tag": tag, "depth": self.depth, "segments": []})
+            self.depth += 1
+        if tag in self.HIDDEN:
+            self.hidden += 1
+        elif tag in ("ul", "ol"):
+            start = dict(attrs).get("start")
+            self.lists.append([tag, int(start) if start and start.isdigit() else 1])
+        elif tag == "li" and self.lists and not self.hidden:
+            kind = self.lists[-1]
+            if kind[0] == "ol":
+                self.emit(f"{kind[1]}. ")
+                kind[1] += 1
+            # a bullet is drawn as a shape, not text: it is not in the text layer
+        elif tag in ("br", "p", "div", "tr", "td", "th", "section", "pre"):
+            self.emit(" ")
+        if tag in ("msqrt", "mroot") and not self.hidden:  # the radical is a glyph
+            self.emit("√")
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+            frame = self.frames[-1] if self.frames else None
+            if frame and tag == frame["tag"] and self.depth == frame["depth"]:
+                self.frames.pop()
+                segments = frame["segments"]
+                order = self.DRAWN_ORDER[tag]
+                if len(segments) == len(order):
+                    segments = [segments[k] for k in order]
+                self.emit("".join("".join(part) for part in segments))
+        if tag in self.HIDDEN:
+            self.hidden = max(0, self.hidden - 1)
+        elif tag in ("ul", "ol") and self.lists:
+            self.lists.pop()
+
+    def handle_data(self, data):
+        if not self.hidden:
+            self.emit(data)
+
+
+class _References(HTMLParser):
+    """What an HTML fragment would load: scripts, and the src and href of anything but a
+    link (a link is shown as text), and CSS url()s; data: URLs are inline, not loaded."""
+
+    LOADS = {"src", "href", "srcset", "data", "poster", "background"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            self.found.append("script")
+        for name, value in attrs:
+            if value and tag != "a" and name in self.LOADS and not value.startswith("data:"):
+                self.found.append(value)
+            if value and name == "style":
+                self.found.extend(_css_urls(value))
+
+    def handle_data(self, data):
+        if self.lasttag == "style":
+            self.found.extend(_css_urls(data))
+
+
+def _css_urls(css: str) -> list[str]:
+    return [url for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", css)
+            if not url.startswith("data:")]
+
+
+def references(body: str) -> list[str]:
+    reader = _References()
+    reader.feed(body)
+    reader.close()
+    return list(dict.fromkeys(reader.found))
+
+
+def visible_text(body: str) -> str:
+    reader = _Text()
+    reader.feed(body)
+    reader.close()
+    return "".join(reader.parts)
+
+
+# --- the browser ---------------------------------------------------------------------------
+
+def chromium_path() -> str:
+    """Debian's chromium (or MMCONVERT_CHROMIUM); one line naming the package otherwise."""
+    given = os.environ.get("MMCONVERT_CHROMIUM")
+    if given and not Path(given).is_file():
+        raise UsageError(f"MMCONVERT_CHROMIUM={given}: no such file; the document renderer "
+                         "needs Chromium: apt-get install chromium (scripts/install-debian.sh)")
+    path = given or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        raise UsageError("the document renderer needs Chromium: apt-get install chromium "
+                         "(scripts/install-debian.sh), or set MMCONVERT_CHROMIUM to its path")
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def browser_version() -> str:
+    """The version Chromium reports (``chromium --version``), without starting a page."""
+    import subprocess
+
+    out = subprocess.run([chromium_path(), "--version"], capture_output=True, text=True,
+                         check=False, timeout=60).stdout
+    found = re.search(r"\d+(\.\d+)+", out)
+    return found.group(0) if found else out.strip() or "unknown"
+
+
+# the browser's system fonts: mmconvert's own font folder, nothing of the machine's (with no
+# font at all Chromium draws no text, web fonts included)
+_FONTCONFIG = """<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>{fonts}</dir><cachedir>{cache}</cachedir></fontconfig>
+"""
+
+
+class Browser:
+    """One headless Chromium for this process, kept open until it exits. Playwright's sync
+    API binds a browser to the thread that started it and runs an event loop there, so the
+    browser lives on a thread of its own: a caller's thread (or its asyncio loop, or another
+    Playwright in the same process) is never touched. Pages are drawn one at a time."""
+
+    _lock = threading.Lock()
+    _shared: Browser | None = None
+
+    def __init__(self):
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            raise UsageError("the document renderer needs Playwright: pip install "
+                             "'mmconvert[document]'") from None
+        self._tasks: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, args=(chromium_path(),),
+                                        name="mmconvert-chromium", daemon=True)
+        started: queue.Queue = queue.Queue()
+        self._started = started
+        self._thread.start()
+        error = started.get()
+        if error is not None:
+            raise error
+
+    def _serve(self, executable: str) -> None:
+        """The browser's thread: start Chromium, then draw what is asked until told to
+        stop."""
+        from playwright.sync_api import sync_playwright
+
+        from .fonts import FONT_DIR
+
+        self.folder = tempfile.TemporaryDirectory(prefix="mmconvert-chromium-")
+        conf = Path(self.folder.name) / "fonts.conf"
+        conf.write_text(_FONTCONFIG.format(fonts=html.escape(str(FONT_DIR)),
+                                           cache=html.escape(self.folder.name)))
+        playwright = sync_playwright().start()
+        try:
+            browser = playwright.chromium.launch(
+                executable_path=executable, args=["--no-sandbox", "--disable-gpu",
+                                                       "--font-render-hinting=none"],
+                env={**os.environ, "FONTCONFIG_FILE": str(conf)})
+        except Exception as err:  # noqa: BLE001 - the browser's own reason, on one line
+            playwright.stop()
+            self.folder.cleanup()
+            from ..errors import first_line
+
+            self._started.put(UsageError(f"Chromium would not start ({first_line(err, 200)})"))
+            return
+        self.version = browser.version
+        page = browser.new_context(java_script_enabled=False).new_page()
+        # one handler for every request the page makes: the blank page every document is
+        # written into, the files of the document being drawn, and nothing else
+        page.route("**/*", self._route)
+        page.goto(f"{HOST}/blank.html")
+        self._started.put(None)
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                break
+            work, answer = task
+            try:
+                answer.put((True, work(page)))
+            except Exception as err:  # noqa: BLE001 - handed to the caller's thread
+                answer.put((False, err))
+        try:
+            browser.close()
+            playwright.stop()
+        finally:
+            self.folder.cleanup()
+
+    def _call(self, work):
+        answer: queue.Queue = queue.Queue()
+        self._tasks.put((work, answer))
+        ok, value = answer.get()
+        if not ok:
+            raise value
+        return value
+
+    @classmethod
+    def _forked(cls) -> None:
+        """In a forked worker: the parent's browser thread is not here; start afresh."""
+        cls._shared = None
+        cls._lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> Browser:
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = Browser()
+                atexit.register(cls._shared.close)
+            return cls._shared
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._tasks.put(None)
+            self._thread.join(timeout=30)
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url == f"{HOST}/blank.html":
+            return route.fulfill(status=200, body=b"<!doctype html><html></html>",
+                                 content_type="text/html; charset=utf-8")
+        path = url[len(HOST):] if url.startswith(HOST + "/") else None
+        if path in self._files:
+            return route.fulfill(status=200, body=self._files[path])
+        self._refused.append(url)
+        return route.abort()
+
+    _files: dict[str, bytes] = {}
+    _refused: list[str] = []
+
+    def pdf(self, document: str, files: dict[str, bytes]) -> tuple[bytes, list[str]]:
+        """``document`` (an HTML page: its head and body) as a PDF; ``files``: what the page
+        may load, by path under HOST. Every other request is refused and named in the list
+        returned.
+
+        The document is written into the page the browser keeps (its scripts never run: the
+        page's JavaScript is off, and Playwright's own evaluation, which writes it, runs
+        apart), so the faces it names are fetched once a process, not once an item; the PDF
+        is made once its fonts are loaded and its images decoded."""
+        def draw(page) -> bytes:
+            page.evaluate("""html => {
+                document.documentElement.innerHTML = html;
+                const images = [...document.images].map(i => i.decode().catch(() => null));
+                return Promise.all([document.fonts.ready, ...images]).then(() => null);
+            }""", document)
+            return page.pdf(prefer_css_page_size=True, print_background=True,
+                            display_header_footer=False)
+
+        with self._lock:
+            self._files, self._refused = files, []
+            pdf = self._call(draw)
+            return pdf, list(self._refused)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=Browser._forked)
+
+
+def normalise_pdf(pdf: bytes) -> bytes:
+    """The browser's PDF without what changes from run to run (its dates) or names the page
+    (its title), re-written compact."""
+    import pymupdf
+
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        doc.set_metadata({"producer": doc.metadata.get("producer") or "", "creator": "mmconvert",
+                          "title": "", "author": "", "subject": "", "keywords": "",
+                          "creationDate": "", "modDate": "", "trapped": ""})
+        return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
+
+
+def rasterise(pdf: bytes, ppi: float, color: str) -> list[tuple[bytes, int, int]]:
+    import pymupdf
+
+    pages = []
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        for page in doc:
+            pix = page.get_pixmap(matrix=pymupdf.Matrix(ppi / 72, ppi / 72), alpha=False,
+                                  colorspace=pymupdf.csGRAY if color == "gray"
+                                  else pymupdf.csRGB)
+            pages.append((set_png_ppi(pix.tobytes("png"), ppi), pix.width, pix.height))
+    return pages
+
+
+def page_count_and_size(pdf: bytes) -> tuple[int, list[tuple[float, float]]]:
+    import pymupdf
+
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        return len(doc), [(page.rect.width, page.rect.height) for page in doc]
+
+
+# --- the renderer --------------------------------------------------------------------------
+
+class DocumentRenderer(Renderer):
+    """Typesets an item's Markdown or HTML in Chromium: tables, code, math, columns."""
+
+    name = "document"
+    version = "1"
+    config_model = DocumentConfig
+    row_model = DocumentRow
+    options_model = DocumentOptions
+    unit = "page"
+    roles = shown_roles = ocr_roles = paper_roles = ("page",)
+    checks = frozenset({"ocr", "text_layer", "image"})
+    redraws = True
+    help = """Render CORPUS's items as typeset documents: Markdown (or --markup html) with
+    tables, code, LaTeX math, lists, quotes, columns and dialogues, through Chromium.
+
+    \b
+    Examples:
+      mmconvert render items.jsonl --renderer document --render context
+      mmconvert render items.jsonl --renderer document --columns 2 --css my.css --pdf
+    """
+
+    @classmethod
+    def job(cls, config: DocumentConfig, api: ApiOptions | None = None, *,
+            dry_run: bool = False) -> DocumentJob:
+        return DocumentJob(config)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> DocumentRenderer:
+        return cls(cls.options_from(params))
+
+    @classmethod
+    def expected_text(cls, row: dict[str, Any]) -> str:
+        params = row["renderer"]["params"]
+        state = RenderState(cls.options_from(params), None)
+        state.image = lambda src, alt: f"[{alt or 'image'}]"  # type: ignore[method-assign]
+        return visible_text(fields_html(item_from_row(row), params.get("render") or "options",
+                                        state))
+
+    @classmethod
+    def text_question(cls, row: dict[str, Any]) -> str | None:
+        return row.get("question") if row["renderer"]["params"].get("render") == "options" \
+            else None
+
+    @classmethod
+    def base_ppi(cls, config: dict[str, Any]) -> float | None:
+        return (config.get("document") or {}).get("ppi")
+
+    @classmethod
+    def read_layout(cls, data: bytes) -> bytes:
+        return data  # the stored layout is the PDF itself
+
+    def __init__(self, options=None):
+        self.options = options or DocumentOptions()
+
+    def insets(self) -> tuple[float, float, float]:
+        """The margins no glyph may cross, less one CSS pixel (0.75 pt): Chromium lays a
+        page out in whole pixels, and a line may end up to one past the margin in points."""
+        top, right, bottom, left = self.options.margins()
+        return (left - 0.75, right - 0.75, bottom - 0.75)
+
+    def draw(self, item: Item, part: RenderPart, folder: Path | None = None) -> Drawn:
+        """The item's PDF (from the browser) and its pages at the options' PPI."""
+        state = RenderState(self.options, folder)
+        body = fields_html(item, part, state)
+        face_list = faces(self.options)
+        document = page_html(body, self.options, face_list)
+        files = {f"/fonts/{face.key}": face.data for face in face_list}
+        pdf, fetched = Browser.get().pdf(document, files)
+        # what the item's HTML names and the browser asked for, none of it loaded
+        refused = list(dict.fromkeys([*state.refused, *references(body), *fetched]))
+        pdf = normalise_pdf(pdf)
+        count, sizes = page_count_and_size(pdf)
+        ppi = self.options.ppi
+        total = sum(w * h for w, h in sizes) * (ppi / 72) ** 2 / 1e6
+        if total > MAX_ITEM_MEGAPIXELS:
+            raise ItemError(f"{count} page(s) at {ppi:g} PPI would be {total:,.0f} "
+                            f"megapixels, over the {MAX_ITEM_MEGAPIXELS:,}-megapixel limit of "
+                            "one item; lower --ppi, or shorten the text", where=item.origin
+                            or item.id, field="context", item_id=item.id, stage="render")
+        return Drawn(pdf, rasterise(pdf, ppi, self.options.color), state.math_errors,
+                     refused)
+
+    def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
+        from .page import PageImage
+
+        return [[PageImage(png, w, h) for png, w, h in rasterise(pdf, ppi, self.options.color)]
+                for ppi in ppis]
+
+    def row_params(self, part: RenderPart) -> dict[str, Any]:
+        return {**self.options.model_dump(mode="json"), "render": part}
+
+
+class DocumentJob(Job):
+    """``render --renderer document``: each item typeset by the worker's browser."""
+
+    def __init__(self, config: DocumentConfig):
+        self.config = config
+        self.renderer = DocumentRenderer(config.document)
+        self.prompts = Prompts(config.prompt_dir)
+        chromium_path()  # no browser: one line before the first item
+        try:
+            import playwright  # noqa: F401
+        except ImportError:
+            raise UsageError("the document renderer needs Playwright: pip install "
+                             "'mmconvert[document]'") from None
+        corpus = Path(config.corpus)
+        self.folder = (config.source if config.source and Path(config.source).is_dir()
+                       else corpus.parent if corpus.is_file() else None)
+
+    def part(self, item: Item, corpus: Corpus) -> RenderPart:
+        return self.config.document.render or corpus.part_for(item)
+
+    def fonts(self) -> list[dict[str, str]]:
+        return font_records(self.config.document)
+
+    def report(self, rows) -> dict[str, Any]:
+        return {"browser": {"name": "chromium", "version": browser_version(),
+                            "path": chromium_path()}}
+
+    def resuming(self, info: dict[str, Any]) -> None:
+        """A run drawn by another Chromium is not resumed with this one: its pages would
+        not match."""
+        recorded = (info.get("browser") or {}).get("version")
+        if recorded and recorded != browser_version():
+            raise UsageError(f"this run was drawn by Chromium {recorded} and this is "
+                             f"{browser_version()}: the pages would differ; use --overwrite "
+                             "to draw it again, or --out for a new run")
+
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        config, output = self.config, Output()
+        drawn = self.renderer.draw(item, part, self.folder)
+        prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
+        images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), png,
+                               "page", width, height, ppi=self.renderer.options.ppi)
+                  for number, (png, width, height) in enumerate(drawn.pages, start=1)]
+        rel = item_file("pdf", item.id, ".pdf")
+        stored = output.file(rel, drawn.pdf)
+        row = row_head(item, self.renderer, self.renderer.row_params(part), config.seed)
+        row["images"] = images
+        row["layout"] = {"path": rel, "pages": len(images), "lines": 0, **stored}
+        row["pdf"] = rel
+        if drawn.math_errors:
+            row["math_errors"] = drawn.math_errors
+        if drawn.refused:
+            row["refused"] = drawn.refused
+        row.update({
+            "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
+            "question": item.question, "context": item.context, "options": item.options,
+            "answer": item.answer, "metadata": item.metadata,
+        })
+        output.row = row
+        return output
+

@@ -1,0 +1,237 @@
+"""The document renderer in real headless Chromium (Debian's, through Playwright): Markdown
+with tables, code, math and dialogues typeset, every character in the PDF's text layer,
+byte-identical runs, PPI sweeps from the stored PDF, and nothing loaded from outside."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from mmconvert.manifest import JsonlLog
+from tests.test_cli import run
+
+if not (os.environ.get("MMCONVERT_CHROMIUM") or shutil.which("chromium")
+        or shutil.which("chromium-browser")):
+    if os.environ.get("CI"):
+        raise RuntimeError("the document renderer tests need Debian's chromium "
+                           "(scripts/install-debian.sh)")
+    pytest.skip("chromium is missing", allow_module_level=True)
+
+# documents of our own: a table with alignment and a struck word, lists, a task list, a
+# quote with a link, a footnote; code with colours, inline and display math, \( \), LaTeX
+# that does not parse; a dialogue of chat turns
+DOCUMENTS = [
+    {"id": "table", "question": "Which model scores best?", "options": ["Qwen2.5-VL", "GLM-4.1V"],
+     "answer": "A", "context": (
+         "## Results\n\n| model | score | note |\n|:--|--:|:-:|\n| Qwen2.5-VL | 71.2 | **best** |\n"
+         "| GLM-4.1V | 68.0 | ~~old~~ |\n\nA list:\n\n1. first\n2. second with `inline code`\n\n"
+         "- [x] done\n- [ ] todo\n\n> a quote with a [link](https://example.com)\n\n"
+         "Footnote here[^1].\n\n[^1]: The note.")},
+    {"id": "code", "question": "What is the loss?", "answer": "squared error", "context": (
+        "```python\ndef loss(x, y):\n    return (x - y) ** 2  # squared\n```\n\n"
+        "Inline math $\\mathcal{L} = \\frac{1}{n}\\sum_i (x_i - y_i)^2$ and display:\n\n"
+        "$$\\int_0^1 x^2\\,dx = \\frac{1}{3}$$\n\n$$\\sum_{i=1}^{n} \\sqrt{x_i^2 + y_i^2}$$\n\n"
+        "Also \\(a^2 + b^2 = c^2\\). "
+        "Broken: $\\frac{1}{$ end.")},
+    {"id": "chat", "question": "When did Caroline go?", "answer": "yesterday", "context": [
+        {"role": "Caroline", "content": "I went to the **support group** yesterday."},
+        {"role": "Melanie", "content": "That sounds great! What happened?"},
+        {"role": "Caroline", "content": "We talked about $x^2$ and `code`."}]},
+]
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("docs")
+    source = folder / "items.jsonl"
+    source.write_text("".join(json.dumps(d) + "\n" for d in DOCUMENTS), encoding="utf-8")
+    return source
+
+
+@pytest.fixture(scope="module")
+def drawn(docs, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("drawn") / "run"
+    result = run("render", docs, "--renderer", "document", "--render", "context", "--out", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def rows(folder: Path) -> list[dict]:
+    return JsonlLog(folder / "manifest.jsonl").read()
+
+
+def pdf_text(path: Path) -> str:
+    import pymupdf
+
+    with pymupdf.open(path) as doc:
+        return "".join(page.get_text() for page in doc)
+
+
+def test_markdown_is_typeset_and_every_character_is_in_the_text_layer(drawn):
+    found = {row["id"]: row for row in rows(drawn)}
+    assert set(found) == {"table", "code", "chat"}
+    # typeset, never left as source: no pipes, backticks, dollar signs or asterisks (the
+    # code's own ** aside)
+    for row in found.values():
+        text = pdf_text(drawn / row["pdf"]).replace("** 2", "")
+        assert not set("|`*$") & set(text), (row["id"], text)
+    table = pdf_text(drawn / found["table"]["pdf"])
+    assert "Qwen2.5-VL" in table and "71.2" in table and "[1]" in table and "link" in table
+    code = pdf_text(drawn / found["code"]["pdf"])
+    assert "def loss(x, y):" in code and "ℒ" in code and "∫" in code
+    # LaTeX that does not parse: drawn as its source, and recorded
+    assert found["code"]["math_errors"] == [{"latex": "\\frac{1}{",
+                                             "error": "NoAvailableTokensError"}]
+    assert "\\frac{1}{" in code
+    chat = pdf_text(drawn / found["chat"]["pdf"])
+    assert chat.index("Caroline") < chat.index("Melanie") < chat.rindex("Caroline")
+    assert found["chat"]["context"].startswith("Caroline: I went to the **support group**")
+    assert found["chat"]["metadata"]["turns"][1]["role"] == "Melanie"
+    # qa check: every character of the visible text is in the text layer, in order, with a
+    # real glyph, inside the margins; OCR reads the pages
+    assert run("qa", "check", drawn).exit_code == 0
+    events = JsonlLog(drawn / "qa.jsonl").read()
+    layer = {e["id"]: e for e in events if e["source"] == "auto:text_layer"}
+    assert {i: e["verdict"] for i, e in layer.items()} == dict.fromkeys(found, "accept")
+    assert all(e["detail"]["pdf"] == "stored" and e["detail"]["chars"] > 50
+               for e in layer.values())
+    ocr = {e["id"]: e["verdict"] for e in events if e["source"] == "auto:ocr"}
+    assert ocr["table"] == ocr["chat"] == "accept"
+    info = json.loads((drawn / "run.json").read_text())
+    assert info["browser"]["name"] == "chromium" and info["browser"]["version"]
+    assert {f["name"] for f in info["fonts"]} >= {"Noto Sans", "Fira Mono", "Noto Sans Math"}
+
+
+def test_the_same_input_gives_the_same_bytes_and_a_sweep_redraws_the_stored_pdf(
+        docs, drawn, tmp_path):
+    again = tmp_path / "again"
+    assert run("render", docs, "--renderer", "document", "--render", "context",
+               "--out", again).exit_code == 0
+    for name in ("manifest.jsonl",):
+        assert (again / name).read_bytes() == (drawn / name).read_bytes()
+    for row in rows(drawn):
+        assert (again / row["pdf"]).read_bytes() == (drawn / row["pdf"]).read_bytes()
+    # two worker processes, each with its own browser, make the same bytes
+    workers = tmp_path / "workers"
+    assert run("render", docs, "--renderer", "document", "--render", "context", "--workers",
+               "2", "--out", workers).exit_code == 0
+    assert (workers / "manifest.jsonl").read_bytes() == (drawn / "manifest.jsonl").read_bytes()
+    sweep = tmp_path / "sweep"
+    assert run("sweep", drawn, "--ppi", "150", "--out", sweep).exit_code == 0
+    direct = tmp_path / "direct"
+    assert run("render", docs, "--renderer", "document", "--render", "context", "--ppi", "150",
+               "--out", direct).exit_code == 0
+    swept = {r["id"]: [i["sha256"] for i in r["images"]] for r in rows(sweep / "ppi-150")}
+    assert swept == {r["id"]: [i["sha256"] for i in r["images"]] for r in rows(direct)}
+    width = rows(direct)[0]["images"][0]["width"]
+    assert width == round(8.27 * 150)  # A4 at 150 PPI
+
+
+def test_html_scripts_urls_and_paths_outside_the_item_folder_are_not_loaded(tmp_path):
+    folder = tmp_path / "items"
+    folder.mkdir()
+    png = io.BytesIO()
+    Image.new("L", (40, 20), 0).save(png, "PNG")
+    (folder / "figure.png").write_bytes(png.getvalue())
+    (tmp_path / "outside.png").write_bytes(png.getvalue())
+    html_item = {"id": "page", "question": "q", "answer": "x", "context": (
+        "<h3>HTML item</h3><p>Visible <b>text</b>.</p>"
+        "<script>document.body.innerHTML = 'replaced'</script>"
+        "<img src=\"https://example.com/x.png\"><img src=\"../outside.png\">"
+        "<link rel=\"stylesheet\" href=\"file:///etc/hosts\"><p>end</p>")}
+    markdown_item = {"id": "md", "question": "q", "answer": "x", "context": (
+        "A figure: ![inside](figure.png) and ![outside](../outside.png) and "
+        "![remote](https://example.com/y.png).")}
+    (folder / "html.jsonl").write_text(json.dumps(html_item) + "\n")
+    (folder / "md.jsonl").write_text(json.dumps(markdown_item) + "\n")
+    out = tmp_path / "html"
+    assert run("render", folder / "html.jsonl", "--renderer", "document", "--markup", "html",
+               "--render", "context", "--out", out).exit_code == 0
+    (row,) = rows(out)
+    assert "replaced" not in pdf_text(out / row["pdf"])  # JavaScript is off
+    assert "Visible text" in pdf_text(out / row["pdf"])
+    assert {"script", "https://example.com/x.png", "../outside.png",
+            "file:///etc/hosts"} <= set(row["refused"])
+    md = tmp_path / "md"
+    assert run("render", folder / "md.jsonl", "--renderer", "document", "--render", "context",
+               "--out", md).exit_code == 0
+    (row,) = rows(md)
+    assert row["refused"] == ["image ../outside.png", "image https://example.com/y.png"]
+    text = pdf_text(md / row["pdf"])
+    assert "[outside]" in text and "[remote]" in text and "[inside]" not in text
+    import pymupdf
+
+    with pymupdf.open(md / row["pdf"]) as doc:
+        assert doc[0].get_images()  # the image from the item's own folder is drawn
+
+
+def test_a_css_file_and_columns_change_the_look(docs, drawn, tmp_path):
+    css = tmp_path / "red.css"
+    css.write_text("body { color: #c00000; }")
+    out = tmp_path / "css"
+    assert run("render", docs, "--renderer", "document", "--render", "context", "--css", css,
+               "--color", "rgb", "--columns", "2", "--limit", "1", "--out", out).exit_code == 0
+    (row,) = rows(out)
+    with Image.open(out / row["images"][0]["path"]) as image:
+        import numpy as np
+
+        pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
+        reds = int(((pixels[:, 0] > 150) & (pixels[:, 1] < 80)).sum())
+    assert reds > 100
+    assert row["renderer"]["params"]["columns"] == 2
+    assert row["renderer"]["params"]["css"] == str(css.resolve())
+
+
+def test_bad_input_is_one_line(docs, drawn, tmp_path, monkeypatch):
+    big = tmp_path / "big"
+    result = run("render", docs, "--renderer", "document", "--render", "context",
+                 "--page-size", "2880,2880", "--ppi", "1200", "--limit", "1", "--out", big)
+    assert result.exit_code != 0 and "over the 2,000-megapixel limit" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    result = run("render", docs, "--renderer", "document", "--code-style", "monokay",
+                 "--out", tmp_path / "s")
+    assert result.exit_code == 2 and "did you mean 'monokai'?" in result.output
+    bad_turns = tmp_path / "turns.jsonl"
+    bad_turns.write_text(json.dumps({"id": "t", "question": "q", "context": ["hello"]}) + "\n")
+    result = run("render", bad_turns, "--renderer", "document", "--out", tmp_path / "t")
+    assert result.exit_code != 0 and "context[0]" in result.output
+    # a run drawn by another Chromium is not resumed with this one
+    info = json.loads((drawn / "run.json").read_text())
+    copy = tmp_path / "copy"
+    shutil.copytree(drawn, copy)
+    info["browser"]["version"] = "1.0.0"
+    (copy / "run.json").write_text(json.dumps(info))
+    result = run("render", docs, "--renderer", "document", "--render", "context", "--out", copy)
+    assert result.exit_code != 0 and "drawn by Chromium 1.0.0 and this is" in result.output
+    monkeypatch.setenv("MMCONVERT_CHROMIUM", str(tmp_path / "none"))
+    result = run("render", docs, "--renderer", "document", "--out", tmp_path / "n")
+    assert result.exit_code == 2 and "apt-get install chromium" in result.output
+
+
+def test_malformed_markdown_and_html_are_drawn_as_parsed(tmp_path):
+    source = tmp_path / "bad.jsonl"
+    source.write_text(json.dumps({"id": "bad", "question": "q", "context": (
+        "| a | b\n|--\n**unclosed *emphasis `tick <div><p>open tags <b>nested</i>\n\n"
+        "$$ \\left( x $$")}) + "\n")
+    out = tmp_path / "bad"
+    result = run("render", source, "--renderer", "document", "--render", "context",
+                 "--out", out)
+    assert result.exit_code == 0, result.output
+    (row,) = rows(out)
+    assert "unclosed" in pdf_text(out / row["pdf"]) and row["math_errors"]
+
+
+def test_page_images_record_their_ppi(drawn):
+    for row in rows(drawn):
+        for image in row["images"]:
+            with Image.open(drawn / image["path"]) as picture:
+                assert round(picture.info["dpi"][0], 1) == 92.9
+            data = (drawn / image["path"]).read_bytes()
+            assert hashlib.sha256(data).hexdigest() == image["sha256"]
