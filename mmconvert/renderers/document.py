@@ -737,7 +737,7 @@ class DocumentRenderer(Renderer):
     \b
     Examples:
       mmconvert render items.jsonl --renderer document --render context
-      mmconvert render items.jsonl --renderer document --columns 2 --css my.css --pdf
+      mmconvert render items.jsonl --renderer document --markup html --columns 2 --css my.css
     """
 
     @classmethod
