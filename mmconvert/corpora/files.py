@@ -2,12 +2,16 @@
 ``id``, ``question``, ``options``, ``answer``, ``context``, ``language`` (and optionally
 ``subset``, ``split``, ``metadata``). A ``context`` may be a dialogue, a list of chat turns
 (``[{"role": ..., "content": ...}]``): its text is the turns as "role: content" paragraphs,
-and the turns themselves are kept in ``metadata.turns`` (the document renderer draws them)."""
+and the turns themselves are kept in ``metadata.turns`` (the document renderer draws them).
+A file in one of the hub's common multiple-choice schemas (ARC's ``choices`` and
+``answerKey``, HellaSwag's ``endings`` and ``label``, PIQA's, WinoGrande's, MMLU's) is read as
+that schema says (``schemas``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import ItemError, SourceError
 from ..items import Item, RenderPart, check_name, row_id, safe_name
@@ -20,10 +24,16 @@ from .base import (
     options_field,
     text_field,
 )
+from .schemas import schema_of, source_columns
 from .sources import TABLE_SUFFIXES, Row, read_table
 
 KNOWN_FIELDS = ("id", "question", "options", "answer", "context", "language", "subset", "split",
                 "metadata")
+
+
+def _common(data: dict, where: str) -> dict[str, Any]:
+    return {"split": text_field(data, "split", where, required=False) or "test",
+            "language": text_field(data, "language", where, required=False) or "en"}
 
 
 def dialogue(value: list, where: str) -> list[dict[str, str]]:
@@ -73,8 +83,10 @@ class LocalFile(Corpus):
         seen: dict[str, str] = {}
         for row in read_table(self.path):
             if row.index == 0 and not row.error:
-                unknown = [k for k in row.data if k not in KNOWN_FIELDS]
-                if "question" not in row.data and "context" not in row.data:
+                known = set(KNOWN_FIELDS) | self.schema_columns(row)
+                unknown = [k for k in row.data if k not in known]
+                if "question" not in row.data and "context" not in row.data and \
+                        schema_of(row.data) is None:
                     raise SourceError(f"{self.path}: no question or context column "
                                       f"(generic fields: {', '.join(KNOWN_FIELDS)})")
                 if unknown:
@@ -94,6 +106,17 @@ class LocalFile(Corpus):
                 continue
             yield item
 
+    @staticmethod
+    def schema_columns(row: Row) -> set[str]:
+        """The columns a row in a hub schema is read from (none for the generic schema)."""
+        found = schema_of(row.data)
+        if found is None:
+            return set()
+        try:
+            return source_columns(found[1](row.data, row.where))
+        except ItemError:  # the row's own error is raised when it is read
+            return set()
+
     def item(self, row: Row, request: LoadRequest) -> Item:
         where = row.where
         item_id = row_id(self.label, row.index)  # until the row says otherwise
@@ -111,6 +134,9 @@ class LocalFile(Corpus):
             raise
 
     def _item(self, data: dict, where: str, item_id: str, subset: str) -> Item:
+        found = schema_of(data)
+        if found is not None:
+            return self._schema_item(data, where, item_id, subset, *found)
         question = text_field(data, "question", where, required=False)
         turns = dialogue(data.get("context"), where) \
             if isinstance(data.get("context"), list) else None
@@ -142,8 +168,19 @@ class LocalFile(Corpus):
         for key, value in data.items():
             if key not in KNOWN_FIELDS:
                 metadata[key] = value
-        return Item(id=item_id, corpus=self.label, subset=subset,
-                    split=text_field(data, "split", where, required=False) or "test",
-                    language=text_field(data, "language", where, required=False) or "en",
+        return Item(id=item_id, corpus=self.label, subset=subset, **_common(data, where),
                     context=context, question=question, options=options, answer=answer,
                     metadata=metadata, origin=where)
+
+    def _schema_item(self, data: dict, where: str, item_id: str, subset: str, name: str,
+                     reader) -> Item:
+        """A row in one of the hub's MCQ schemas (``schemas``), its source recorded."""
+        read = reader(data, where)
+        used = source_columns(read)
+        metadata = dict(data["metadata"]) if isinstance(data.get("metadata"), dict) else {}
+        metadata.update({k: v for k, v in data.items()
+                         if k not in KNOWN_FIELDS and k not in used})
+        metadata["source_schema"] = {"name": name, "columns": read.columns}
+        return Item(id=item_id, corpus=self.label, subset=subset, **_common(data, where),
+                    context=read.context, question=read.question, options=read.options,
+                    answer=read.answer, metadata=metadata, origin=where)
