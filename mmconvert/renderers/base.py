@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from ..jobs import Job
 
 
+def question_beside_options(row: dict[str, Any]) -> str | None:
+    """The question of a row whose options alone became image: it stays text beside them
+    (a ``text_question`` for renderers that draw a ``render`` part)."""
+    return row.get("question") if row["renderer"]["params"].get("render") == "options" \
+        else None
+
+
 def item_from_row(row: dict[str, Any]) -> Item:
     """The item a manifest row was made from (its text fields and metadata)."""
     return Item(id=row["id"], corpus=row.get("corpus", ""), subset=row.get("subset", ""),

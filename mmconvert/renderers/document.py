@@ -45,7 +45,7 @@ from ..options import OPTIONS
 from ..prompts import Prompts
 from ..rows import LayoutRef, QuestionRow, RunPath
 from ..runfolder import Output, item_file
-from .base import Renderer, item_from_row
+from .base import Renderer, item_from_row, question_beside_options
 from .drawing import set_png_ppi
 from .fonts import font_chain, page_font
 from .page import MAX_ITEM_MEGAPIXELS, POINTS_PER_INCH, PageOptions, image_fields, label_fields
@@ -759,8 +759,7 @@ class DocumentRenderer(Renderer):
 
     @classmethod
     def text_question(cls, row: dict[str, Any]) -> str | None:
-        return row.get("question") if row["renderer"]["params"].get("render") == "options" \
-            else None
+        return question_beside_options(row)
 
     @classmethod
     def base_ppi(cls, config: dict[str, Any]) -> float | None:

@@ -27,7 +27,7 @@ from ..options import OPTIONS, cli, first_error
 from ..prompts import Prompts
 from ..rows import PageRow
 from ..runfolder import Output, item_file
-from .base import Renderer, item_from_row
+from .base import Renderer, item_from_row, question_beside_options
 from .drawing import color_params, fill_text, mupdf, paint, paint_box, set_png_ppi, show_runs
 from .fonts import FontChain, font_manifest, page_chain, page_font
 from .layout import (
@@ -469,8 +469,7 @@ class PageRenderer(Renderer):
 
     @classmethod
     def text_question(cls, row: dict[str, Any]) -> str | None:
-        return row.get("question") if row["renderer"]["params"].get("render") == "options" \
-            else None
+        return question_beside_options(row)
 
     @classmethod
     def base_ppi(cls, config: dict[str, Any]) -> float | None:
