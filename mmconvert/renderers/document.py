@@ -55,6 +55,9 @@ if TYPE_CHECKING:
     from ..corpora import Corpus
 
 HOST = "https://mmconvert.invalid"  # the one origin the page may load from, served by us
+# a style's align as CSS: left and right are the paragraph's start and end, so that they
+# mirror in a right-to-left paragraph, as the page renderer's do
+ALIGN = {"left": "start", "right": "end", "center": "center", "justify": "justify"}
 # the page style fields the document shares with the page renderer
 SHARED = ("ppi", "font", "font_size", "line_spacing", "margin", "margin_top", "margin_right",
           "margin_bottom", "margin_left", "page_size", "page_width", "page_height", "columns",
@@ -366,7 +369,7 @@ def page_css(options, face_list: list[Face]) -> str:
         f"html {{ background: {options.background}; }}",
         f"body {{ margin: 0; font-family: {stack}; font-size: {options.font_size}pt; "
         f"line-height: {options.line_spacing * 1.2:.4f}; color: {options.text_color}; "
-        f"text-align: {options.align}; column-count: {options.columns}; "
+        f"text-align: {ALIGN[options.align]}; column-count: {options.columns}; "
         f"column-gap: {options.column_gap}pt; column-fill: auto; "
         "-webkit-print-color-adjust: exact; "
         "print-color-adjust: exact; overflow-wrap: anywhere; }",
@@ -385,6 +388,10 @@ def page_css(options, face_list: list[Face]) -> str:
         ".dialogue .speaker { font-weight: bold; }",
         "h1, h2, h3, h4, h5, h6 { line-height: 1.2; margin: 0.5em 0 0.3em; }",
         ".task-list-item { list-style-type: none; }",
+        # each block takes its direction from its own first strong character (an Arabic
+        # paragraph runs right to left among English ones), and left and right mirror with it
+        "p, li, td, th, h1, h2, h3, h4, h5, h6, blockquote, .speaker { "
+        "unicode-bidi: plaintext; }",
     ]
     return "\n".join(rules)
 

@@ -235,3 +235,33 @@ def test_page_images_record_their_ppi(drawn):
                 assert round(picture.info["dpi"][0], 1) == 92.9
             data = (drawn / image["path"]).read_bytes()
             assert hashlib.sha256(data).hexdigest() == image["sha256"]
+
+
+def test_other_scripts_are_drawn_and_a_right_to_left_paragraph_runs_right_to_left(tmp_path):
+    """Chinese, Japanese, Korean, Devanagari, Thai and emoji from the shipped faces, every
+    character in the text layer; an Arabic or Hebrew paragraph set from the right, as the
+    page renderer sets it. (Chromium writes right-to-left text into the PDF in visual order,
+    so the text-layer check flags those pages for review: see the guide.)"""
+    import pymupdf
+
+    source = tmp_path / "scripts.jsonl"
+    source.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in (
+        {"id": "zh", "question": "q", "context": (
+            "## 标题\n\n这是一个**中文**段落：\n\n| 名称 | 数值 |\n|--|--|\n| 甲 | 一 |\n\n"
+            "日本語のテキストも。한국어도.")},
+        {"id": "hi", "question": "q", "context": "भारत की राजधानी नई दिल्ली है। ไทยเป็นประเทศ 👨‍👩‍👧"},
+        {"id": "ar", "question": "q", "context": "القاهرة هي عاصمة مصر.\n\nשלום עולם, English."},
+    )), encoding="utf-8")
+    out = tmp_path / "scripts"
+    assert run("render", source, "--renderer", "document", "--render", "context",
+               "--out", out).exit_code == 0
+    assert run("qa", "check", out, "--checks", "text_layer").exit_code == 0
+    verdicts = {e["id"]: e["verdict"] for e in JsonlLog(out / "qa.jsonl").read()}
+    assert verdicts["zh"] == verdicts["hi"] == "accept"
+    (row,) = [r for r in rows(out) if r["id"] == "ar"]
+    with pymupdf.open(out / row["pdf"]) as doc:
+        width = doc[0].rect.width
+        lines = [(b[0], b[2], b[4]) for b in doc[0].get_text("blocks")]
+    arabic = next(line for line in lines if "مصر" in line[2])
+    assert arabic[1] > width - 40  # it ends at the right margin
+    assert arabic[0] > width / 2  # and starts right of the middle
