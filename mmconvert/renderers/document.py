@@ -760,7 +760,10 @@ class DocumentRenderer(Renderer):
     def expected_text(cls, row: dict[str, Any]) -> str:
         params = row["renderer"]["params"]
         state = RenderState(cls.options_from(params), None)
-        state.image = lambda src, alt: f"[{alt or 'image'}]"  # type: ignore[method-assign]
+        # an image the row refused shows its alternative text; one drawn shows no text
+        refused = set(row.get("refused") or ())
+        state.image = (lambda src, alt: f"[{alt or 'image'}]"  # type: ignore[method-assign]
+                       if f"image {src}" in refused else "")
         return visible_text(fields_html(item_from_row(row), params.get("render") or "options",
                                         state))
 

@@ -170,6 +170,10 @@ def test_html_scripts_urls_and_paths_outside_the_item_folder_are_not_loaded(tmp_
 
     with pymupdf.open(md / row["pdf"]) as doc:
         assert doc[0].get_images()  # the image from the item's own folder is drawn
+    # the text the page shows: the refused images' alternative text, not the drawn one's
+    assert run("qa", "check", md, "--checks", "text_layer").exit_code == 0
+    (event,) = JsonlLog(md / "qa.jsonl").read()
+    assert event["verdict"] == "accept", event
 
 
 def test_a_css_file_and_columns_change_the_look(docs, drawn, tmp_path):
