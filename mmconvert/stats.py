@@ -107,10 +107,11 @@ def pixtral(width: int, height: int, *, longest: int = 1024, patch: int = 16) ->
 
 
 @functools.lru_cache(maxsize=8)
-def _tile_grids(max_tiles: int) -> tuple[tuple[int, int], ...]:
-    """InternVL's tile grids of at most ``max_tiles`` tiles, fewest tiles first."""
-    return tuple(sorted({(i, j) for n in range(1, max_tiles + 1) for i in range(1, n + 1)
-                         for j in range(1, n + 1) if i * j <= max_tiles},
+def _tile_grids(least: int, most: int) -> tuple[tuple[int, int], ...]:
+    """The tile grids (columns, rows) of ``least`` to ``most`` tiles, fewest tiles first, in
+    the order InternVL's tiling (which DeepSeek-OCR's crops share) tries them."""
+    return tuple(sorted({(i, j) for n in range(least, most + 1) for i in range(1, n + 1)
+                         for j in range(1, n + 1) if least <= i * j <= most},
                         key=lambda r: r[0] * r[1]))
 
 
@@ -119,15 +120,8 @@ def internvl(width: int, height: int, *, tile: int = 448, max_tiles: int = 12,
     """InternVL 2 / 2.5 dynamic resolution: the grid of 448 px tiles (at most 12) whose aspect
     ratio is closest to the image's, plus a thumbnail tile when there is more than one; 256
     tokens per tile."""
-    aspect = width / height
-    best, best_diff = (1, 1), float("inf")
-    for i, j in _tile_grids(max_tiles):
-        diff = abs(aspect - i / j)
-        if diff < best_diff:
-            best, best_diff = (i, j), diff
-        elif diff == best_diff and width * height > 0.5 * tile * tile * i * j:
-            best = (i, j)
-    tiles = best[0] * best[1]
+    cols, rows = _closest_grid(width, height, _tile_grids(1, max_tiles), tile)
+    tiles = cols * rows
     return per_tile * (tiles + (1 if tiles > 1 else 0))
 
 
@@ -249,8 +243,7 @@ def llama4(width: int, height: int, *, tile: int = 336, max_tiles: int = 16,
     return split + 1 + per_tile
 
 
-def _closest_grid(width: int, height: int, grids: list[tuple[int, int]], tile: int
-                  ) -> tuple[int, int]:
+def _closest_grid(width: int, height: int, grids, tile: int) -> tuple[int, int]:
     """Of ``grids`` (columns, rows) in order, the one whose aspect is closest to the image's;
     on a tie, a later grid wins while the image's area passes half the grid's pixels (the
     InternVL tiling that DeepSeek-OCR's crops share)."""
@@ -273,10 +266,7 @@ def deepseek_ocr_gundam(width: int, height: int, *, tile: int = 640, least: int 
     tokens = (16 + 1) * 16 + 1
     if width <= tile and height <= tile:
         return tokens
-    grids = sorted({(i, j) for n in range(least, most + 1) for i in range(1, n + 1)
-                    for j in range(1, n + 1) if least <= i * j <= most},
-                   key=lambda g: g[0] * g[1])
-    cols, rows = _closest_grid(width, height, grids, tile)
+    cols, rows = _closest_grid(width, height, _tile_grids(least, most), tile)
     side = tile // 16 // 4
     return tokens + (side * cols + 1) * (side * rows)
 
