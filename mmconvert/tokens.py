@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,14 +87,13 @@ def _load_tiktoken(spec: str) -> TextTokenizer:
         raise UsageError(f"--tokenizer {spec}: no tiktoken encoding {name!r} (known: "
                          f"{', '.join(known)}){did_you_mean(name, known)}")
     cache = (os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-             or str(Path(__import__("tempfile").gettempdir()) / "data-gym-cache"))
-    read: list[tuple[str, bytes]] = []
+             or str(Path(tempfile.gettempdir()) / "data-gym-cache"))
+    read: list[str] = []  # the files tiktoken reads from its cache, by URL
     cached, fetch = tiktoken.load.read_file_cached, tiktoken.load.read_file
 
     def reading(blobpath: str, expected_hash: str | None = None) -> bytes:
-        data = cached(blobpath, expected_hash)
-        read.append((blobpath, data))
-        return data
+        read.append(blobpath)
+        return cached(blobpath, expected_hash)
 
     def refusing(blobpath: str) -> bytes:
         raise _NotCached(blobpath)
@@ -111,7 +111,7 @@ def _load_tiktoken(spec: str) -> TextTokenizer:
         finally:
             tiktoken.load.read_file_cached, tiktoken.load.read_file = cached, fetch
     if read:  # none when tiktoken had the encoding loaded already in this process
-        _TIKTOKEN_FILES[name] = Path(cache) / hashlib.sha1(read[0][0].encode()).hexdigest()
+        _TIKTOKEN_FILES[name] = Path(cache) / hashlib.sha1(read[0].encode()).hexdigest()
     # the encoding's fingerprint: its ranks in order, however (and whenever) they were read
     ranks = sorted(encoding._mergeable_ranks.items(), key=lambda pair: pair[1])
     digest = hashlib.sha256(b"\n".join(token.hex().encode() for token, _ in ranks))

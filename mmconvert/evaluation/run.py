@@ -118,8 +118,8 @@ class Plan:
     unscored: list[dict[str, str]] = field(default_factory=list)
     images: int = 0  # images sent, over every request
     # the image tokens the model bills by its own rule (the price table's image_tiles or
-    # image_patches), or
-    # None when the table has no rule for it: the estimate then leaves the images out
+    # image_patches), or None when the table has no rule for it: the estimate then leaves the
+    # images out
     image_tokens: int | None = None
 
 
@@ -460,8 +460,7 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
         if todo.images and todo.image_tokens is None:
             raise UsageError(f"--budget: the price table has no image rule (image_tiles or "
                              f"image_patches) for {options.model}, so the cost of its "
-                             f"{todo.images} image(s) "
-                             "cannot be bounded; leave --budget out")
+                             f"{todo.images} image(s) cannot be bounded; leave --budget out")
         if todo.estimate_usd > options.budget:
             raise BudgetReached(
                 f"the evaluation may cost up to ${todo.estimate_usd:.2f} (every reply at its "
