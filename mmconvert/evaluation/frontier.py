@@ -135,40 +135,41 @@ def write_style(path: Path, point: Point, options: FrontierOptions) -> None:
 
 # --- measuring a point -----------------------------------------------------------------------
 
-def compression(run: Path, tokenizer, model: str) -> dict[str, Any]:
-    """The point's compression for ``model``: its items' text tokens over their vision tokens,
-    pooled (the sample's totals) and per item (the median)."""
-    from ..stats import gather
+def compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any]:
+    """The point's compression for ``model``: its items' text tokens over their vision tokens
+    (``stats.item_tokens``, as ``mmconvert stats`` counts them), pooled (the sample's totals)
+    and per item (the median)."""
+    from ..stats import item_tokens, rules_for, summarise
 
-    figures = gather(run, tokenizer, [model])
-    items = [i for i in figures["per_item"] if i["tokens"][model]]
-    text = sum(i["text_tokens"] for i in items)
-    vision = sum(i["tokens"][model] for i in items)
+    rules = rules_for([model])
+    items = [item_tokens(row, rules, tokenizer) for row in rows]
+    counted = [i for i in items if i["tokens"][model]]
+    text = sum(i["text_tokens"] for i in counted)
+    vision = sum(i["tokens"][model] for i in counted)
     return {"compression": round(text / vision, 4) if vision else None,
-            "compression_median": figures["ratio"][model].get("median"),
-            "text_tokens": text, "vision_tokens": vision, "items": figures["items"]}
+            "compression_median": summarise([i["ratio"][model] for i in items]).get("median"),
+            "text_tokens": text, "vision_tokens": vision, "items": len(rows)}
 
 
-def ocr_accuracy(run: Path, folder: Path, workers: int, seed: int) -> dict[str, Any]:
+def ocr_accuracy(run: Path, rows: list[dict[str, Any]], folder: Path, workers: int,
+                 seed: int) -> dict[str, Any]:
     """Tesseract's character accuracy on the point's images as they are (no enlarging: a
     small page reads worse, which is the point), per item 1 - CER of its readable
     characters, floored at 0; kept in ``folder/ocr.json`` beside the manifest's hash, so a
     resumed frontier reads each point once. Tesseract runs as a process of its own, so
     ``workers`` threads wait on as many."""
     from ..executors import local_executor
-    from .stats import bootstrap_mean
 
-    rows = open_run(run).rows()
     manifest = hashlib.sha256((run / "manifest.jsonl").read_bytes()).hexdigest()
     kept = folder / "ocr.json"
     if kept.is_file():
         record = json.loads(kept.read_text(encoding="utf-8"))
         if record.get("manifest_sha256") == manifest:
-            return summary_of(record["items"], seed, bootstrap_mean)
+            return summary_of(record["items"], seed)
     items = list(local_executor(1, len(rows), threads=workers).map(
         functools.partial(ocr_reader, run), rows))
     write_json(kept, {"manifest_sha256": manifest, "items": items}, indent=1)
-    return summary_of(items, seed, bootstrap_mean)
+    return summary_of(items, seed)
 
 
 def ocr_reader(run: Path):
@@ -194,7 +195,10 @@ def read_item(run: Path, row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row["id"], "accuracy": round(max(0.0, 1 - wrong / len(reference)), 6)}
 
 
-def summary_of(items: list[dict[str, Any]], seed: int, bootstrap_mean) -> dict[str, Any]:
+def summary_of(items: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """The mean character accuracy (percent) of the items read, with its 95 % interval."""
+    from .stats import bootstrap_mean
+
     values = [i["accuracy"] for i in items if i["accuracy"] is not None]
     interval = bootstrap_mean(values, seed) if values else None
     return {"accuracy": round(100 * sum(values) / len(values), 4) if values else None,
@@ -261,10 +265,11 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
                       "style": str(out / "styles" / f"{point.name}.yaml")}
             summary = convert({k: v for k, v in config.items() if v is not None}, out=run,
                               workers=options.workers, log=lambda m: None)
-            point.figures = compression(run, tokenizer, options.ratio_model)
+            rows = open_run(run).rows()
+            point.figures = compression(rows, tokenizer, options.ratio_model)
             evals = out / "evals" / point.name
             point.figures.update(
-                ocr_accuracy(run, evals, options.workers, options.seed)
+                ocr_accuracy(run, rows, evals, options.workers, options.seed)
                 if options.model is None else
                 model_accuracy(run, evals, options, out / "cache", display))
             accuracy = point.figures["accuracy"]
