@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import json
 import os
 import platform
 import sys
@@ -39,7 +38,7 @@ from .evaluation.scoring import unscorable
 from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
 from .jobs import job_for
-from .manifest import MANIFEST, RUN_INFO, sync, write_json
+from .manifest import MANIFEST, sync, write_json
 from .renderers import renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
@@ -209,8 +208,8 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
 
     with folder.lock():  # one run at a time per folder; nothing is written before this
         folder.check(config.identity(), execution.overwrite)  # again, under the lock
-        if not execution.overwrite and (execution.out / RUN_INFO).is_file():
-            job.resuming(json.loads((execution.out / RUN_INFO).read_bytes()))
+        if not execution.overwrite:  # a run the job cannot continue alike: one line
+            job.resuming(folder.info())
         kept = folder.create(execution.overwrite)
         if kept:
             note = (f"{execution.out}: --overwrite left {len(kept)} file(s) no run recorded "
