@@ -47,7 +47,7 @@ from ..rows import LayoutRef, QuestionRow, RunPath
 from ..runfolder import Output, item_file
 from .base import Renderer, item_from_row, question_beside_options
 from .drawing import set_png_ppi
-from .fonts import font_chain, page_font
+from .fonts import font_bytes, font_chain, page_font
 from .page import MAX_ITEM_MEGAPIXELS, POINTS_PER_INCH, PageOptions, image_fields, label_fields
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class _DocumentBase(BaseModel):
     @field_validator("font", check_fields=False)  # the shared fields come in below
     @classmethod
     def _absolute(cls, refs: list[str]) -> list[str]:
-        return [page_font(ref).path or ref for ref in refs]
+        return PageOptions._absolute(refs)
 
     @field_validator("css")
     @classmethod
@@ -318,7 +318,7 @@ def _faces(fonts: tuple[str, ...]) -> tuple[Face, ...]:
     if fonts:
         for number, ref in enumerate(fonts):
             spec = page_font(ref)
-            found.append(Face(f"body{number}", spec.name, _face_bytes(spec)))
+            found.append(Face(f"body{number}", spec.name, font_bytes(spec)))
     else:
         for (weight, style), code in BODY_FACES.items():
             found.append(Face("body0", "Noto Sans", _shipped(code), weight, style))
@@ -327,19 +327,8 @@ def _faces(fonts: tuple[str, ...]) -> tuple[Face, ...]:
     found.append(Face("math", "Noto Sans Math", _shipped(MATH_FACE)))
     chain = font_chain()  # the shipped chain, for the scripts the faces above lack
     for number, (spec, font) in enumerate(zip(chain.specs, chain.fonts, strict=True)):
-        found.append(Face(f"chain{number}", spec.name, bytes(font.buffer)))
+        found.append(Face(f"chain{number}", spec.name, font_bytes(spec, font)))
     return tuple(found)
-
-
-def _face_bytes(spec) -> bytes:
-    """A style's font: a user's file, or a shipped face."""
-    from .fonts import FONT_DIR
-
-    if spec.path:
-        return Path(spec.path).read_bytes()
-    if spec.file:
-        return (FONT_DIR / spec.file).read_bytes()
-    return _shipped(spec.code)
 
 
 def font_records(options) -> list[dict[str, str]]:

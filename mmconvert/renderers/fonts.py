@@ -264,14 +264,23 @@ def page_chain(refs: tuple[str, ...] = ()) -> FontChain:
     return chain
 
 
-def font_sha256(spec: FontSpec, font) -> str:
+def font_bytes(spec: FontSpec, font=None) -> bytes:
+    """The font file's bytes: a user's file or a shipped file as it is on disk, else the
+    loaded ``font``'s buffer (a pymupdf-fonts face is loaded by its code when none is
+    given)."""
     if spec.path:
-        data = Path(spec.path).read_bytes()
-    elif spec.file:
-        data = (FONT_DIR / spec.file).read_bytes()
-    else:
-        data = bytes(font.buffer)
-    return hashlib.sha256(data).hexdigest()
+        return Path(spec.path).read_bytes()
+    if spec.file:
+        return (FONT_DIR / spec.file).read_bytes()
+    if font is None:
+        import pymupdf
+
+        font = pymupdf.Font(spec.code)
+    return bytes(font.buffer)
+
+
+def font_sha256(spec: FontSpec, font) -> str:
+    return hashlib.sha256(font_bytes(spec, font)).hexdigest()
 
 
 def caption_font(name: str) -> FontSpec:
