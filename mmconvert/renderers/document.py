@@ -557,12 +557,14 @@ class Browser:
             raise UsageError("the document renderer needs Playwright: pip install "
                              "'mmconvert[document]'") from None
         self._tasks: queue.Queue = queue.Queue()
+        self._started: queue.Queue = queue.Queue()  # None, or why Chromium would not start
+        # the document being drawn: the files it may load, the requests refused
+        self._files: dict[str, bytes] = {}
+        self._refused: list[str] = []
         self._thread = threading.Thread(target=self._serve, args=(chromium_path(),),
                                         name="mmconvert-chromium", daemon=True)
-        started: queue.Queue = queue.Queue()
-        self._started = started
         self._thread.start()
-        error = started.get()
+        error = self._started.get()
         if error is not None:
             raise error
 
@@ -650,9 +652,6 @@ class Browser:
         self._refused.append(url)
         return route.abort()
 
-    _files: dict[str, bytes] = {}
-    _refused: list[str] = []
-
     def pdf(self, document: str, files: dict[str, bytes]) -> tuple[bytes, list[str]]:
         """``document`` (an HTML page: its head and body) as a PDF; ``files``: what the page
         may load, by path under HOST. Every other request is refused and named in the list
@@ -694,23 +693,23 @@ def normalise_pdf(pdf: bytes) -> bytes:
 
 
 def rasterise(pdf: bytes, ppi: float, color: str) -> list[tuple[bytes, int, int]]:
+    """The PDF's pages as PNGs at ``ppi``; a ValueError, before any is drawn, when they
+    would pass the pixel limit of one item (a render's, and a sweep's to another PPI)."""
     import pymupdf
 
     pages = []
     with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        total = sum(page.rect.width * page.rect.height for page in doc) * (ppi / 72) ** 2 / 1e6
+        if total > MAX_ITEM_MEGAPIXELS:
+            raise ValueError(f"{len(doc)} page(s) at {ppi:g} PPI would be {total:,.0f} "
+                             f"megapixels, over the {MAX_ITEM_MEGAPIXELS:,}-megapixel limit "
+                             "of one item; lower --ppi, or shorten the text")
         for page in doc:
             pix = page.get_pixmap(matrix=pymupdf.Matrix(ppi / 72, ppi / 72), alpha=False,
                                   colorspace=pymupdf.csGRAY if color == "gray"
                                   else pymupdf.csRGB)
             pages.append((set_png_ppi(pix.tobytes("png"), ppi), pix.width, pix.height))
     return pages
-
-
-def page_count_and_size(pdf: bytes) -> tuple[int, list[tuple[float, float]]]:
-    import pymupdf
-
-    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
-        return len(doc), [(page.rect.width, page.rect.height) for page in doc]
 
 
 # --- the renderer --------------------------------------------------------------------------
@@ -788,16 +787,12 @@ class DocumentRenderer(Renderer):
         # what the item's HTML names and the browser asked for, none of it loaded
         refused = list(dict.fromkeys([*state.refused, *references(body), *fetched]))
         pdf = normalise_pdf(pdf)
-        count, sizes = page_count_and_size(pdf)
-        ppi = self.options.ppi
-        total = sum(w * h for w, h in sizes) * (ppi / 72) ** 2 / 1e6
-        if total > MAX_ITEM_MEGAPIXELS:
-            raise ItemError(f"{count} page(s) at {ppi:g} PPI would be {total:,.0f} "
-                            f"megapixels, over the {MAX_ITEM_MEGAPIXELS:,}-megapixel limit of "
-                            "one item; lower --ppi, or shorten the text", where=item.origin
-                            or item.id, field="context", item_id=item.id, stage="render")
-        return Drawn(pdf, rasterise(pdf, ppi, self.options.color), state.math_errors,
-                     refused)
+        try:
+            pages = rasterise(pdf, self.options.ppi, self.options.color)
+        except ValueError as err:  # past the pixel limit, refused before drawing
+            raise ItemError(str(err), where=item.origin or item.id, field="context",
+                            item_id=item.id, stage="render") from None
+        return Drawn(pdf, pages, state.math_errors, refused)
 
     def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
         from .page import PageImage
