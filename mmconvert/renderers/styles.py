@@ -136,24 +136,24 @@ def _field_model(name: str):
                         value=(info.annotation, info))
 
 
-def _check_value(where: str, name: str, value: Any) -> Any:
+def _checked(where: str, name: str, value: Any):
+    """``value`` validated as style field ``name`` (a one-field model); one line naming
+    ``where`` and the field if it is not a value of the field."""
     try:
-        return _field_model(name).model_validate({"value": value}).value
+        return _field_model(name).model_validate({"value": value})
     except ValidationError as err:
         raise UsageError(f"{where}: {name}: {first_error(err)['msg']} (got {value!r})") \
             from None
+
+
+def _check_value(where: str, name: str, value: Any) -> Any:
+    return _checked(where, name, value).value
 
 
 def plain_value(where: str, name: str, value: Any) -> Any:
     """``value`` of style field ``name`` checked, as a style file writes it (JSON's types:
-    a length in points, a colour as text); one line naming ``where`` and the field if it is
-    not a value of the field."""
-    try:
-        return _field_model(name).model_validate({"value": value}).model_dump(
-            mode="json")["value"]
-    except ValidationError as err:
-        raise UsageError(f"{where}: {name}: {first_error(err)['msg']} (got {value!r})") \
-            from None
+    a length in points, a colour as text)."""
+    return _checked(where, name, value).model_dump(mode="json")["value"]
 
 
 def _parse_field(where: str, name: str, spec: Any, is_list: bool) -> Draw | Any:
