@@ -73,6 +73,15 @@ def row_head(item: Item, renderer, params: dict[str, Any], seed: int) -> dict[st
             "seed": seed}
 
 
+def question_fields(item: Item, prompt_style: str, prompt: str,
+                    text_prompt: str) -> dict[str, Any]:
+    """The fields a question item's row holds after what its renderer drew: its prompts and
+    its text fields (in this order, which manifests keep)."""
+    return {"prompt_style": prompt_style, "prompt": prompt, "text_prompt": text_prompt,
+            "question": item.question, "context": item.context, "options": item.options,
+            "answer": item.answer, "metadata": item.metadata}
+
+
 def job_for(config: Stored, api: ApiOptions | None = None) -> Job:
     """The job of the renderer ``config`` names."""
     from .renderers import renderer_class

@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field, create_model, field_validator, model_vali
 from ..config import RunConfig
 from ..errors import ItemError, UsageError
 from ..items import Item, RenderPart
-from ..jobs import Job, row_head
+from ..jobs import Job, question_fields, row_head
 from ..options import OPTIONS
 from ..prompts import Prompts
 from ..rows import LayoutRef, QuestionRow, RunPath
@@ -857,11 +857,7 @@ class DocumentJob(Job):
             row["math_errors"] = drawn.math_errors
         if drawn.refused:
             row["refused"] = drawn.refused
-        row.update({
-            "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
-            "question": item.question, "context": item.context, "options": item.options,
-            "answer": item.answer, "metadata": item.metadata,
-        })
+        row.update(question_fields(item, config.prompt_style, prompt, text_prompt))
         output.row = row
         return output
 

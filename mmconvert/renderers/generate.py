@@ -22,7 +22,7 @@ from ..api.errors import ApiMalformed
 from ..config import ApiOptions, RunConfig
 from ..errors import ItemError, UsageError
 from ..items import Item, RenderPart
-from ..jobs import Job, row_head
+from ..jobs import Job, question_fields, row_head
 from ..options import OPTIONS
 from ..postprocess.imaging import on_white
 from ..prompts import Prompts, format_options
@@ -383,9 +383,7 @@ class GenerateJob(Job):
             "original": {"path": original, "format": made.original_format,
                          "width": made.original_size[0], "height": made.original_size[1],
                          "sha256": hashlib.sha256(made.original).hexdigest()},
-            "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
-            "question": item.question, "context": item.context, "options": item.options,
-            "answer": item.answer, "metadata": item.metadata,
+            **question_fields(item, config.prompt_style, prompt, text_prompt),
             "text_in_image": image_text(item),
             "generation": {
                 "template": made.template, "image_prompt": made.prompt, "layout": made.layout,

@@ -22,7 +22,7 @@ from pydantic import (
 from ..config import RunConfig
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
-from ..jobs import Job, row_head
+from ..jobs import Job, question_fields, row_head
 from ..options import OPTIONS, cli, first_error
 from ..prompts import Prompts
 from ..rows import PageRow
@@ -944,10 +944,6 @@ class PageJob(Job):
             rel = item_file("pdf", item.id, ".pdf")
             output.file(rel, result.pdf)
             row["pdf"] = rel
-        row.update({
-            "prompt_style": config.prompt_style, "prompt": prompt, "text_prompt": text_prompt,
-            "question": item.question, "context": item.context, "options": item.options,
-            "answer": item.answer, "metadata": item.metadata,
-        })
+        row.update(question_fields(item, config.prompt_style, prompt, text_prompt))
         output.row = row
         return output
