@@ -22,16 +22,21 @@ for _name, _target in (
     ("ceval-zhtw", "exams:CEvalZhTW"),
     ("tmmluplus", "exams:TMMLUPlus"),
     ("captions", "captions:Captions"),
+    ("lm-eval", "lmeval:LmEval"),
 ):
     CORPORA.register(_name, f"mmconvert.corpora.{_target}")
 
 
 def resolve(name: str) -> Corpus:
-    """A registered corpus by name, or a local file in the generic schema."""
+    """A registered corpus by name, a corpus that takes an argument as ``NAME:ARGUMENT``
+    (``lm-eval:arc_easy``), or a local file in the generic schema."""
     from .files import LocalFile, is_table_path
 
     if name not in CORPORA and (is_table_path(name) or Path(name).is_file()):
         return LocalFile(Path(name))
+    prefix, sep, argument = name.partition(":")
+    if sep and prefix in CORPORA and CORPORA.get(prefix).argument:
+        return CORPORA.get(prefix)(argument)
     return CORPORA.get(name)()
 
 

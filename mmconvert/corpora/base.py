@@ -111,6 +111,8 @@ class Corpus:
     language_prompts: ClassVar[bool] = False
     default_split: ClassVar[str] = "test"
     subsets: ClassVar[tuple[str, ...]] = ()
+    # a corpus named with an argument, ``NAME:ARGUMENT`` (lm-eval:TASK), names it here
+    argument: ClassVar[str | None] = None
 
     def load(self, request: LoadRequest, report: LoadReport) -> Iterable[Item]:
         """The corpus' items in source order: a list, or an iterator that reads the source as

@@ -1,0 +1,408 @@
+"""lm-evaluation-harness tasks as a corpus: ``mmconvert render lm-eval:TASK``.
+
+The task (a task, a group or a tag) is built by lm-eval's own ``TaskManager``: its dataset
+path, name and splits, ``process_docs``, ``doc_to_text``, ``doc_to_choice``,
+``doc_to_target`` and groups are the task's, run by lm-eval. mmconvert only reads what the
+built task gives for each of its evaluation docs:
+
+- **multiple choice** becomes a lettered question: the choices are the options (drawn as
+  option pages), the answer the letter of the task's target. A task whose choices are the
+  bare letters and whose prompt lists the options (MMLU's and CMMLU's "A. …" lines) has its
+  options read back from that prompt; the question is the prompt before them.
+- **generation** keeps the task's target (the accepted answers) and is scored by ``eval``
+  with the task's own filters and metrics (``process_results``), run by lm-eval.
+- The question is the task's ``doc_to_text`` prompt without its trailing answer cue
+  ("Answer:", "答案："); a prompt that opens with a long passage (a reading task) has the
+  passage as the item's context. ``--render`` overrides what is drawn.
+- Every row records the task, its version, group, split, doc index and lm-eval's own
+  zero-shot prompt (``metadata.lm_eval``).
+
+Data comes from the hub as the task says, or from ``--source``: a local copy of the task's
+dataset in the hub's layout (``<config>/<split>-*.parquet``, ``<split>-*.jsonl``,
+``data/<split>-*``, or ``<split>/<config>.csv`` as CMMLU's release has it), read by the
+``datasets`` library's own builders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import ItemError, SourceError, UsageError, did_you_mean, first_line
+from ..items import LETTERS, Item, RenderPart, safe_name
+from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard
+
+TAKES = ("multiple_choice", "generate_until")
+INSTALL = "pip install 'mmconvert[lm-eval]'"
+# the builder ``datasets`` reads each kind of file with
+BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv",
+            ".tsv": "csv", ".arrow": "arrow"}
+# a trailing answer cue: a short last line ending in a colon ("Answer:", "A:", "答案：")
+_CUE = re.compile(r"\n?[^\S\n]*([^\n]{0,24}[:：])[^\S\n]*$")
+# a reading task's passage: at least this long, and twice the question after it
+PASSAGE_CHARS = 400
+
+
+class LmEvalOptions(CorpusOptions):
+    language: str | None = None
+
+
+@functools.lru_cache(maxsize=1)
+def task_manager():
+    """lm-eval's TaskManager over its shipped tasks (about 5 s to index them), once."""
+    try:
+        from lm_eval.tasks import TaskManager
+    except ImportError:
+        raise UsageError(f"lm-eval:TASK needs lm-evaluation-harness: {INSTALL}") from None
+    for name in ("lm_eval", "lm-eval"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    return TaskManager()
+
+
+def task_config(name: str) -> dict[str, Any] | None:
+    """The configuration of lm-eval task ``name`` read from its YAML with its includes and
+    without its functions (nothing is imported or downloaded); None for a group, a tag or a
+    task of Python code."""
+    entry = task_manager().task_index.get(name)
+    if entry is None or entry.yaml_path is None or entry.kind.name != "TASK":
+        return None
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    try:
+        config = load_yaml(entry.yaml_path, resolve_func=False)
+    except Exception:  # noqa: BLE001 - lm-eval builds the task and says what is wrong
+        return None
+    return config if isinstance(config.get("task"), str) else None
+
+
+def _splits(folder: Path, config: str | None) -> dict[str, list[str]]:
+    """The data files of one dataset config in ``folder``, by split: ``<split>-*.ext`` and
+    ``<split>.ext`` files (the hub's names), or ``<split>/<config>.ext`` (a release that keeps
+    one file per config in each split's folder)."""
+    found: dict[str, list[str]] = {}
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.suffix.lower() in BUILDERS:
+            split = path.name.split("-", 1)[0].split(".", 1)[0]
+            found.setdefault(split, []).append(str(path))
+        elif path.is_dir() and config:
+            for ext in BUILDERS:
+                if (path / f"{config}{ext}").is_file():
+                    found.setdefault(path.name, []).append(str(path / f"{config}{ext}"))
+    return found
+
+
+def local_files(source: Path, path: str, config: str | None) -> dict[str, list[str]]:
+    """A local copy's data files of hub dataset ``path`` config ``config``, by split; a
+    SourceError naming what was looked for when there are none."""
+    if not source.is_dir():
+        raise SourceError(f"--source {source}: no such folder")
+    places = [source / config] if config else []
+    places += [source, source / "data"]
+    for place in places:
+        found = _splits(place, config)
+        if found:
+            return found
+    looked = (f"{config}/<split>-*.parquet, " if config else "") + \
+        "<split>-*.<parquet|jsonl|csv>, data/<split>-*" + \
+        (f", <split>/{config}.csv" if config else "")
+    raise SourceError(f"--source {source}: no local copy of {path}"
+                      + (f" config {config}" if config else "") + f" (looked for {looked})")
+
+
+@contextlib.contextmanager
+def dataset_source(source: Path | None):
+    """The datasets lm-eval's tasks load while this is open come from ``source`` (a local
+    copy in the hub's layout) when it is given, else from the hub; a hub that does not answer
+    is one line saying to pass ``--source``."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    real = datasets.load_dataset
+
+    def load(path: str, name: str | None = None, **kwargs: Any):
+        kwargs.pop("trust_remote_code", None)
+        label = f"{path}" + (f" config {name}" if name else "")
+        if source is not None:
+            files = local_files(source, path, name)
+            builder = BUILDERS[Path(next(iter(files.values()))[0]).suffix.lower()]
+            try:
+                return real(builder, data_files=files)
+            except Exception as err:  # noqa: BLE001 - datasets' errors come in many classes
+                raise SourceError(f"--source {source}: {label}: {first_line(err, 200)}") \
+                    from None
+        from .sources import hub_reachable, offline
+
+        try:
+            if hub_reachable():
+                return real(path, name, **kwargs)
+            with offline():
+                return real(path, name, **kwargs)
+        except Exception as err:  # noqa: BLE001
+            raise SourceError(f"cannot load {label} from the Hugging Face hub "
+                              f"({first_line(err, 120)}); pass --source PATH with a local "
+                              "copy in the hub's layout") from None
+
+    datasets.load_dataset = load
+    try:
+        yield
+    finally:
+        datasets.load_dataset = real
+
+
+def without_cue(text: str) -> tuple[str, str]:
+    """(the prompt without its trailing answer cue, the cue or '')."""
+    found = _CUE.search(text)
+    if not found or found.start() == 0 or not text[:found.start()].strip():
+        return text.strip(), ""
+    return text[:found.start()], found.group(1).strip()
+
+
+def options_in_prompt(text: str, count: int) -> tuple[str, list[str]] | None:
+    """(the question, the options) of a prompt that lists ``count`` lettered options as its
+    last lines ("A. …" to the last letter), or None."""
+    lines = text.split("\n")
+    if len(lines) <= count:
+        return None
+    tail = lines[-count:]
+    options = []
+    for letter, line in zip(LETTERS, tail, strict=False):
+        found = re.match(rf"\s*\(?{letter}[.)：:]\s?(.*)$", line)
+        if not found:
+            return None
+        options.append(found.group(1))
+    return "\n".join(lines[:-count]), options
+
+
+def is_letters(choices: list) -> bool:
+    return [str(c).strip().strip("()") for c in choices] == list(LETTERS[:len(choices)])
+
+
+def split_passage(question: str) -> tuple[str | None, str]:
+    """(passage, question) of a reading task's prompt: the paragraphs before the last, when
+    they are long (``PASSAGE_CHARS``) and at least twice the last; else (None, question)."""
+    head, sep, tail = question.rpartition("\n\n")
+    if sep and len(head) >= PASSAGE_CHARS and len(head) >= 2 * len(tail) and tail.strip():
+        return head.strip(), tail.strip()
+    return None, question
+
+
+class LmEval(Corpus):
+    name = "lm-eval"
+    argument = "TASK"
+    options_model = LmEvalOptions
+    description = "lm-evaluation-harness tasks: lm-eval:TASK (a task, group or tag)"
+    render_part = "options"
+    default_split = "test"
+
+    def __init__(self, task: str | None = None):
+        self.task = task
+
+    def part_for(self, item: Item) -> RenderPart:
+        return "context" if item.context else "options" if item.options else "all"
+
+    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+        if not self.task:
+            raise UsageError("lm-eval needs a task: lm-eval:TASK (for example lm-eval:arc_easy)")
+        manager = task_manager()
+        names = request.subsets or [self.task]
+        for name in [self.task, *names]:
+            if name not in manager.all_tasks:
+                raise UsageError(f"lm-eval has no task, group or tag {name!r}"
+                                 + did_you_mean(name, manager.all_tasks))
+            kind = (task_config(name) or {}).get("output_type", TAKES[0])
+            if kind not in TAKES:  # said before any data is fetched
+                raise UsageError(_refused(name, kind))
+        with dataset_source(request.source):
+            try:
+                loaded = manager.load(list(dict.fromkeys(names)))
+            except (SourceError, UsageError):
+                raise
+            except Exception as err:  # noqa: BLE001 - a task that lm-eval cannot build
+                raise SourceError(f"lm-eval cannot build {self.task}: "
+                                  f"{first_line(err, 200, kind=True)}") from None
+        parent = {child: group for group, children in loaded.get("group_map", {}).items()
+                  for child in children}
+        import lm_eval
+
+        harness = getattr(lm_eval, "__version__", None)
+        options = self.options_of(request)
+        guard = RowGuard(request, report)
+        items: list[Item] = []
+        for name, task in loaded["tasks"].items():
+            group = parent.get(name) or (self.task if self.task != name else None)
+            items.extend(self._task_items(name, task, group, harness, request, guard,
+                                          options.language or "en"))
+        if not items and not report.skipped:
+            raise SourceError(f"lm-eval:{self.task}: its tasks have no docs to render")
+        return items
+
+    def _task_items(self, name: str, task, group: str | None, harness: str | None,
+                    request: LoadRequest,
+                    guard: RowGuard, language: str) -> Iterator[Item]:
+        kind = task.config.output_type
+        if kind not in TAKES:
+            raise UsageError(_refused(name, kind))
+        if task.config.doc_to_image is not None or task.config.doc_to_audio:
+            raise UsageError(f"lm-eval task {name} already gives images or audio; mmconvert "
+                             "takes text tasks")
+        split = request.split or (task.config.test_split if task.has_test_docs()
+                                  else task.config.validation_split)
+        if split in (task.config.test_split, task.config.validation_split) and \
+                split == (task.config.test_split or task.config.validation_split):
+            docs = task.eval_docs
+        else:
+            docs = {task.config.test_split: task.test_docs,
+                    task.config.validation_split: task.validation_docs,
+                    task.config.training_split: task.training_docs}.get(split, lambda: None)()
+            if docs is None:
+                raise UsageError(f"lm-eval task {name} has no split {split!r}")
+        subset = safe_name(name)
+        source = {"task": name, "version": task.VERSION, "group": group, "output_type": kind,
+                  "split": split, "dataset": task.config.dataset_path,
+                  "config": task.config.dataset_name,
+                  "harness": harness}
+        for index, doc in enumerate(docs):
+            item_id = f"{subset}-{index:04d}"
+            item = guard.convert(self.item, task, doc, index, item_id, subset, source,
+                                 language)
+            if item is not None:
+                yield item
+
+    def item(self, task, doc: dict, index: int, item_id: str, subset: str,
+             source: dict[str, Any], language: str) -> Item:
+        where = f"lm-eval task {source['task']} doc {index}"
+        try:
+            return self._item(task, doc, index, item_id, subset, source, language, where)
+        except ItemError as err:
+            err.item_id = err.item_id or item_id
+            raise
+
+    def _item(self, task, doc: dict, index: int, item_id: str, subset: str,
+              source: dict[str, Any], language: str, where: str) -> Item:
+        text = task.doc_to_text(doc)
+        if not isinstance(text, str):
+            raise UsageError(f"lm-eval task {source['task']}: doc_to_text gives a choice index "
+                             "(a task that scores each choice as a continuation, like "
+                             "WinoGrande); mmconvert takes tasks whose doc_to_text is the "
+                             "question")
+        target = task.doc_to_target(doc)
+        question, cue = without_cue(text)
+        lm_eval = {**source, "doc": index, "cue": cue,
+                   "target_delimiter": task.config.target_delimiter,
+                   "prompt": task.fewshot_context(doc, num_fewshot=0)}
+        options: list[str] = []
+        if source["output_type"] == "multiple_choice":
+            choices = [str(c) for c in task.doc_to_choice(doc)]
+            gold = _gold_index(target, choices, where)
+            answer: str | list[str] = LETTERS[gold]
+            lm_eval["choices"] = choices
+            found = options_in_prompt(question, len(choices)) if is_letters(choices) else None
+            if found:
+                question, options = found
+            else:
+                options = choices
+            if not options or len(options) > len(LETTERS):
+                raise ItemError(f"{len(options)} choices (mmconvert letters 1 to "
+                                f"{len(LETTERS)})", where=where, field="doc_to_choice")
+        else:
+            if task.config.doc_to_choice is not None and isinstance(target, int):
+                target = task.doc_to_choice(doc)[target]
+            answer = [str(t) for t in target] if isinstance(target, list) else [str(target)]
+            lm_eval["target"] = answer
+            lm_eval["doc_fields"] = doc  # the task's own scoring reads the doc
+        context, question = split_passage(question)
+        if not question.strip() and not context:
+            raise ItemError("the task's prompt is empty", where=where, field="doc_to_text")
+        return Item(id=item_id, corpus=self.name, subset=subset, split=source["split"],
+                    language=language, context=context, question=question, options=options,
+                    answer=answer, metadata={"lm_eval": lm_eval}, origin=where)
+
+    def score_response(self, row: dict[str, Any], response: str):
+        """A generation task's answer scored by the task's own filters and metrics (lm-eval's
+        ``process_results`` on the stored doc); multiple choice by the option letter."""
+        source = (row.get("metadata") or {}).get("lm_eval") or {}
+        if source.get("output_type") != "generate_until" or "doc_fields" not in source:
+            return None
+        from ..evaluation.scoring import Scored
+
+        doc = source["doc_fields"]
+        task = _scoring_task(source["task"], doc)
+        from lm_eval.api.instance import Instance
+
+        request = Instance(request_type="generate_until", doc=doc, arguments=("", {}), idx=0)
+        request.resps = [response]
+        scores: dict[str, float] = {}
+        for pipeline in task._filters:
+            pipeline.apply([request])
+        for name, kept in request.filtered_resps.items():
+            for metric, value in task.process_results(doc, [kept]).items():
+                scores[f"{name}/{metric}"] = float(value)
+        first = next(iter(scores.values()), None)
+        if first is None:
+            return None
+        kept = next(iter(request.filtered_resps.values()))
+        return Scored(first, str(kept)[:200], extra={"lm_eval": scores})
+
+
+def _refused(name: str, kind: str) -> str:
+    return (f"lm-eval task {name} is a {kind} task; mmconvert takes {' and '.join(TAKES)} "
+            "tasks")
+
+
+def _gold_index(target: Any, choices: list[str], where: str) -> int:
+    """The index of the task's target among its choices (an index, or a choice's text)."""
+    if isinstance(target, list):
+        if len(target) != 1:
+            raise ItemError(f"{len(target)} gold choices; mmconvert letters one answer",
+                            where=where, field="doc_to_target")
+        target = target[0]
+    if isinstance(target, str) and target in choices:
+        return choices.index(target)
+    if isinstance(target, str) and target.strip().isdigit():
+        target = int(target.strip())
+    if isinstance(target, int) and not isinstance(target, bool) and 0 <= target < len(choices):
+        return target
+    raise ItemError(f"target {target!r} is none of the {len(choices)} choices", where=where,
+                    field="doc_to_target")
+
+
+_SCORING: dict[str, Any] = {}
+
+
+class _EverySplit(dict):
+    """A dataset whose every split is the same rows."""
+
+    def __init__(self, rows):
+        super().__init__()
+        self.rows = rows
+
+    def __missing__(self, split: str):
+        return self.rows
+
+
+def _scoring_task(name: str, doc: dict):
+    """Task ``name`` built to score stored docs (once a process): its own config, filters and
+    metrics, with no ``process_docs`` (the docs are stored processed) and no download (its
+    splits hold ``doc``; ``process_results`` reads the doc each call passes)."""
+    if name not in _SCORING:
+        import datasets
+
+        rows = datasets.Dataset.from_list([doc])
+        real = datasets.load_dataset
+        datasets.load_dataset = lambda *a, **k: _EverySplit(rows)
+        try:
+            loaded = task_manager().load(
+                {"group": "mmconvert-scoring",
+                 "task": [{"task": name, "process_docs": None, "num_fewshot": 0}]})
+        finally:
+            datasets.load_dataset = real
+        _SCORING[name] = next(iter(loaded["tasks"].values()))
+    return _SCORING[name]
