@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from .corpora.dedup import DedupOptions
+from .corpora.niah import NiahOptions
 from .errors import UsageError
 from .executors import LOCAL
 from .options import OPTIONS, cli, first_error
@@ -48,6 +49,8 @@ class Selection(BaseModel):
         json_schema_extra=cli(default="8192, through the 4k-8k bin"))
     all_captions: bool = Field(False, description="captions: every caption of an image, not "
                                                   "only the first")
+    niah: NiahOptions | None = Field(
+        None, description="niah: the haystack set (render niah)")
     shuffle_options: bool = Field(
         False, description="reorder each item's options with a seed from --seed and its id "
                            "(the manifest keeps the original order and answer)")
@@ -72,6 +75,8 @@ class Selection(BaseModel):
                                    ("source", "prompt_dir"))
         if self.dedup is not None:
             data["dedup"] = self.dedup.identity()
+        if self.niah is None:  # as folders made before haystack sets existed recorded it
+            data.pop("niah", None)
         return data
 
 

@@ -23,6 +23,7 @@ for _name, _target in (
     ("tmmluplus", "exams:TMMLUPlus"),
     ("captions", "captions:Captions"),
     ("lm-eval", "lmeval:LmEval"),
+    ("niah", "niah:Niah"),
 ):
     CORPORA.register(_name, f"mmconvert.corpora.{_target}")
 

@@ -70,7 +70,8 @@ class CorpusOptions(BaseModel):
 
 # the Selection fields that are corpus options, and their flags
 CORPUS_OPTIONS = {"keep_flagged": "--keep-flagged", "language": "--language",
-                  "max_length": "--max-length", "all_captions": "--all-captions"}
+                  "max_length": "--max-length", "all_captions": "--all-captions",
+                  "niah": "--haystack/--needle/--lengths/--depths"}
 
 
 def load_request(corpus: Corpus, values: dict[str, Any]) -> LoadRequest:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import io
 import json
 import os
 import urllib.error
@@ -27,7 +28,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..errors import MMConvertError, SourceError, UsageError
 from ..executors import local_executor
-from ..manifest import JsonlLog, write_json
+from ..manifest import JsonlLog, atomic_write, write_json
 from ..options import OPTIONS, cli
 from ..renderers import renderer_class
 from ..runfolder import LOCK, locked, open_run, read_recorded
@@ -428,6 +429,9 @@ class Outcome:
     response: str | None
     scored: Scored | None
     error: str | None = None
+    # the item's cell of a two-way grid (metadata.grid: {row name: value, column name: value},
+    # a haystack's length and depth), or None
+    cell: tuple[tuple[str, str], tuple[str, str]] | None = None
 
     def as_row(self) -> dict[str, Any]:
         scored = self.scored
@@ -500,6 +504,9 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     results = summarise(outcomes, todo.conditions, options, run, todo.unscored)
     if options.tokenizer or options.ratio_models:
         results["compression"] = compression_of(todo.rows, options, outcomes)
+    if "grid" in results:
+        results["grid"]["heat_maps"] = [p.name for p in grid_heat_maps(results, out)] or \
+            "none: matplotlib is missing (pip install 'mmconvert[stats]')"
     write_json(out / "results.json", results, indent=1)
     return results
 
@@ -576,6 +583,7 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
     """One outcome per item and condition, in manifest order."""
     pages = {row["id"]: len(images_of(row, "image")) for row in rows}
     subsets = {row["id"]: row.get("subset") or "" for row in rows}
+    cells = {row["id"]: grid_cell(row) for row in rows}
     found: dict[tuple[str, str], Outcome] = {}
     for log in logs:
         if log.status == "error" and not log.samples:
@@ -593,8 +601,19 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
                                  if k != "parsed"})
             found[(str(sample.id), condition)] = Outcome(
                 str(sample.id), condition, subsets[str(sample.id)], pages[str(sample.id)],
-                sample.output.completion if sample.output else None, scored, error)
+                sample.output.completion if sample.output else None, scored, error,
+                cells[str(sample.id)])
     return [found[(row["id"], c)] for row in rows for c in CONDITIONS if (row["id"], c) in found]
+
+
+def grid_cell(row: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]] | None:
+    """((row name, value), (column name, value)) of an item's ``metadata.grid``, or None."""
+    grid = (row.get("metadata") or {}).get("grid")
+    if not isinstance(grid, dict) or len(grid) != 2:
+        return None
+    (a, x), (b, y) = grid.items()
+    return (str(a), f"{x:g}" if isinstance(x, float) else str(x)), \
+        (str(b), f"{y:g}" if isinstance(y, float) else str(y))
 
 
 def request_error(message: str, timeout: int | None) -> str:
@@ -656,9 +675,12 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
 
     by_subset: dict[str, list[Outcome]] = defaultdict(list)
     by_pages: dict[int, list[Outcome]] = defaultdict(list)
+    by_cell: dict[tuple, list[Outcome]] = defaultdict(list)
     for o in outcomes:
         by_subset[o.subset].append(o)
         by_pages[o.pages].append(o)
+        if o.cell is not None:
+            by_cell[o.cell].append(o)
     judge = ({"model": options.judge_model, "rubric": "0-10, SCORE: N (scoring.RUBRIC)",
               "applies_to": "items without options, spans or a paper's scorer"}
              if options.judge_model else None)
@@ -668,7 +690,77 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
             "unscored": {"n": len(unscored or []), "items": unscored or []},
             "overall": group(outcomes),
             "subsets": {name: group(members) for name, members in sorted(by_subset.items())},
-            "pages": {str(n): group(members) for n, members in sorted(by_pages.items())}}
+            "pages": {str(n): group(members) for n, members in sorted(by_pages.items())},
+            **({"grid": grid_of(by_cell, group)} if by_cell else {})}
+
+
+def grid_of(by_cell: dict[tuple, list[Outcome]], group) -> dict[str, Any]:
+    """The figures of each cell of a two-way grid (a haystack's length × depth), rows and
+    columns in the items' order."""
+    keys = list(by_cell)
+    rows = list(dict.fromkeys(r for (_, r), _ in keys))
+    columns = list(dict.fromkeys(c for _, (_, c) in keys))
+    (row_name, _), (column_name, _) = keys[0]
+    return {"rows": row_name, "columns": column_name, "row_values": rows,
+            "column_values": columns,
+            "cells": {r: {c: group(by_cell[((row_name, r), (column_name, c))])
+                          for c in columns if ((row_name, r), (column_name, c)) in by_cell}
+                      for r in rows}}
+
+
+def grid_table(results: dict[str, Any], condition: str) -> str:
+    """A grid's scores for ``condition`` as a text table: a row per row value, a column per
+    column value."""
+    grid = results["grid"]
+    head = f"{grid['rows'] + ' / ' + grid['columns']:<18}" + "".join(
+        f"{c:>8}" for c in grid["column_values"])
+    lines = [f"{condition}: score by {grid['rows']} and {grid['columns']}", head]
+    for r in grid["row_values"]:
+        cells = grid["cells"].get(r, {})
+        lines.append(f"{r:<18}" + "".join(
+            f"{cells[c][condition]['score']:8.1f}" if c in cells and
+            cells[c][condition]["score"] is not None else f"{'-':>8}"
+            for c in grid["column_values"]))
+    return "\n".join(lines)
+
+
+def grid_heat_maps(results: dict[str, Any], out: Path) -> list[Path]:
+    """A heat map of each condition's grid scores (``grid-<condition>.png``); none without
+    matplotlib (the ``[stats]`` extra), which the caller says."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    grid = results["grid"]
+    written = []
+    for condition in results["conditions"]:
+        values = [[(grid["cells"].get(r, {}).get(c) or {}).get(condition, {}).get("score")
+                   for c in grid["column_values"]] for r in grid["row_values"]]
+        data = [[float("nan") if v is None else v for v in line] for line in values]
+        figure, axes = plt.subplots(figsize=(1.0 + 0.6 * len(grid["column_values"]),
+                                             1.2 + 0.5 * len(grid["row_values"])))
+        shown = axes.imshow(data, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
+        axes.set_xticks(range(len(grid["column_values"])), grid["column_values"])
+        axes.set_yticks(range(len(grid["row_values"])), grid["row_values"])
+        axes.set_xlabel(grid["columns"])
+        axes.set_ylabel(grid["rows"])
+        axes.set_title(f"{results['model']}: {condition}")
+        for i, line in enumerate(values):
+            for j, v in enumerate(line):
+                if v is not None:
+                    axes.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=7)
+        figure.colorbar(shown, ax=axes, label="score (%)")
+        figure.tight_layout()
+        path = out / f"grid-{condition}.png"
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+        plt.close(figure)
+        atomic_write(path, buffer.getvalue())
+        written.append(path)
+    return written
 
 
 def table(results: dict[str, Any]) -> str:
@@ -706,6 +798,8 @@ def table(results: dict[str, Any]) -> str:
     unparsed = ", ".join(f"{c} {results['overall'][c]['unparsed_share'] or 0:.1f} %"
                          for c in conditions)
     errors = sum(results["overall"][c]["errors"] for c in conditions)
+    if "grid" in results:
+        lines += ["", *(grid_table(results, c) for c in conditions), ""]
     lines.append(f"unparsed answers (scored 0): {unparsed}; {errors} request(s) failed")
     unscored = (results.get("unscored") or {}).get("n")
     if unscored:

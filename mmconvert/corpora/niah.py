@@ -1,0 +1,320 @@
+"""Needle-in-a-haystack sets: ``mmconvert render niah``.
+
+Each item is a haystack of a chosen length (in tokens of ``--length-tokenizer``, or in words)
+with one or more needles (key-value sentences, RULER's kinds) placed at a chosen depth, and a
+question asking for the needle's value(s). The grid is ``--lengths`` × ``--depths`` ×
+``--needle-samples``; every row records the length asked and reached, the depth asked and
+reached, the needles and their character offsets (``metadata.niah``), and ``eval`` reports
+accuracy by length × depth (``results.json``'s ``grid``, a table and a heat map).
+
+- **Haystack**: ``--haystack FILE|CORPUS`` (repeatable: a text file, or any file or corpus
+  ``render`` reads, its items' text joined), cut into sentences and taken in order, repeated
+  when shorter than the longest length (the run says so); none: RULER's repeated-sentence
+  noise.
+- **Needles**: ``--needle`` templates with ``{key}`` and ``{value}`` (one is drawn for each
+  item), or RULER's default sentence. Kinds (``--needle-kind``): ``single`` (one needle),
+  ``multi-key`` (the needle and three distractors with other keys), ``multi-value`` (one key,
+  four values, all asked), ``multi-query`` (four needles, two asked). Keys are drawn word pairs,
+  values seven-digit numbers, all from ``--seed`` and the item's cell.
+- **Depth**: the asked needle starts at the sentence boundary nearest that share of the
+  haystack (0 = first sentence, 100 = after the last); the others at drawn boundaries.
+- **Length**: the haystack and needles together come to the largest whole number of sentences
+  within the length, counted on the assembled text; ``k`` means 1,024 (RULER's 4k is 4,096).
+
+Scoring is RULER's: the share of the asked values found in the answer.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from ..errors import SourceError, UsageError
+from ..items import Item, RenderPart
+from ..options import OPTIONS, cli
+from ..seeds import rng
+from .base import Corpus, CorpusOptions, LoadReport, LoadRequest
+
+NeedleKind = Literal["single", "multi-key", "multi-value", "multi-query"]
+# RULER's noise haystack: the same few sentences, repeated
+NOISE = ("The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+         "again. ")
+NEEDLE = "One of the special magic numbers for {key} is: {value}."
+QUESTION = {
+    "one": "What is the special magic number for {keys} mentioned in the provided text?",
+    "values": "What are all the special magic numbers for {keys} mentioned in the provided "
+              "text?",
+    "keys": "What are the special magic numbers for {keys} mentioned in the provided text?",
+}
+ADJECTIVES = ("amber", "brave", "calm", "dusty", "eager", "faint", "gentle", "hollow", "icy",
+              "jolly", "keen", "lively", "mellow", "noble", "odd", "plain", "quiet", "rapid",
+              "silent", "tidy", "upbeat", "vivid", "warm", "young", "zesty", "bold", "crisp",
+              "deep", "early", "fancy", "grand", "humble")
+NOUNS = ("anchor", "badger", "candle", "dolphin", "engine", "falcon", "garden", "harbor",
+         "island", "jacket", "kettle", "lantern", "meadow", "needle", "orchard", "pebble",
+         "quarry", "river", "saddle", "tunnel", "umbrella", "valley", "wagon", "yarn", "zephyr",
+         "beacon", "cactus", "desert", "ember", "forest", "glacier", "hammer")
+_SENTENCE = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n")
+DEPTHS = [float(d) for d in range(0, 101, 10)]
+
+
+class NiahOptions(BaseModel):
+    """``render niah``'s haystacks, needles, lengths and depths."""
+
+    model_config = OPTIONS
+
+    haystack: list[str] = Field(
+        default_factory=list, description="the haystack's text: a text file, or a file or "
+        "corpus render reads (its items' text); repeatable",
+        json_schema_extra=cli("--haystack", default="RULER's repeated-sentence noise"))
+    needle: list[str] = Field(
+        default_factory=list, description="a needle template with {key} and {value}; "
+        "repeatable (one is drawn per item)",
+        json_schema_extra=cli("--needle", default=f"{NEEDLE!r}"))
+    needle_kind: NeedleKind = Field("single", description="RULER's kinds: single, multi-key "
+                                    "(three distractors), multi-value (four values asked), "
+                                    "multi-query (two of four keys asked)")
+    lengths: list[str] = Field(
+        ["1k", "2k", "4k"], description="haystack lengths, in tokens of --length-tokenizer "
+        "(or words): 1k = 1024", json_schema_extra=cli(split=True))
+    depths: list[float] = Field(
+        DEPTHS, description="needle depths, percent of the haystack (0 = its start)",
+        json_schema_extra=cli(split=True, default="0,10,20,30,40,50,60,70,80,90,100"))
+    length_tokenizer: str | None = Field(
+        None, description="the tokenizer lengths are counted in (a tokenizer.json, a folder "
+        "holding one, a hub id in the local cache, or tiktoken:NAME)",
+        json_schema_extra=cli(default="words"))
+    needle_samples: int = Field(1, ge=1, le=1000, description="items per length and depth")
+
+    @field_validator("lengths")
+    @classmethod
+    def _lengths(cls, value: list[str]) -> list[str]:
+        for text in value:
+            parse_length(text)
+        if not value:
+            raise ValueError("give at least one length")
+        return value
+
+    @field_validator("depths")
+    @classmethod
+    def _depths(cls, value: list[float]) -> list[float]:
+        if not value or any(not 0 <= d <= 100 for d in value):
+            raise ValueError("depths are percentages from 0 to 100")
+        return value
+
+    @field_validator("needle")
+    @classmethod
+    def _needles(cls, value: list[str]) -> list[str]:
+        for template in value:
+            if "{key}" not in template or "{value}" not in template:
+                raise ValueError(f"{template!r}: a needle template needs {{key}} and {{value}}")
+        return value
+
+
+def parse_length(text: str) -> int:
+    """``"4k"`` -> 4096, ``"1500"`` -> 1500."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*", str(text))
+    if not found:
+        raise ValueError(f"{text!r} is not a length (e.g. 1k, 4k, 1500)")
+    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[found.group(2).lower()]
+    length = int(float(found.group(1)) * scale)
+    if length < 16:
+        raise ValueError(f"{text!r}: a haystack of at least 16 tokens")
+    return length
+
+
+class NiahCorpusOptions(CorpusOptions):
+    niah: NiahOptions = Field(default_factory=NiahOptions)
+
+
+class Counter:
+    """Lengths in tokens of a tokenizer, or in words."""
+
+    def __init__(self, spec: str | None):
+        self.tokenizer = None
+        if spec:
+            from ..tokens import load_tokenizer
+
+            self.tokenizer = load_tokenizer(spec)
+        self.unit = "tokens" if spec else "words"
+
+    def __call__(self, text: str) -> int:
+        return self.tokenizer.count(text) if self.tokenizer else len(text.split())
+
+    def record(self) -> dict[str, Any]:
+        return {"unit": self.unit, **({"tokenizer": self.tokenizer.record()}
+                                      if self.tokenizer else {})}
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+class Niah(Corpus):
+    name = "niah"
+    description = "needle-in-a-haystack sets: --haystack, --needle, --lengths, --depths"
+    options_model = NiahCorpusOptions
+    render_part = "context"
+    default_split = "test"
+
+    def part_for(self, item: Item) -> RenderPart:
+        return "context"
+
+    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+        options = self.options_of(request).niah
+        counter = Counter(options.length_tokenizer)
+        text, sources = self.haystack(options, request)
+        pieces = sentences(text)
+        if not pieces:
+            raise SourceError("the haystack has no text")
+        counts = [counter(p) for p in pieces]
+        longest = max(parse_length(x) for x in options.lengths)
+        total = sum(counts)
+        repeats = -(-longest * 11 // 10 // max(1, total)) if total < longest * 1.1 else 1
+        if repeats > 1 and options.haystack:  # the noise is repeated by design
+            report.notes.append(f"niah: the haystack ({total} {counter.unit}) is shorter than "
+                                f"the longest length ({longest}); it is repeated {repeats} "
+                                "times")
+        pieces, counts = pieces * repeats, counts * repeats
+        needles = options.needle or [NEEDLE]
+        items = []
+        for label in options.lengths:
+            length = parse_length(label)
+            for depth in options.depths:
+                for sample in range(options.needle_samples):
+                    items.append(self.item(pieces, counts, counter, length, label, depth, sample,
+                                           needles, options.needle_kind, request.seed,
+                                           sources, repeats))
+                    report.rows += 1
+        return items
+
+    def haystack(self, options: NiahOptions, request: LoadRequest) -> tuple[str, list[str]]:
+        if not options.haystack:
+            return NOISE * 64, ["ruler-noise"]
+        parts = []
+        for name in options.haystack:
+            path = Path(name)
+            if path.suffix.lower() in (".txt", ".md") and path.is_file():
+                from .sources import decode
+
+                parts.append(decode(path))
+                continue
+            from . import resolve
+
+            if name == self.name:
+                raise UsageError("--haystack niah: a haystack cannot be another haystack set")
+            corpus = resolve(name)
+            inner = LoadRequest(source=request.source, on_error=request.on_error,
+                                seed=request.seed)
+            for item in corpus.load(inner, LoadReport()):
+                parts.append("\n\n".join(t for t in (item.context, item.question) if t))
+        return "\n\n".join(parts), list(options.haystack)
+
+    def item(self, pieces: list[str], counts: list[int], counter: Counter, length: int,
+             label: str, depth: float, sample: int, needles: list[str], kind: NeedleKind,
+             seed: int, sources: list[str], repeats: int) -> Item:
+        cell = f"{label}-{depth:g}-{sample}"
+        draw = rng(seed, "niah", cell)
+        template = draw.choice(needles)
+        keys = self._keys(draw, 4 if kind in ("multi-key", "multi-query") else 1)
+        if kind == "multi-value":
+            placed = [(keys[0], self._value(draw)) for _ in range(4)]
+            asked = [0, 1, 2, 3]
+        else:
+            placed = [(key, self._value(draw)) for key in keys]
+            asked = [0, 1] if kind == "multi-query" else [0]
+        texts = [template.format(key=k, value=v) for k, v in placed]
+        if any(counter(t) >= length for t in texts) or \
+                sum(counter(t) for t in texts) >= length:
+            raise UsageError(f"niah: the needles ({sum(counter(t) for t in texts)} "
+                             f"{counter.unit}) do not fit in a haystack of {length}")
+        # the haystack's sentences, fewest to drop until the whole text fits the length
+        budget = length - sum(counter(t) for t in texts)
+        ends = _running(counts)
+        taken = max(1, bisect.bisect_right(ends, budget))
+        while True:
+            hay = pieces[:taken]
+            at = round(depth / 100 * len(hay))
+            spots = [at] + [draw.randint(0, len(hay)) for _ in texts[1:]]
+            context, offsets = _assemble(hay, texts, spots)
+            reached = counter(context)
+            if reached <= length or taken == 1:
+                break
+            taken -= 1
+        first = offsets[0]
+        before = counter(context[:first]) if first else 0
+        question = QUESTION["values" if kind == "multi-value" else
+                            "keys" if len(asked) > 1 else "one"].format(
+            keys=" and ".join(dict.fromkeys(placed[i][0] for i in asked)))
+        answer = [placed[i][1] for i in asked]
+        metadata = {"niah": {
+            "length": label, "length_target": length, "length_reached": reached,
+            **counter.record(), "depth": depth,
+            "depth_reached": round(100 * before / reached, 3) if reached else 0.0,
+            "kind": kind, "sample": sample, "template": template,
+            "needles": [{"key": k, "value": v, "text": t, "offset": o, "asked": i in asked}
+                        for i, ((k, v), t, o) in enumerate(zip(placed, texts, offsets,
+                                                                strict=True))],
+            "haystack": sources, "haystack_repeats": repeats, "sentences": len(hay)},
+            # eval's two-way breakdown (results.json's grid, a table and heat maps)
+            "grid": {"length": label, "depth": depth}}
+        subset = f"niah-{label}"
+        return Item(id=f"{subset}-d{depth:g}-{sample:03d}".replace(".", "_"), corpus=self.name,
+                    subset=subset, split="test", context=context, question=question,
+                    answer=answer, metadata=metadata, origin=f"niah {cell}")
+
+    @staticmethod
+    def _keys(draw, count: int) -> list[str]:
+        keys: list[str] = []
+        while len(keys) < count:
+            key = f"{draw.choice(ADJECTIVES)}-{draw.choice(NOUNS)}"
+            if key not in keys:
+                keys.append(key)
+        return keys
+
+    @staticmethod
+    def _value(draw) -> str:
+        return str(draw.randint(1_000_000, 9_999_999))
+
+    def score_response(self, row: dict[str, Any], response: str):
+        """RULER's string_match_all: the share of the asked values the answer holds."""
+        from ..evaluation.scoring import Scored
+
+        values = [str(v) for v in row.get("answer") or []]
+        if not values:
+            return None
+        found = [v for v in values if v in (response or "")]
+        return Scored(len(found) / len(values), " ".join(found) or None,
+                      extra={"found": found})
+
+
+def _running(counts: list[int]) -> list[int]:
+    total, out = 0, []
+    for count in counts:
+        total += count
+        out.append(total)
+    return out
+
+
+def _assemble(hay: list[str], needles: list[str], spots: list[int]) -> tuple[str, list[int]]:
+    """The haystack's sentences with each needle before sentence ``spots[i]`` (after the last
+    for ``len(hay)``), joined by spaces; and each needle's character offset."""
+    at: dict[int, list[int]] = {}
+    for index, spot in enumerate(spots):
+        at.setdefault(spot, []).append(index)
+    parts: list[str] = []
+    offsets = [0] * len(needles)
+    position = 0
+    for i in range(len(hay) + 1):
+        for index in at.get(i, []):
+            offsets[index] = position
+            parts.append(needles[index])
+            position += len(needles[index]) + 1
+        if i < len(hay):
+            parts.append(hay[i])
+            position += len(hay[i]) + 1
+    return " ".join(parts), offsets

@@ -1,0 +1,154 @@
+"""``render niah``: haystacks of the lengths asked (in a tokenizer's tokens or in words), needles
+at the depths asked, RULER's kinds, and ``eval``'s accuracy by length × depth against a real
+HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from mmconvert.corpora import LoadReport, LoadRequest, resolve
+from mmconvert.corpora.niah import NiahCorpusOptions, NiahOptions, sentences
+from mmconvert.manifest import JsonlLog
+from tests.conftest import FIXTURES
+from tests.test_cli import run
+
+TIKTOKEN = "tiktoken:o200k_base"
+
+
+def items(seed: int = 0, source: Path | None = None, **options):
+    report = LoadReport()
+    request = LoadRequest(seed=seed, source=source, options=NiahCorpusOptions(
+        niah=NiahOptions(**options)))
+    return resolve("niah").load(request, report), report
+
+
+def test_lengths_and_depths_are_reached_in_words():
+    made, _ = items(lengths=["1k", "4k"], depths=[0, 25, 50, 75, 100])
+    assert len(made) == 10
+    for item in made:
+        niah = item.metadata["niah"]
+        reached = len(item.context.split())
+        assert reached == niah["length_reached"] <= niah["length_target"]
+        assert niah["length_target"] - reached < 20  # within a sentence of the target
+        (needle,) = niah["needles"]
+        assert item.context[needle["offset"]:].startswith(needle["text"])
+        before = len(item.context[:needle["offset"]].split())
+        assert abs(100 * before / reached - niah["depth"]) <= 100 * 20 / reached
+        assert item.answer == [needle["value"]] and needle["key"] in item.question
+
+
+def test_lengths_in_tokens_of_a_tokenizer_and_the_needles_in_order(monkeypatch):
+    pytest.importorskip("tiktoken")
+    from mmconvert.tokens import load_tokenizer
+    from tests.test_stats import tiktoken_files
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    count = load_tokenizer(TIKTOKEN).count
+    made, _ = items(lengths=["2k"], depths=[10, 90], length_tokenizer=TIKTOKEN,
+                    needle_kind="multi-query")
+    for item in made:
+        niah = item.metadata["niah"]
+        assert count(item.context) == niah["length_reached"] <= 2048
+        assert 2048 - niah["length_reached"] < 30
+        assert niah["unit"] == "tokens" and niah["tokenizer"]["name"] == TIKTOKEN
+        asked = [n for n in niah["needles"] if n["asked"]]
+        assert len(niah["needles"]) == 4 and len(asked) == 2
+        assert item.answer == [n["value"] for n in asked]
+        for needle in niah["needles"]:  # every needle whole, where the row says
+            assert item.context[needle["offset"]:].startswith(needle["text"])
+
+
+def test_the_same_seed_gives_the_same_set_and_another_seed_other_needles():
+    first, _ = items(seed=3, lengths=["1k"], depths=[50], needle_kind="multi-value")
+    again, _ = items(seed=3, lengths=["1k"], depths=[50], needle_kind="multi-value")
+    other, _ = items(seed=4, lengths=["1k"], depths=[50], needle_kind="multi-value")
+    assert [(i.context, i.answer) for i in first] == [(i.context, i.answer) for i in again]
+    assert first[0].answer != other[0].answer
+    keys = {n["key"] for n in first[0].metadata["niah"]["needles"]}
+    assert len(keys) == 1 and len(first[0].answer) == 4
+
+
+def test_a_short_haystack_is_repeated_and_the_run_says_so(tmp_path):
+    hay = tmp_path / "hay.txt"
+    hay.write_text("A river runs by the old mill. The miller bakes bread at dawn. " * 20)
+    made, report = items(lengths=["1k"], depths=[50], haystack=[str(hay)])
+    assert made[0].metadata["niah"]["haystack_repeats"] > 1
+    assert any("is repeated" in note for note in report.notes)
+    assert "miller bakes bread" in made[0].context
+
+
+def test_a_corpus_as_haystack_uses_its_items_text(tmp_path):
+    made, _ = items(lengths=["1k"], depths=[0], haystack=["longbench"],
+                    source=FIXTURES / "longbench")
+    assert made[0].metadata["niah"]["haystack"] == ["longbench"]
+    assert "Passage 1:" in made[0].context and "What is by the river?" in made[0].context
+    assert made[0].metadata["niah"]["sentences"] == len(sentences(made[0].context)) + 3
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--needle", "no placeholders here"], "a needle template needs {key} and {value}"),
+    (["--lengths", "1k,lots"], "'lots' is not a length"),
+    (["--depths", "0,120"], "depths are percentages from 0 to 100"),
+    (["--lengths", "20", "--needle", "{key} " + "word " * 40 + "{value}"],
+     "do not fit in a haystack of 20"),
+])
+def test_bad_options_are_one_line(tmp_path, args, expected):
+    result = run("render", "niah", *args, "--out", tmp_path / "run")
+    assert result.exit_code != 0 and expected in result.output
+    assert "Traceback" not in result.output
+
+
+def test_haystack_flags_do_not_apply_to_other_corpora(tmp_path):
+    result = run("render", FIXTURES / "hub-mcq" / "arc.jsonl", "--lengths", "1k", "--out",
+                 tmp_path / "run")
+    assert result.exit_code != 0 and "does not apply to file" in result.output
+
+
+def test_eval_reports_accuracy_by_length_and_depth(tmp_path):
+    pytest.importorskip("inspect_ai")
+    from tests.evaluation.test_eval import text_of
+    from tests.openai_server import FakeOpenAI
+
+    out = tmp_path / "run"
+    result = run("render", "niah", "--lengths", "256,1k", "--depths", "0,50,100", "--out", out)
+    assert result.exit_code == 0, result.output
+    rows = JsonlLog(out / "manifest.jsonl").read()
+    gold = {r["question"]: r["answer"][0] for r in rows}
+    depth = {r["question"]: r["metadata"]["niah"]["depth"] for r in rows}
+
+    def answer(body):  # text: always right; image: right only at depth 0
+        text, images = text_of(body)
+        question = re.search(r"What is the special magic number for \S+ mentioned in the "
+                             r"provided text\?", text).group(0)
+        right = not images or depth[question] == 0
+        return f"Answer: {gold[question] if right else '1234567'}"
+
+    fake = FakeOpenAI(answer=answer, models=("reader",))
+    url = fake.start()
+    try:
+        result = run("eval", out, "--model", "reader", "--base-url", url, "--out",
+                     tmp_path / "ev", "--json")
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.output.split("\nresults in")[0])
+    grid = results["grid"]
+    assert (grid["rows"], grid["columns"]) == ("length", "depth")
+    assert grid["row_values"] == ["256", "1k"] and grid["column_values"] == ["0", "50", "100"]
+    for length in ("256", "1k"):
+        assert [grid["cells"][length][d]["image"]["score"] for d in ("0", "50", "100")] == \
+            [100.0, 0.0, 0.0]
+        assert all(grid["cells"][length][d]["text"]["score"] == 100.0
+                   for d in ("0", "50", "100"))
+    assert grid["heat_maps"] == ["grid-image.png", "grid-text.png"]
+    assert (tmp_path / "ev" / "grid-image.png").read_bytes()[:4] == b"\x89PNG"
+    from mmconvert.evaluation.run import table
+
+    shown = table(results).splitlines()
+    at = shown.index("image: score by length and depth")
+    assert shown[at + 2:at + 4] == [f"{'256':<18}{100.0:8.1f}{0.0:8.1f}{0.0:8.1f}",
+                                    f"{'1k':<18}{100.0:8.1f}{0.0:8.1f}{0.0:8.1f}"]
