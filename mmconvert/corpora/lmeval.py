@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import ItemError, SourceError, UsageError, did_you_mean, first_line
 from ..items import LETTERS, Item, RenderPart, safe_name
-from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard
+from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, options_field
 
 TAKES = ("multiple_choice", "generate_until")
 INSTALL = "pip install 'mmconvert[lm-eval]'"
@@ -117,17 +117,29 @@ def local_files(source: Path, path: str, config: str | None) -> dict[str, list[s
 
 
 @contextlib.contextmanager
+def loading_with(load):
+    """``datasets.load_dataset`` (which lm-eval's tasks call to fetch their data) replaced by
+    ``load`` while this is open; ``load`` gets the original as its ``real`` argument."""
+    import datasets
+
+    real = datasets.load_dataset
+    datasets.load_dataset = functools.partial(load, real=real)
+    try:
+        yield
+    finally:
+        datasets.load_dataset = real
+
+
 def dataset_source(source: Path | None):
-    """The datasets lm-eval's tasks load while this is open come from ``source`` (a local
+    """A context in which the datasets lm-eval's tasks load come from ``source`` (a local
     copy in the hub's layout) when it is given, else from the hub; a hub that does not answer
     is one line saying to pass ``--source``."""
     import datasets
 
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
-    real = datasets.load_dataset
 
-    def load(path: str, name: str | None = None, **kwargs: Any):
+    def load(path: str, name: str | None = None, *, real, **kwargs: Any):
         kwargs.pop("trust_remote_code", None)
         label = f"{path}" + (f" config {name}" if name else "")
         if source is not None:
@@ -150,11 +162,7 @@ def dataset_source(source: Path | None):
                               f"({first_line(err, 120)}); pass --source PATH with a local "
                               "copy in the hub's layout") from None
 
-    datasets.load_dataset = load
-    try:
-        yield
-    finally:
-        datasets.load_dataset = real
+    return loading_with(load)
 
 
 def without_cue(text: str) -> tuple[str, str]:
@@ -253,17 +261,15 @@ class LmEval(Corpus):
         if task.config.doc_to_image is not None or task.config.doc_to_audio:
             raise UsageError(f"lm-eval task {name} already gives images or audio; mmconvert "
                              "takes text tasks")
-        split = request.split or (task.config.test_split if task.has_test_docs()
-                                  else task.config.validation_split)
-        if split in (task.config.test_split, task.config.validation_split) and \
-                split == (task.config.test_split or task.config.validation_split):
-            docs = task.eval_docs
-        else:
-            docs = {task.config.test_split: task.test_docs,
-                    task.config.validation_split: task.validation_docs,
-                    task.config.training_split: task.training_docs}.get(split, lambda: None)()
-            if docs is None:
-                raise UsageError(f"lm-eval task {name} has no split {split!r}")
+        config = task.config
+        split = request.split or (config.test_split if task.has_test_docs()
+                                  else config.validation_split)
+        reader = {config.training_split: task.training_docs,
+                  config.validation_split: task.validation_docs,
+                  config.test_split: task.test_docs}.get(split) if split else None
+        docs = reader() if reader else None
+        if docs is None:
+            raise UsageError(f"lm-eval task {name} has no split {split!r}")
         subset = safe_name(name)
         source = {"task": name, "version": task.VERSION, "group": group, "output_type": kind,
                   "split": split, "dataset": task.config.dataset_path,
@@ -309,9 +315,7 @@ class LmEval(Corpus):
                 question, options = found
             else:
                 options = choices
-            if not options or len(options) > len(LETTERS):
-                raise ItemError(f"{len(options)} choices (mmconvert letters 1 to "
-                                f"{len(LETTERS)})", where=where, field="doc_to_choice")
+            options = options_field(options, where, "doc_to_choice")
         else:
             if task.config.doc_to_choice is not None and isinstance(target, int):
                 target = task.doc_to_choice(doc)[target]
@@ -396,13 +400,9 @@ def _scoring_task(name: str, doc: dict):
         import datasets
 
         rows = datasets.Dataset.from_list([doc])
-        real = datasets.load_dataset
-        datasets.load_dataset = lambda *a, **k: _EverySplit(rows)
-        try:
+        with loading_with(lambda *args, real, **kwargs: _EverySplit(rows)):
             loaded = task_manager().load(
                 {"group": "mmconvert-scoring",
                  "task": [{"task": name, "process_docs": None, "num_fewshot": 0}]})
-        finally:
-            datasets.load_dataset = real
         _SCORING[name] = next(iter(loaded["tasks"].values()))
     return _SCORING[name]

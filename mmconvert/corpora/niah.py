@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
@@ -174,19 +175,20 @@ class Niah(Corpus):
         counts = [counter(p) for p in pieces]
         longest = max(parse_length(x) for x in options.lengths)
         total = sum(counts)
-        repeats = -(-longest * 11 // 10 // max(1, total)) if total < longest * 1.1 else 1
+        repeats = -(-longest * 11 // 10 // max(1, total))  # to 110 % of the longest, at least 1
         if repeats > 1 and options.haystack:  # the noise is repeated by design
             report.notes.append(f"niah: the haystack ({total} {counter.unit}) is shorter than "
                                 f"the longest length ({longest}); it is repeated {repeats} "
                                 "times")
-        pieces, counts = pieces * repeats, counts * repeats
+        pieces = pieces * repeats
+        ends = list(accumulate(counts * repeats))  # the haystack's length to each sentence's end
         needles = options.needle or [NEEDLE]
         items = []
         for label in options.lengths:
             length = parse_length(label)
             for depth in options.depths:
                 for sample in range(options.needle_samples):
-                    items.append(self.item(pieces, counts, counter, length, label, depth, sample,
+                    items.append(self.item(pieces, ends, counter, length, label, depth, sample,
                                            needles, options.needle_kind, request.seed,
                                            sources, repeats))
                     report.rows += 1
@@ -214,7 +216,7 @@ class Niah(Corpus):
                 parts.append("\n\n".join(t for t in (item.context, item.question) if t))
         return "\n\n".join(parts), list(options.haystack)
 
-    def item(self, pieces: list[str], counts: list[int], counter: Counter, length: int,
+    def item(self, pieces: list[str], ends: list[int], counter: Counter, length: int,
              label: str, depth: float, sample: int, needles: list[str], kind: NeedleKind,
              seed: int, sources: list[str], repeats: int) -> Item:
         cell = f"{label}-{depth:g}-{sample}"
@@ -228,14 +230,12 @@ class Niah(Corpus):
             placed = [(key, self._value(draw)) for key in keys]
             asked = [0, 1] if kind == "multi-query" else [0]
         texts = [template.format(key=k, value=v) for k, v in placed]
-        if any(counter(t) >= length for t in texts) or \
-                sum(counter(t) for t in texts) >= length:
-            raise UsageError(f"niah: the needles ({sum(counter(t) for t in texts)} "
-                             f"{counter.unit}) do not fit in a haystack of {length}")
+        needed = sum(counter(t) for t in texts)
+        if needed >= length:
+            raise UsageError(f"niah: the needles ({needed} {counter.unit}) do not fit in a "
+                             f"haystack of {length}")
         # the haystack's sentences, fewest to drop until the whole text fits the length
-        budget = length - sum(counter(t) for t in texts)
-        ends = _running(counts)
-        taken = max(1, bisect.bisect_right(ends, budget))
+        taken = max(1, bisect.bisect_right(ends, length - needed))
         while True:
             hay = pieces[:taken]
             at = round(depth / 100 * len(hay))
@@ -290,14 +290,6 @@ class Niah(Corpus):
         found = [v for v in values if v in (response or "")]
         return Scored(len(found) / len(values), " ".join(found) or None,
                       extra={"found": found})
-
-
-def _running(counts: list[int]) -> list[int]:
-    total, out = 0, []
-    for count in counts:
-        total += count
-        out.append(total)
-    return out
 
 
 def _assemble(hay: list[str], needles: list[str], spots: list[int]) -> tuple[str, list[int]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import io
 import json
 import os
 import urllib.error
@@ -28,7 +27,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..errors import MMConvertError, SourceError, UsageError
 from ..executors import local_executor
-from ..manifest import JsonlLog, atomic_write, write_json
+from ..manifest import JsonlLog, write_json
 from ..options import OPTIONS, cli
 from ..renderers import renderer_class
 from ..runfolder import LOCK, locked, open_run, read_recorded
@@ -734,6 +733,8 @@ def grid_heat_maps(results: dict[str, Any], out: Path) -> list[Path]:
         import matplotlib.pyplot as plt
     except ImportError:
         return []
+    from ..stats import write_figure
+
     grid = results["grid"]
     written = []
     for condition in results["conditions"]:
@@ -755,10 +756,8 @@ def grid_heat_maps(results: dict[str, Any], out: Path) -> list[Path]:
         figure.colorbar(shown, ax=axes, label="score (%)")
         figure.tight_layout()
         path = out / f"grid-{condition}.png"
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+        write_figure(figure, path, metadata={"Software": None})
         plt.close(figure)
-        atomic_write(path, buffer.getvalue())
         written.append(path)
     return written
 
