@@ -205,6 +205,9 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
     summary.selected = selection.count
     summary.load = report.as_dict()
     summary.notes.extend(report.notes)
+    for note in job.notes():
+        log(note)
+        summary.notes.append(note)
 
     with folder.lock():  # one run at a time per folder; nothing is written before this
         folder.check(config.identity(), execution.overwrite)  # again, under the lock

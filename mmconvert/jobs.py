@@ -59,6 +59,10 @@ class Job:
         """Refuse, with a one-line error, to resume a run whose run.json (``info``) this
         job cannot continue alike (none refused by default)."""
 
+    def notes(self) -> list[str]:
+        """What the run says before it starts, and run.json keeps (none by default)."""
+        return []
+
     def report(self, rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any]:
         """What run.json records of the run beyond its config (a paid job's spend);
         ``rows()`` reads the manifest's rows, for a report that needs them."""

@@ -128,7 +128,12 @@ def document_outputs() -> dict[str, bytes]:
 
     out: dict[str, bytes] = {}
     for label, options in (("92.9", DocumentOptions()),
-                           ("150-rgb-2col", DocumentOptions(ppi=150, color="rgb", columns=2))):
+                           ("150-rgb-2col", DocumentOptions(ppi=150, color="rgb", columns=2)),
+                           # the page style fields the document shares, set off their defaults
+                           ("styled", DocumentOptions(
+                               font_size=10, line_pitch=13, letter_spacing=0.3,
+                               first_line_indent=12, left_indent=6, right_indent=20,
+                               paragraph_gap=1, paragraph_color="#eeeeee", crop="content"))):
         drawn = DocumentRenderer(options).draw(DOCUMENT, "all")
         out[f"{label}/{DOCUMENT.id}.pdf"] = drawn.pdf
         for number, (png, _, _) in enumerate(drawn.pages, start=1):

@@ -37,10 +37,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
-from ..config import RunConfig
 from ..errors import ItemError, UsageError
 from ..items import Item, RenderPart
-from ..jobs import Job, question_fields, row_head
+from ..jobs import question_fields, row_head
 from ..options import OPTIONS
 from ..prompts import Prompts
 from ..rows import LayoutRef, QuestionRow, RunPath
@@ -49,6 +48,8 @@ from .base import Renderer, item_from_row, question_beside_options
 from .drawing import set_png_ppi
 from .fonts import font_bytes, font_chain, page_font
 from .page import MAX_ITEM_MEGAPIXELS, POINTS_PER_INCH, PageOptions, image_fields, label_fields
+from .styled import StyledConfig, StyledJob, style_field
+from .target import TargetOptions
 
 if TYPE_CHECKING:
     from ..config import ApiOptions
@@ -59,9 +60,11 @@ HOST = "https://mmconvert.invalid"  # the one origin the page may load from, ser
 # mirror in a right-to-left paragraph, as the page renderer's do
 ALIGN = {"left": "start", "right": "end", "center": "center", "justify": "justify"}
 # the page style fields the document shares with the page renderer
-SHARED = ("ppi", "font", "font_size", "line_spacing", "margin", "margin_top", "margin_right",
-          "margin_bottom", "margin_left", "page_size", "page_width", "page_height", "columns",
-          "column_gap", "align", "text_color", "background", "color", "render")
+SHARED = ("ppi", "font", "font_size", "line_spacing", "line_pitch", "letter_spacing", "margin",
+          "margin_top", "margin_right", "margin_bottom", "margin_left", "page_size",
+          "page_width", "page_height", "columns", "column_gap", "align", "first_line_indent",
+          "left_indent", "right_indent", "paragraph_gap", "paragraph_color", "text_color",
+          "background", "color", "crop_pad", "render")
 # faces from pymupdf-fonts: the body (regular, bold, italic, bold italic), code and math
 BODY_FACES = {("normal", "normal"): "notos", ("bold", "normal"): "notosbo",
               ("normal", "italic"): "notosit", ("bold", "italic"): "notosbi"}
@@ -78,6 +81,10 @@ class _DocumentBase(BaseModel):
     css: Path | None = Field(None, description="a CSS file added after mmconvert's own "
                                                 "(fonts, sizes and colours of anything else)")
     code_style: str = Field("default", description="the Pygments style of code blocks")
+    crop: Literal["none", "bottom", "content"] = Field(
+        "none", description="none: whole pages (VTCBench's); bottom: the last page cut below "
+                            "its last line; content: also every page cut right of its widest "
+                            "line (four right margins past it, or --crop-pad; ReadBench's)")
     dialogue_colors: list[str] = Field(
         default_factory=lambda: ["#eef3f8", "#f7f7f2"], min_length=1,
         description="backgrounds the turns of a dialogue alternate between")
@@ -115,6 +122,10 @@ class _DocumentBase(BaseModel):
         """(top, right, bottom, left) in points."""
         return PageOptions.margins(self)  # type: ignore[arg-type]
 
+    def with_values(self, values: dict[str, Any]):
+        """These options with ``values`` over them, validated."""
+        return PageOptions.with_values(self, values)  # type: ignore[arg-type]
+
 
 DocumentOptions = create_model(
     "DocumentOptions", __base__=_DocumentBase, __doc__="How a document is typeset: the page "
@@ -123,11 +134,14 @@ DocumentOptions = create_model(
        for name in SHARED})
 
 
-class DocumentConfig(RunConfig):
+class DocumentConfig(StyledConfig):
     """A ``render --renderer document`` run."""
 
+    STYLED = "document"
     renderer: Literal["document"] = "document"
+    style: str | dict[str, Any] | None = style_field()
     document: DocumentOptions = Field(default_factory=DocumentOptions)
+    target: TargetOptions = Field(default_factory=TargetOptions)
     prompt_style: Literal["cot", "direct"] = Field(
         "cot", description="prompt style of the manifest's prompts")
 
@@ -137,6 +151,8 @@ class DocumentRow(QuestionRow):
     pdf: RunPath | None = None  # a sweep's variant keeps it as its layout alone
     math_errors: list[dict[str, str]] = Field(default_factory=list)
     refused: list[str] = Field(default_factory=list)
+    # a run with a target (--target-ratio, --vision-budget): what each item met
+    target: dict[str, Any] | None = None
 
 
 @dataclass
@@ -331,10 +347,10 @@ def _faces(fonts: tuple[str, ...]) -> tuple[Face, ...]:
     return tuple(found)
 
 
-def font_records(options) -> list[dict[str, str]]:
-    """Name, family and sha256 of each face, for run.json."""
+def font_records(fonts: list[str]) -> list[dict[str, str]]:
+    """Name, family and sha256 of each face of a list of fonts, for run.json."""
     seen, out = set(), []
-    for face in faces(options):
+    for face in _faces(tuple(fonts)):
         digest = hashlib.sha256(face.data).hexdigest()
         if digest not in seen:
             seen.add(digest)
@@ -351,13 +367,15 @@ def page_css(options, face_list: list[Face]) -> str:
     body = [f.family for f in face_list if f.family.startswith("body")]
     chain = [f.family for f in face_list if f.family.startswith("chain")]
     stack = ", ".join(f"'{name}'" for name in dict.fromkeys([*body, *chain, "math"]))
+    line_height = (f"{options.line_pitch:.3f}pt" if options.line_pitch is not None
+                   else f"{options.line_spacing * 1.2:.4f}")
     code = ", ".join(f"'{name}'" for name in dict.fromkeys(["code", *chain]))
     rules += [
         f"@page {{ size: {width:.3f}pt {height:.3f}pt; margin: {top:.3f}pt {right:.3f}pt "
         f"{bottom:.3f}pt {left:.3f}pt; }}",
         f"html {{ background: {options.background}; }}",
         f"body {{ margin: 0; font-family: {stack}; font-size: {options.font_size}pt; "
-        f"line-height: {options.line_spacing * 1.2:.4f}; color: {options.text_color}; "
+        f"line-height: {line_height}; color: {options.text_color}; "
         f"text-align: {ALIGN[options.align]}; column-count: {options.columns}; "
         f"column-gap: {options.column_gap}pt; column-fill: auto; "
         "-webkit-print-color-adjust: exact; "
@@ -381,8 +399,27 @@ def page_css(options, face_list: list[Face]) -> str:
         # paragraph runs right to left among English ones), and left and right mirror with it
         "p, li, td, th, h1, h2, h3, h4, h5, h6, blockquote, .speaker { "
         "unicode-bidi: plaintext; }",
+        *style_css(options),
     ]
     return "\n".join(rules)
+
+
+def style_css(options) -> list[str]:
+    """The rules of the page style fields set away from their defaults (so that a page
+    drawn at the defaults is the same as before they were taken)."""
+    rules = []
+    if options.letter_spacing:
+        rules.append(f"body {{ letter-spacing: {options.letter_spacing:g}pt; }}")
+    if options.first_line_indent:
+        rules.append(f"p {{ text-indent: {options.first_line_indent:g}pt; }}")
+    if options.left_indent or options.right_indent:
+        rules.append(f"section {{ margin-inline: {options.left_indent:g}pt "
+                     f"{options.right_indent:g}pt; }}")
+    if options.paragraph_gap:  # blank lines after a paragraph, in place of the 1 em
+        rules.append(f"p {{ margin: 0 0 {options.paragraph_gap}lh; }}")
+    if options.paragraph_color:
+        rules.append(f"p {{ background: {options.paragraph_color}; }}")
+    return rules
 
 
 def page_html(body: str, options, face_list: list[Face]) -> str:
@@ -680,16 +717,55 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=Browser._forked)
 
 
-def normalise_pdf(pdf: bytes) -> bytes:
+def normalise_pdf(pdf: bytes, options=None) -> bytes:
     """The browser's PDF without what changes from run to run (its dates) or names the page
-    (its title), re-written compact."""
+    (its title), its pages cut as ``options.crop`` says, re-written compact."""
     import pymupdf
 
     with pymupdf.open(stream=pdf, filetype="pdf") as doc:
         doc.set_metadata({"producer": doc.metadata.get("producer") or "", "creator": "mmconvert",
                           "title": "", "author": "", "subject": "", "keywords": "",
                           "creationDate": "", "modDate": "", "trapped": ""})
+        if options is not None and options.crop != "none":
+            crop_pages(doc, options)
         return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
+
+
+def crop_pages(doc, options) -> None:
+    """Cut the pages as the page renderer does: the last one ``crop_pad`` (or one bottom
+    margin) below its lowest ink, and with ``content`` each one ``crop_pad`` (or four right
+    margins) right of its rightmost ink. The page's own background (what covers the area
+    inside the margins) is not ink."""
+    import pymupdf
+
+    top, right, bottom, left = options.margins()
+    pad = options.crop_pad
+    for number, page in enumerate(doc):
+        width, height = page.rect.width, page.rect.height
+        frame = pymupdf.Rect(left + 1, top + 1, width - right - 1, height - bottom - 1)
+        ink = pymupdf.Rect()
+        for kind, box in page.get_bboxlog():
+            box = pymupdf.Rect(box)
+            if box.is_empty or (kind == "fill-path" and box.contains(frame)):
+                continue
+            ink |= box
+        if ink.is_empty:
+            continue
+        if number == len(doc) - 1:
+            height = min(height, ink.y1 + (bottom if pad is None else pad))
+        if options.crop == "content":
+            width = min(width, ink.x1 + (4 * right if pad is None else pad))
+        page.set_cropbox(pymupdf.Rect(0, 0, width, height))
+
+
+def page_pixels(pdf: bytes, ppi: float) -> list[tuple[int, int]]:
+    """The pixel size of each page of the PDF at ``ppi``, as ``rasterise`` draws them."""
+    import pymupdf
+
+    matrix = pymupdf.Matrix(ppi / 72, ppi / 72)
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        return [((page.rect * matrix).irect.width, (page.rect * matrix).irect.height)
+                for page in doc]
 
 
 def rasterise(pdf: bytes, ppi: float, color: str) -> list[tuple[bytes, int, int]]:
@@ -767,18 +843,29 @@ class DocumentRenderer(Renderer):
     def read_layout(cls, data: bytes) -> bytes:
         return data  # the stored layout is the PDF itself
 
-    def __init__(self, options=None):
+    def __init__(self, options=None, folder: Path | None = None):
         self.options = options or DocumentOptions()
+        self.folder = folder  # the item's folder: the images it may show
+        self._typeset: tuple[tuple[str, str], Drawn] | None = None  # the last item's PDF
 
     def insets(self) -> tuple[float, float, float]:
         """The margins no glyph may cross, less one CSS pixel (0.75 pt): Chromium lays a
         page out in whole pixels, and a line may end up to one past the margin in points."""
         top, right, bottom, left = self.options.margins()
+        pad = self.options.crop_pad
+        if self.options.crop != "none" and pad is not None:  # a cut closer than a margin
+            bottom = min(bottom, pad)
+            if self.options.crop == "content":
+                right = min(right, pad)
         return (left - 0.75, right - 0.75, bottom - 0.75)
 
-    def draw(self, item: Item, part: RenderPart, folder: Path | None = None) -> Drawn:
-        """The item's PDF (from the browser) and its pages at the options' PPI."""
-        state = RenderState(self.options, folder)
+    def typeset(self, item: Item, part: RenderPart) -> Drawn:
+        """The item's PDF from the browser (its pages not yet drawn); the last item's is
+        kept, so that a target's search and the drawing that follows typeset it once."""
+        key = (item.id, part)
+        if self._typeset is not None and self._typeset[0] == key:
+            return self._typeset[1]
+        state = RenderState(self.options, self.folder)
         body = fields_html(item, part, state)
         face_list = faces(self.options)
         document = page_html(body, self.options, face_list)
@@ -786,13 +873,29 @@ class DocumentRenderer(Renderer):
         pdf, fetched = Browser.get().pdf(document, files)
         # what the item's HTML names and the browser asked for, none of it loaded
         refused = list(dict.fromkeys([*state.refused, *references(body), *fetched]))
-        pdf = normalise_pdf(pdf)
+        typeset = Drawn(normalise_pdf(pdf, self.options), [], state.math_errors, refused)
+        self._typeset = (key, typeset)
+        return typeset
+
+    def draw(self, item: Item, part: RenderPart) -> Drawn:
+        """The item's PDF (from the browser) and its pages at the options' PPI."""
+        typeset = self.typeset(item, part)
+        self._typeset = None
         try:
-            pages = rasterise(pdf, self.options.ppi, self.options.color)
+            pages = rasterise(typeset.pdf, self.options.ppi, self.options.color)
         except ValueError as err:  # past the pixel limit, refused before drawing
             raise ItemError(str(err), where=item.origin or item.id, field="context",
                             item_id=item.id, stage="render") from None
-        return Drawn(pdf, pages, state.math_errors, refused)
+        return Drawn(typeset.pdf, pages, typeset.math_errors, typeset.refused)
+
+    def shown_text(self, item: Item, part: RenderPart) -> str:
+        """The text the item's pages show (a target's text tokens; ``expected_text``)."""
+        return visible_text(fields_html(item, part, RenderState(self.options, self.folder)))
+
+    def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
+        """The sizes of the item's pages in pixels (a target's vision tokens): typeset, not
+        drawn."""
+        return page_pixels(self.typeset(item, part).pdf, self.options.ppi)
 
     def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
         from .page import PageImage
@@ -804,13 +907,11 @@ class DocumentRenderer(Renderer):
         return {**self.options.model_dump(mode="json"), "render": part}
 
 
-class DocumentJob(Job):
+class DocumentJob(StyledJob):
     """``render --renderer document``: each item typeset by the worker's browser."""
 
     def __init__(self, config: DocumentConfig):
         self.config = config
-        self.renderer = DocumentRenderer(config.document)
-        self.prompts = Prompts(config.prompt_dir)
         chromium_path()  # no browser: one line before the first item
         try:
             import playwright  # noqa: F401
@@ -820,15 +921,26 @@ class DocumentJob(Job):
         corpus = Path(config.corpus)
         self.folder = (config.source if config.source and Path(config.source).is_dir()
                        else corpus.parent if corpus.is_file() else None)
+        self.renderer = self.make_renderer(config.document)
+        self.prompts = Prompts(config.prompt_dir)
+        self.start_style()
+
+    def make_renderer(self, options) -> DocumentRenderer:
+        return DocumentRenderer(options, self.folder)
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:
         return self.config.document.render or corpus.part_for(item)
 
     def fonts(self) -> list[dict[str, str]]:
-        return font_records(self.config.document)
+        records = font_records(self.config.document.font)
+        style = self.style
+        for fonts in (style.draws["font"].values if style and "font" in style.draws else []):
+            records += font_records(fonts)
+        return list({record["sha256"]: record for record in records}.values())
 
     def report(self, rows) -> dict[str, Any]:
-        return {"browser": {"name": "chromium", "version": browser_version(),
+        return {**super().report(rows),
+                "browser": {"name": "chromium", "version": browser_version(),
                             "path": chromium_path()}}
 
     def resuming(self, info: dict[str, Any]) -> None:
@@ -842,15 +954,18 @@ class DocumentJob(Job):
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()
-        drawn = self.renderer.draw(item, part, self.folder)
+        renderer, target = self.styled_renderer(item, part)
+        drawn = renderer.draw(item, part)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
         images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), png,
-                               "page", width, height, ppi=self.renderer.options.ppi)
+                               "page", width, height, ppi=renderer.options.ppi)
                   for number, (png, width, height) in enumerate(drawn.pages, start=1)]
         rel = item_file("pdf", item.id, ".pdf")
         stored = output.file(rel, drawn.pdf)
-        row = row_head(item, self.renderer, self.renderer.row_params(part), config.seed)
+        row = row_head(item, renderer, renderer.row_params(part), config.seed)
         row["images"] = images
+        if target is not None:
+            row["target"] = target
         row["layout"] = {"path": rel, "pages": len(images), "lines": 0, **stored}
         row["pdf"] = rel
         if drawn.math_errors:

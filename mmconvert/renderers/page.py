@@ -19,10 +19,9 @@ from pydantic import (
     model_validator,
 )
 
-from ..config import RunConfig
 from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
-from ..jobs import Job, question_fields, row_head
+from ..jobs import question_fields, row_head
 from ..options import OPTIONS, cli, first_error
 from ..prompts import Prompts
 from ..rows import PageRow
@@ -45,8 +44,8 @@ from .layout import (
 from .pdfwriter import PdfLine, PdfPage, write_pdf
 from .shaping import ShapingLineBreaker, first_strong_rtl
 from .style import Colour, Inches, Points, flow, is_gray, page_size
-from .styles import Style
-from .target import TOLERANCE, TargetOptions, fit
+from .styled import StyledConfig, StyledJob, style_field
+from .target import TargetOptions
 
 if TYPE_CHECKING:
     from ..config import ApiOptions
@@ -233,8 +232,8 @@ class PageOptions(BaseModel):
         """These options with ``values`` over them, validated. A named page size stays only
         as the width and height it set (unless ``values`` names one), so that a new width or
         height is not undone by it."""
-        return PageOptions.model_validate({**self.model_dump(exclude={"page_size"}),
-                                           **values})
+        return type(self).model_validate({**self.model_dump(exclude={"page_size"}),
+                                          **values})
 
     def identity(self) -> dict[str, Any]:
         """The options as a run identity: the style fields this version added are left out
@@ -256,68 +255,21 @@ STYLE_FIELDS_ADDED = ("font", "line_fit", "space_shrink", "letter_spacing", "hor
                       "columns", "column_gap")
 
 
-class RenderConfig(RunConfig):
+class RenderConfig(StyledConfig):
     """A ``render`` run: which items, how to draw them, what to write."""
 
+    STYLED = "page"
     renderer: Literal["page"] = "page"
-    # a name or file as given; recorded as a Style's fields (``drawn_style``)
-    style: str | dict[str, Any] | None = Field(
-        None, json_schema_extra=cli(metavar="NAME|FILE", default="readbench"),
-        description="a preset (mmconvert list styles) or a style file (YAML or JSON) giving "
-                    "page style fields a value, a choice or a range drawn per item; flags "
-                    "given beside it win")
+    style: str | dict[str, Any] | None = style_field()
     page: PageOptions = Field(default_factory=PageOptions)
     target: TargetOptions = Field(default_factory=TargetOptions)
     pdf: bool = Field(False, description="keep each item's vector PDF in pdf/")
     prompt_style: Literal["cot", "direct"] = Field(
         "cot", description="prompt style of the manifest's prompts")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _apply_style(cls, data: Any) -> Any:
-        """``style`` named: its fixed values fill the page fields not given, and the fields
-        drawn per item that are not given stay in ``style`` (so a recorded config, holding
-        both, validates to itself)."""
-        if not isinstance(data, dict) or not isinstance(data.get("style"), str):
-            return data
-        from .styles import load
-
-        style, fixed = load(data["style"])
-        page = data.get("page") or {}
-        page = dict(page.model_dump(exclude_unset=True) if isinstance(page, BaseModel)
-                    else page)
-        given = set(page)
-        covers = {"page_size": ("page_width", "page_height"),
-                  **{f"margin_{side}": ("margin",)
-                     for side in ("top", "right", "bottom", "left")}}
-        def free(name: str) -> bool:  # neither given nor covered by a field given
-            return name not in given and not given.intersection(covers.get(name, ()))
-
-        page.update({name: value for name, value in fixed.items() if free(name)})
-        style.draws = {name: draw for name, draw in style.draws.items() if free(name)}
-        return {**data, "page": page, "style": style.model_dump(mode="json")}
-
-    @field_validator("style")
-    @classmethod
-    def _recorded(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return Style.model_validate(value).model_dump(mode="json")
-        return value
-
-    @property
-    def drawn_style(self) -> Style | None:
-        """The style whose fields are drawn per item (None when nothing is drawn)."""
-        if not isinstance(self.style, dict) or not self.style.get("draws"):
-            return None
-        return Style.model_validate(self.style)
-
     def identity(self) -> dict[str, Any]:
         data = super().identity()
         data["page"] = self.page.identity()
-        if self.style is None:  # runs made before styles recorded none
-            data.pop("style", None)
-        if not self.target.wanted:  # nor targets
-            data.pop("target", None)
         return data
 
 
@@ -453,6 +405,16 @@ class PageRenderer(Renderer):
         ppi = ppi or self.options.ppi
         return (pixels(width_pt * self.options.horizontal_scale / POINTS_PER_INCH, ppi),
                 pixels(height_pt / POINTS_PER_INCH, ppi))
+
+    def shown_text(self, item: Item, part: RenderPart) -> str:
+        """The text the item's pages show (a target's text tokens)."""
+        return drawn_text(item, part, self.options.model_dump())
+
+    def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
+        """The sizes of the item's pages in pixels, laid out, not drawn (a target's
+        vision tokens)."""
+        widths, heights = self.page_sizes(self.layout(item, part))
+        return [self.pixel_size(w, h) for w, h in zip(widths, heights, strict=True)]
 
     def row_params(self, part: RenderPart) -> dict[str, Any]:
         """What a row records of this renderer: its whole style, the part drawn, and the
@@ -814,103 +776,17 @@ def layout_file(output: Output, item_id: str, record: dict[str, Any]) -> dict[st
 
 
 
-class PageJob(Job):
+class PageJob(StyledJob):
     """``mmconvert render``: the chosen part of each item on A4 page images."""
 
     def __init__(self, config: RenderConfig):
         self.config = config
         self.renderer = PageRenderer(config.page)
         self.prompts = Prompts(config.prompt_dir)
-        # renderers of the styles drawn per item, by their options
-        self._drawn: dict[str, PageRenderer] = {}
-        self.style = config.drawn_style
-        target = config.target
-        self.target = target if target.wanted else None
-        self.tokenizer = None
-        if self.target is not None:
-            from ..stats import token_rule
-            from ..tokens import load_tokenizer
-
-            self.rule = token_rule(target.ratio_model)
-            if target.tokenizer:
-                self.tokenizer = load_tokenizer(target.tokenizer)
+        self.start_style()
         draws = self.style.draws if self.style else {}
         for fonts in (draws["font"].values if "font" in draws else []):
             page_chain(tuple(fonts))  # a bad font file is refused before the first item
-
-    def report(self, rows) -> dict[str, Any]:
-        """With a target: how many items met it (the others' rows say why not), also said
-        on stderr when any did not."""
-        if self.target is None:
-            return {}
-        records = [row["target"] for row in rows() if row.get("target")]
-        off = sum(not record["within"] for record in records)
-        if off:
-            import click
-
-            click.echo(f"{off} of {len(records)} item(s) are off target by more than 5 % "
-                       "(their rows' target.reason says why)", err=True)
-        return {"target": {"items": len(records), "within": len(records) - off,
-                           "tolerance": TOLERANCE}}
-
-    def fitted(self, item: Item, part: RenderPart,
-               renderer: PageRenderer) -> tuple[PageRenderer, dict[str, Any]]:
-        """The item's renderer at the font size that meets the run's target, and the row's
-        record of it (the target, what was met, the layouts it took; a reason when the
-        bounds keep it off target, which ``--on-error skip`` skips)."""
-        from ..stats import image_tokens
-
-        base = renderer.options
-        text = drawn_text(item, part, base.model_dump())
-        text_tokens = self.tokenizer.count(text) if self.tokenizer else None
-        sized: dict[float, PageRenderer] = {}
-
-        def at(size: float) -> PageRenderer | None:
-            if size not in sized:
-                values: dict[str, Any] = {"font_size": size}
-                if base.line_pitch is not None:  # a fixed pitch keeps its share of the size
-                    values["line_pitch"] = base.line_pitch * size / base.font_size
-                try:
-                    sized[size] = PageRenderer(base.with_values(values))
-                except ValidationError:
-                    sized[size] = None
-            return sized[size]
-
-        def tokens_at(size: float) -> int | None:
-            drawer = at(size)
-            if drawer is None:
-                return None
-            widths, heights = drawer.page_sizes(drawer.layout(item, part))
-            return image_tokens(self.rule, [
-                dict(zip(("width", "height"), drawer.pixel_size(w, h), strict=True))
-                for w, h in zip(widths, heights, strict=True)])
-
-        found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
-        if not found.record["within"] and self.config.on_error == "skip":
-            raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
-                            item.id, field="target", item_id=item.id, stage="render")
-        return at(found.font_size) or renderer, found.record
-
-    def renderer_for(self, item: Item) -> PageRenderer:
-        """The item's renderer: the run's, or one of the style drawn for it."""
-        style = self.style
-        if style is None:
-            return self.renderer
-        drawn = style.draw(self.config.seed, item.id)
-        try:
-            options = self.config.page.with_values(drawn)
-        except ValidationError as err:
-            values = ", ".join(f"{k}={v}" for k, v in drawn.items())
-            raise ItemError(f"style {style.name}: {first_error(err)['msg']} (drawn: {values})",
-                            where=item.origin or item.id, field="style", item_id=item.id,
-                            stage="render") from None
-        key = options.model_dump_json()
-        renderer = self._drawn.get(key)
-        if renderer is None:
-            if len(self._drawn) >= 256:
-                self._drawn.clear()
-            renderer = self._drawn[key] = PageRenderer(options)
-        return renderer
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:
         return self.config.page.render or corpus.part_for(item)
@@ -928,10 +804,7 @@ class PageJob(Job):
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()
-        renderer = self.renderer_for(item)
-        target = None
-        if self.target is not None:
-            renderer, target = self.fitted(item, part, renderer)
+        renderer, target = self.styled_renderer(item, part)
         result = renderer.render(item, part, want_pdf=config.pdf)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
         images, layout = renderer.page_files(output, item.id, result)

@@ -90,6 +90,16 @@ class Style(BaseModel):
     name: str  # a preset's name, or the file as given
     sha256: str
     draws: dict[str, Draw] = Field(default_factory=dict)
+    # fields the style sets that the run's renderer does not draw (the page renderer's line
+    # layout, for the document renderer)
+    left_out: list[str] = Field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        """The style as a run config records it (``left_out`` only when some are)."""
+        data = self.model_dump(mode="json")
+        if not data["left_out"]:
+            data.pop("left_out")
+        return data
 
     def draw(self, seed: int, item_id: str) -> dict[str, Any]:
         """The values of the drawn fields for one item: the same for the same (seed, item

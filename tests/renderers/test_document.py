@@ -193,6 +193,80 @@ def test_a_css_file_and_columns_change_the_look(docs, drawn, tmp_path):
     assert row["renderer"]["params"]["css"] == str(css.resolve())
 
 
+def text_layer_verdicts(out: Path) -> dict[str, str]:
+    assert run("qa", "check", out, "--checks", "text_layer").exit_code == 0
+    return {e["id"]: e["verdict"] for e in JsonlLog(out / "qa.jsonl").read()
+            if e["source"] == "auto:text_layer"}
+
+
+def test_a_style_file_draws_documents_and_names_the_fields_it_leaves_out(docs, tmp_path):
+    # a preset: the fields the document draws are taken, the page renderer's line layout is
+    # named once before the run and recorded
+    out = tmp_path / "glyph"
+    result = run("render", docs, "--renderer", "document", "--render", "context", "--style",
+                 "glyph", "--out", out)
+    assert result.exit_code == 0, result.output
+    note = ("style glyph: the document renderer does not draw line_fit, newlines, "
+            "space_shrink; left out")
+    assert result.output.count(note) == 1
+    info = json.loads((out / "run.json").read_text())
+    assert info["notes"] == [note]
+    assert info["config"]["style"]["left_out"] == ["line_fit", "newlines", "space_shrink"]
+    document = info["config"]["document"]
+    assert (document["ppi"], document["font_size"], document["line_pitch"],
+            document["crop"], document["crop_pad"]) == (72, 9, 10, "content", 10)
+    for row in rows(out):
+        (image,) = row["images"]
+        assert image["width"] < 595 and image["height"] < 842  # cut to the text, at 72 PPI
+    assert text_layer_verdicts(out) == dict.fromkeys(["table", "code", "chat"], "accept")
+    # a style drawn per item: each row holds its own draw, the same on a second run
+    wild = tmp_path / "wild"
+    assert run("render", docs, "--renderer", "document", "--render", "context", "--style",
+               "wild", "--seed", "3", "--out", wild).exit_code == 0
+    drawn = [(*r["renderer"]["params"]["font"], r["renderer"]["params"]["font_size"])
+             for r in rows(wild)]
+    assert len(set(drawn)) == 3
+    assert {f["name"] for f in json.loads((wild / "run.json").read_text())["fonts"]} >= {
+        "Comic Neue", "Liberation Serif"}
+    again = tmp_path / "wild-again"
+    assert run("render", docs, "--renderer", "document", "--render", "context", "--style",
+               "wild", "--seed", "3", "--out", again).exit_code == 0
+    assert (again / "manifest.jsonl").read_bytes() == (wild / "manifest.jsonl").read_bytes()
+    assert text_layer_verdicts(wild) == dict.fromkeys(["table", "code", "chat"], "accept")
+
+
+def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
+    from mmconvert.stats import image_tokens, token_rule
+
+    out = tmp_path / "budget"
+    result = run("render", docs, "--renderer", "document", "--render", "context",
+                 "--vision-budget", "400", "--ratio-model", "qwen2.5-vl", "--crop", "content",
+                 "--out", out)
+    assert result.exit_code == 0, result.output
+    sizes = set()
+    for row in rows(out):
+        target = row["target"]
+        assert target["within"], target
+        # the tokens the search counted are the drawn pages' own
+        assert image_tokens(token_rule("qwen2.5-vl"), row["images"]) == \
+            target["vision_tokens"]
+        assert abs(target["vision_tokens"] - 400) <= 20
+        assert row["renderer"]["params"]["font_size"] == target["font_size"]
+        sizes.add(target["font_size"])
+    assert len(sizes) == 3  # each item its own size
+    assert json.loads((out / "run.json").read_text())["target"] == {
+        "items": 3, "within": 3, "tolerance": 0.05}
+    assert text_layer_verdicts(out) == dict.fromkeys(["table", "code", "chat"], "accept")
+    # whole pages take the same tokens at any size: the rows say why they are off target
+    whole = tmp_path / "whole"
+    result = run("render", docs, "--renderer", "document", "--render", "context",
+                 "--vision-budget", "400", "--ratio-model", "qwen2.5-vl", "--limit", "1",
+                 "--out", whole)
+    assert result.exit_code == 0 and "1 of 1 item(s) are off target" in result.output
+    (row,) = rows(whole)
+    assert not row["target"]["within"] and "in steps" in row["target"]["reason"]
+
+
 def test_bad_input_is_one_line(docs, drawn, tmp_path, monkeypatch):
     big = tmp_path / "big"
     result = run("render", docs, "--renderer", "document", "--render", "context",

@@ -1,0 +1,213 @@
+"""Runs drawn in a page style, for any renderer whose options are page style fields (the page
+renderer's ``PageOptions``, the document renderer's share of them): ``--style`` (a preset or a
+style file, its fixed values filling the options, its drawn ones drawn per item) and a
+target (``--target-ratio``, ``--vision-budget``: each item at the font size that meets it).
+
+A renderer taking part names its options section (``StyledConfig.STYLED``), and its renderer
+answers two questions the target asks: the text its pages show (``shown_text``, the text
+tokens of a ratio) and the pixel sizes of its pages (``pixel_sizes``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from ..config import RunConfig
+from ..errors import ItemError
+from ..jobs import Job
+from ..options import cli, first_error
+from .styles import Style
+from .target import TOLERANCE, TargetOptions, fit
+
+if TYPE_CHECKING:
+    from ..items import Item, RenderPart
+
+# style fields a named one covers: given, it keeps the style's value of these out
+COVERS = {"page_size": ("page_width", "page_height"),
+          **{f"margin_{side}": ("margin",) for side in ("top", "right", "bottom", "left")}}
+
+
+def style_field():
+    return Field(None, json_schema_extra=cli(metavar="NAME|FILE", default="readbench"),
+                 description="a preset (mmconvert list styles) or a style file (YAML or JSON) "
+                             "giving page style fields a value, a choice or a range drawn per "
+                             "item; flags given beside it win")
+
+
+class StyledConfig(RunConfig):
+    """A run config with a ``style`` (declared by the subclass, with ``style_field``) over
+    its options section ``STYLED``, and a ``target``."""
+
+    STYLED: ClassVar[str]
+    # a name or file as given; recorded as a Style's fields (``drawn_style``)
+    style: str | dict[str, Any] | None
+    target: TargetOptions
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_style(cls, data: Any) -> Any:
+        """``style`` named: its fixed values fill the option fields not given, and the
+        fields drawn per item that are not given stay in ``style`` (so a recorded config,
+        holding both, validates to itself). A style field the options do not have (a page
+        renderer's field, for the document) is left out, and the style records it."""
+        if not isinstance(data, dict) or not isinstance(data.get("style"), str):
+            return data
+        from .styles import load
+
+        style, fixed = load(data["style"])
+        section = cls.STYLED
+        fields = cls.model_fields[section].annotation.model_fields  # type: ignore[union-attr]
+        options = data.get(section) or {}
+        options = dict(options.model_dump(exclude_unset=True)
+                       if isinstance(options, BaseModel) else options)
+        given = set(options)
+
+        def free(name: str) -> bool:  # neither given nor covered by a field given
+            return name not in given and not given.intersection(COVERS.get(name, ()))
+
+        style.left_out = sorted(name for name in {*fixed, *style.draws} if name not in fields)
+        options.update({name: value for name, value in fixed.items()
+                        if free(name) and name in fields})
+        style.draws = {name: draw for name, draw in style.draws.items()
+                       if free(name) and name in fields}
+        return {**data, section: options, "style": style.record()}
+
+    @field_validator("style")
+    @classmethod
+    def _recorded(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return Style.model_validate(value).record()
+        return value
+
+    @property
+    def drawn_style(self) -> Style | None:
+        """The style whose fields are drawn per item (None when nothing is drawn)."""
+        if not isinstance(self.style, dict) or not self.style.get("draws"):
+            return None
+        return Style.model_validate(self.style)
+
+    def identity(self) -> dict[str, Any]:
+        data = super().identity()
+        if self.style is None:  # runs made before styles recorded none
+            data.pop("style", None)
+        if not self.target.wanted:  # nor targets
+            data.pop("target", None)
+        return data
+
+
+class StyledJob(Job):
+    """A job drawing each item with the run's renderer, or one of the style drawn for it,
+    at the font size its target asks for. ``start_style`` sets it up."""
+
+    config: StyledConfig
+
+    def start_style(self) -> None:
+        self._drawn: dict[str, Any] = {}  # renderers of the styles drawn per item
+        self.style = self.config.drawn_style
+        target = self.config.target
+        self.target = target if target.wanted else None
+        self.tokenizer = None
+        if self.target is not None:
+            from ..stats import token_rule
+            from ..tokens import load_tokenizer
+
+            self.rule = token_rule(target.ratio_model)
+            if target.tokenizer:
+                self.tokenizer = load_tokenizer(target.tokenizer)
+
+    def make_renderer(self, options):
+        """The job's renderer with other options."""
+        return type(self.renderer)(options)
+
+    @property
+    def options(self):
+        return getattr(self.config, self.config.STYLED)
+
+    def renderer_for(self, item: Item):
+        """The item's renderer: the run's, or one of the style drawn for it."""
+        style = self.style
+        if style is None:
+            return self.renderer
+        drawn = style.draw(self.config.seed, item.id)
+        try:
+            options = self.options.with_values(drawn)
+        except ValidationError as err:
+            values = ", ".join(f"{k}={v}" for k, v in drawn.items())
+            raise ItemError(f"style {style.name}: {first_error(err)['msg']} (drawn: {values})",
+                            where=item.origin or item.id, field="style", item_id=item.id,
+                            stage="render") from None
+        key = options.model_dump_json()
+        renderer = self._drawn.get(key)
+        if renderer is None:
+            if len(self._drawn) >= 256:
+                self._drawn.clear()
+            renderer = self._drawn[key] = self.make_renderer(options)
+        return renderer
+
+    def fitted(self, item: Item, part: RenderPart, renderer) -> tuple[Any, dict[str, Any]]:
+        """The item's renderer at the font size that meets the run's target, and the row's
+        record of it (the target, what was met, the layouts it took; a reason when the
+        bounds keep it off target, which ``--on-error skip`` skips)."""
+        from ..stats import image_tokens
+
+        base = renderer.options
+        text_tokens = (self.tokenizer.count(renderer.shown_text(item, part))
+                       if self.tokenizer else None)
+        sized: dict[float, Any] = {}
+
+        def at(size: float):
+            if size not in sized:
+                values: dict[str, Any] = {"font_size": size}
+                if base.line_pitch is not None:  # a fixed pitch keeps its share of the size
+                    values["line_pitch"] = base.line_pitch * size / base.font_size
+                try:
+                    sized[size] = self.make_renderer(base.with_values(values))
+                except ValidationError:
+                    sized[size] = None
+            return sized[size]
+
+        def tokens_at(size: float) -> int | None:
+            drawer = at(size)
+            if drawer is None:
+                return None
+            return image_tokens(self.rule, [{"width": w, "height": h}
+                                            for w, h in drawer.pixel_sizes(item, part)])
+
+        found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
+        if not found.record["within"] and self.config.on_error == "skip":
+            raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
+                            item.id, field="target", item_id=item.id, stage="render")
+        return at(found.font_size) or renderer, found.record
+
+    def styled_renderer(self, item: Item, part: RenderPart) -> tuple[Any, dict | None]:
+        """The renderer that draws ``item``, and its target's record (None without one)."""
+        renderer = self.renderer_for(item)
+        if self.target is None:
+            return renderer, None
+        return self.fitted(item, part, renderer)
+
+    def notes(self) -> list[str]:
+        """The style's fields this renderer does not draw, said before the run starts."""
+        style = self.config.style
+        left_out = style.get("left_out") if isinstance(style, dict) else None
+        if not left_out:
+            return []
+        return [f"style {style['name']}: the {self.config.renderer} renderer does not draw "
+                f"{', '.join(left_out)}; left out"]
+
+    def report(self, rows) -> dict[str, Any]:
+        """With a target: how many items met it (the others' rows say why not), also said
+        on stderr when any did not."""
+        if self.target is None:
+            return {}
+        records = [row["target"] for row in rows() if row.get("target")]
+        off = sum(not record["within"] for record in records)
+        if off:
+            import click
+
+            click.echo(f"{off} of {len(records)} item(s) are off target by more than 5 % "
+                       "(their rows' target.reason says why)", err=True)
+        return {"target": {"items": len(records), "within": len(records) - off,
+                           "tolerance": TOLERANCE}}
