@@ -148,3 +148,63 @@ def test_changes_by_another_reviewer_appear(browser, site):
     page.close()
     assert json.loads((folder / "qa.jsonl").read_text().splitlines()[-1])["source"] == \
         "reviewer:bo"
+
+
+def test_document_rows_show_their_pages_text_and_checks(browser, tmp_path):
+    """A document run (Markdown typeset by the document renderer, one item over several
+    pages) in the review page: every page shown and loaded, the text its pages should show
+    (the typeset text, not the Markdown source), the checks' verdicts, a vote written."""
+    from tests.renderers.test_document import DOCUMENTS
+    from tests.test_cli import run
+
+    long = {"id": "long", "question": "What is listed?", "context": "\n\n".join(
+        f"## Section {n}\n\n| key | value |\n|--|--:|\n| k{n} | {n * 11} |" for n in range(40))}
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps(d) + "\n" for d in [*DOCUMENTS, long]),
+                      encoding="utf-8")
+    folder = tmp_path / "docs"
+    assert run("render", source, "--renderer", "document", "--render", "context",
+               "--out", folder).exit_code == 0
+    assert run("qa", "check", folder, "--checks", "text_layer,image").exit_code == 0
+    pages = {json.loads(line)["id"]: len(json.loads(line)["images"])
+             for line in (folder / "manifest.jsonl").read_text().splitlines()}
+    assert pages["long"] > 1
+    serving = Serving(folder)
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(f"http://127.0.0.1:{serving.port}/")
+        expect(page.locator("#position")).to_have_text("1 of 4")
+        seen = {}
+        for item in pages:  # in the manifest's order
+            expect(page.locator("#item-id")).to_have_text(item)
+            expect(page.locator("#images img")).to_have_count(pages[item])
+            # every page loaded, none a broken image
+            page.wait_for_function("""n => {
+                const images = [...document.querySelectorAll('#images img')];
+                return images.length === n
+                    && images.every(i => i.complete && i.naturalWidth > 0); }""",
+                                   arg=pages[item])
+            seen[item] = page.locator("#text").inner_text()
+            expect(page.locator("#checks")).to_contain_text("text_layer")
+            if item != "long":
+                page.keyboard.press("j")
+        assert set(seen) == set(pages)
+        # the text the pages show: typeset, so no Markdown pipes or dollar signs
+        assert "Qwen2.5-VL" in seen["table"] and "|" not in seen["table"]
+        assert "def loss(x, y):" in seen["code"] and "$" not in seen["code"].replace(
+            "\\frac{1}{", "")
+        assert seen["chat"].index("Caroline") < seen["chat"].index("Melanie")
+        # a vote on a document row is written like any other
+        page.locator("#reviewer").fill("ana")
+        page.keyboard.press("Escape")
+        expect(page.locator("#item-id")).to_have_text("long")
+        page.locator("#accept").click()
+        wait_for_message(page, "Accepted long")
+        votes = [e for e in qa_events(folder) if e["source"] == "reviewer:ana"]
+        assert [(e["id"], e["verdict"]) for e in votes] == [("long", "accept")]
+        assert not errors, errors
+        page.close()
+    finally:
+        serving.close()

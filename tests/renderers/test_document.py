@@ -267,6 +267,95 @@ def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
     assert not row["target"]["within"] and "in steps" in row["target"]["reason"]
 
 
+def _descendants(pid: int) -> set[int]:
+    """The living processes below ``pid`` (its workers, their Playwright drivers and their
+    Chromium processes)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if stat[0] != "Z":
+                parents[int(entry.name)] = int(stat[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _living(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
+def test_a_render_killed_with_its_browsers_up_resumes_to_the_same_bytes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps({
+        "id": f"doc-{n:03d}", "question": "Which?", "context": (
+            f"## Part {n}\n\n| a | b |\n|--|--|\n| {n} | {n * n} |\n\n"
+            f"```python\nprint({n})\n```\n\nSo $x^{{{n}}} + y$ holds.")}) + "\n"
+        for n in range(80)), encoding="utf-8")
+    args = ("render", source, "--renderer", "document", "--render", "context", "--workers", "2")
+    ref = tmp_path / "ref"
+    assert run(*args, "--out", ref).exit_code == 0
+    cut = tmp_path / "cut"
+    process = subprocess.Popen([sys.executable, "-m", "mmconvert.cli", *map(str, args), "--out",
+                                str(cut)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        manifest = cut / "manifest.jsonl"
+        # killed once both browsers are up and some items are written
+        while time.monotonic() < deadline and not (
+                manifest.exists() and manifest.read_bytes().count(b"\n") >= 4):
+            time.sleep(0.05)
+        below = _descendants(process.pid)
+        names = [_name(pid) for pid in below]
+        assert process.poll() is None, "the render ended before it could be killed"
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert sum("chrom" in name for name in names) >= 2, names  # both workers' browsers
+    deadline = time.monotonic() + 20
+    while _living(below) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _living(below), "workers or browsers outlived their killed run"
+    written = manifest.read_bytes().count(b"\n")
+    assert 0 < written < 80
+    result = run(*args, "--out", cut)
+    assert result.exit_code == 0, result.output
+    assert f"; {written} already done" in result.output  # finished work is not redone
+    assert (cut / "manifest.jsonl").read_bytes() == (ref / "manifest.jsonl").read_bytes()
+    made = {p.relative_to(cut).as_posix(): p.read_bytes() for p in sorted(cut.rglob("*"))
+            if p.is_file() and p.suffix in (".png", ".pdf")}
+    assert made == {p.relative_to(ref).as_posix(): p.read_bytes()
+                    for p in sorted(ref.rglob("*")) if p.is_file() and p.suffix in (".png", ".pdf")}
+
+
 def test_bad_input_is_one_line(docs, drawn, tmp_path, monkeypatch):
     big = tmp_path / "big"
     result = run("render", docs, "--renderer", "document", "--render", "context",
