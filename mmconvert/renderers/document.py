@@ -224,8 +224,10 @@ def markdown_html(text: str, state: RenderState) -> str:
 def highlight(style: str, code: str, language: str, attrs: str) -> str:
     """A code block in Pygments' colours (inline styles) when its language is known; ""
     lets markdown-it escape it as plain code."""
+    # HtmlFormatter from its own module: pygments.formatters' lazy lookup fails in a thread
+    # while another thread is importing the same formatter (qa check reads rows on threads)
     from pygments import highlight as colour
-    from pygments.formatters import HtmlFormatter
+    from pygments.formatters.html import HtmlFormatter
     from pygments.lexers import get_lexer_by_name
     from pygments.util import ClassNotFound
 

@@ -432,3 +432,30 @@ def test_other_scripts_are_drawn_and_a_right_to_left_paragraph_runs_right_to_lef
     arabic = next(line for line in lines if "مصر" in line[2])
     assert arabic[1] > width - 40  # it ends at the right margin
     assert arabic[0] > width / 2  # and starts right of the middle
+
+
+def test_code_is_coloured_on_many_threads_at_once():
+    """qa check reads rows on threads: the first code blocks coloured at once, in a fresh
+    process, must not trip over one another's imports (pygments' lazy formatter lookup did,
+    one time in two)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading\n"
+        "from mmconvert.renderers.document import highlight\n"
+        "barrier, errors = threading.Barrier(16), []\n"
+        "def colour():\n"
+        "    barrier.wait()\n"
+        "    try:\n"
+        "        assert 'color' in highlight('default', 'x = 1', 'python', '')\n"
+        "    except Exception as err:\n"
+        "        errors.append(repr(err))\n"
+        "threads = [threading.Thread(target=colour) for _ in range(16)]\n"
+        "[t.start() for t in threads]\n"
+        "[t.join() for t in threads]\n"
+        "print(errors[:1])\n")
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
