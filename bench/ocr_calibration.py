@@ -49,6 +49,18 @@ RUNS = [
      ["--on-error", "skip"]),
     # COCO-CN's captions name COCO images, which the coco-mini sample holds
     ("coco-cn captions (occlude)", "occlude", "captions", "coco-cn", ["--on-error", "skip"]),
+    # the document renderer: the samples' questions typeset by Chromium, and documents of our
+    # own (bench/document_speed.py's: a table, a code block and a formula each)
+    ("mmlu-redux (document)", "render", "mmlu-redux", "mmlu-redux/mmlu_redux",
+     ["--renderer", "document"]),
+    ("mmlu-pro (document, all)", "render", "mmlu-pro", "mmlu-pro/data",
+     ["--renderer", "document", "--render", "all"]),
+    ("logiqa en (document, all)", "render", "logiqa", "logiqa",
+     ["--language", "en", "--render", "all", "--renderer", "document"]),
+    ("cmmlu (document, all)", "render", "cmmlu", "cmmlu/data",
+     ["--split", "test", "--render", "all", "--renderer", "document"]),
+    ("our documents (document)", "render", None, "documents",
+     ["--renderer", "document", "--render", "context"]),
 ]
 
 
@@ -74,6 +86,9 @@ def main() -> None:
             path = args.data / source if source else Path(corpus)
             if source == "coco-cn":
                 path = coco_cn(args.data, Path(tmp))
+            if source == "documents":
+                path = our_documents(Path(tmp), args.limit)
+                corpus, source = str(path), None
             if not path.exists():
                 print(f"{label:<28} (no data at {path})")
                 continue
@@ -110,6 +125,19 @@ def main() -> None:
     for (renderer, lang), value in sorted(worst.items()):
         print(f"  {renderer:<8} {lang:<8} {max(0.02, round(2 * value + 0.005, 2)):.2f}"
               f"   (highest seen {value:.3f})")
+
+
+def our_documents(tmp: Path, count: int) -> Path:
+    import json
+    import random
+
+    from bench.document_speed import short_item
+
+    rng = random.Random(0)
+    path = tmp / "documents.jsonl"
+    path.write_text("".join(json.dumps(short_item(rng, k)) + "\n" for k in range(count)),
+                    encoding="utf-8")
+    return path
 
 
 def coco_cn(data: Path, tmp: Path) -> Path:

@@ -65,6 +65,8 @@ SHARED = ("ppi", "font", "font_size", "line_spacing", "line_pitch", "letter_spac
           "page_width", "page_height", "columns", "column_gap", "align", "first_line_indent",
           "left_indent", "right_indent", "paragraph_gap", "paragraph_color", "text_color",
           "background", "color", "crop_pad", "render")
+# what the OCR check does not ask Tesseract to read (``DocumentRenderer.ocr_text``)
+UNREAD_BY_OCR = frozenset({"math", "table"})
 # faces from pymupdf-fonts: the body (regular, bold, italic, bold italic), code and math
 BODY_FACES = {("normal", "normal"): "notos", ("bold", "normal"): "notosbo",
               ("normal", "italic"): "notosit", ("bold", "italic"): "notosbi"}
@@ -445,8 +447,9 @@ class _Text(HTMLParser):
     # MathML elements whose children the browser draws in another order than the source's
     DRAWN_ORDER = {"munderover": (2, 0, 1)}
 
-    def __init__(self):
+    def __init__(self, unread: frozenset[str] = frozenset()):
         super().__init__(convert_charrefs=True)
+        self.HIDDEN = self.HIDDEN | unread
         self.parts: list[str] = []
         self.hidden = 0
         self.lists: list[list[Any]] = []  # [kind, next number]
@@ -539,8 +542,9 @@ def references(body: str) -> list[str]:
     return list(dict.fromkeys(reader.found))
 
 
-def visible_text(body: str) -> str:
-    reader = _Text()
+def visible_text(body: str, unread: frozenset[str] = frozenset()) -> str:
+    """The text ``body`` shows, without what the elements named in ``unread`` hold."""
+    reader = _Text(unread)
     reader.feed(body)
     reader.close()
     return "".join(reader.parts)
@@ -824,6 +828,17 @@ class DocumentRenderer(Renderer):
 
     @classmethod
     def expected_text(cls, row: dict[str, Any]) -> str:
+        return cls._shown(row)
+
+    @classmethod
+    def ocr_text(cls, row: dict[str, Any]) -> str:
+        """The shown text without formulas and tables: Tesseract reads neither typeset math
+        nor ruled cells (it drops whole rows of a correct table, bench/ocr_calibration.py);
+        the text-layer check reads those exactly."""
+        return cls._shown(row, UNREAD_BY_OCR)
+
+    @classmethod
+    def _shown(cls, row: dict[str, Any], unread: frozenset[str] = frozenset()) -> str:
         params = row["renderer"]["params"]
         state = RenderState(cls.options_from(params), None)
         # an image the row refused shows its alternative text; one drawn shows no text
@@ -831,7 +846,7 @@ class DocumentRenderer(Renderer):
         state.image = (lambda src, alt: f"[{alt or 'image'}]"  # type: ignore[method-assign]
                        if f"image {src}" in refused else "")
         return visible_text(fields_html(item_from_row(row), params.get("render") or "options",
-                                        state))
+                                        state), unread)
 
     @classmethod
     def text_question(cls, row: dict[str, Any]) -> str | None:

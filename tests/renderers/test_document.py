@@ -102,6 +102,14 @@ def test_markdown_is_typeset_and_every_character_is_in_the_text_layer(drawn):
     assert {i: e["verdict"] for i, e in layer.items()} == dict.fromkeys(found, "accept")
     assert all(e["detail"]["pdf"] == "stored" and e["detail"]["chars"] > 50
                for e in layer.values())
+    # OCR is asked for the text without formulas and tables, which Tesseract does not read
+    from mmconvert.renderers.document import DocumentRenderer
+
+    for_ocr = DocumentRenderer.ocr_text(found["code"])
+    assert "def loss(x, y):" in for_ocr and "Also" in for_ocr and "ℒ" not in for_ocr
+    assert "ℒ" in DocumentRenderer.expected_text(found["code"])
+    assert "Qwen2.5-VL" not in DocumentRenderer.ocr_text(found["table"])
+    assert "A list:" in DocumentRenderer.ocr_text(found["table"])
     ocr = {e["id"]: e["verdict"] for e in events if e["source"] == "auto:ocr"}
     assert ocr["table"] == ocr["chat"] == "accept"
     info = json.loads((drawn / "run.json").read_text())
