@@ -9,7 +9,10 @@
    the interpreter, imports and the browser's start).
 3. LONG Markdown documents of about 8,000 words (headings, paragraphs, lists, a table, code):
    pages/s.
-4. Fidelity: ``mmconvert qa check --checks text_layer`` on the short items and 40 documents of
+4. The short items again with a vision budget (``--vision-budget 400 --ratio-model
+   qwen2.5-vl``, pages cut to their text), against the same cut without one: the cost of the
+   font-size search, which typesets (never draws) each size it tries.
+5. Fidelity: ``mmconvert qa check --checks text_layer`` on the short items and 40 documents of
    our own mixing tables, code and math: items and characters checked, defects.
 """
 
@@ -117,6 +120,16 @@ def main() -> None:
               f"whole process, {args.short / seconds:.1f} items/s, {made / seconds:.1f} "
               f"pages/s; one item alone {fixed:.1f} s, so {1 / per:.1f} items/s past the "
               "start (goal 20)")
+        budget = ("--vision-budget", "400", "--ratio-model", "qwen2.5-vl", "--crop", "content")
+        cut = render(short, tmp / "cut", "--crop", "content")
+        aimed = render(short, tmp / "budget", *budget)
+        targets = [json.loads(line)["target"] for line in
+                   (tmp / "budget" / "manifest.jsonl").read_text(encoding="utf-8").split("\n")
+                   if line]
+        print(f"the same with a vision budget (400 qwen2.5-vl tokens, pages cut to the text): "
+              f"{aimed:.1f} s against {cut:.1f} s cut without one, "
+              f"{sum(t['layouts'] for t in targets) / len(targets):.1f} typesettings an item, "
+              f"{sum(t['within'] for t in targets)} of {len(targets)} within 5 %")
         long = tmp / "long.jsonl"
         long.write_text("".join(json.dumps(long_item(rng, k)) + "\n" for k in range(args.long)))
         seconds = render(long, tmp / "long")
