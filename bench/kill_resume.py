@@ -47,16 +47,28 @@ def verdicts(folder: Path) -> list[tuple]:
     return sorted(out)
 
 
-def children_of(pid: int) -> list[int]:
-    found = []
+def living_parents() -> dict[int, int]:
+    """Every living process (not a zombie), with its parent's pid."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(stat[1]) == pid and stat[0] != "Z":
-                found.append(int(entry.name))
+            if stat[0] != "Z":
+                parents[int(entry.name)] = int(stat[1])
+    return parents
+
+
+def descendants(pid: int) -> set[int]:
+    """The living processes below ``pid``: its workers, and what they started (a document
+    worker's Playwright driver and Chromium)."""
+    parents = living_parents()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
     return found
 
 
@@ -67,13 +79,13 @@ def killed_then_resumed(args: list[str], after: float) -> tuple[list[int], int]:
     process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     time.sleep(after)
-    workers = children_of(process.pid)
+    workers = descendants(process.pid)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     counts = []
     for wait in (1.0, 9.0):  # alive 1 s after the kill, and 10 s after
         time.sleep(wait)
-        alive = [pid for pid in workers if _running(pid)]
+        alive = [pid for pid in workers if running(pid)]
         counts.append(len(alive))
     for pid in alive:
         os.kill(pid, signal.SIGKILL)
@@ -81,7 +93,7 @@ def killed_then_resumed(args: list[str], after: float) -> tuple[list[int], int]:
     return counts, rerun.returncode
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
@@ -105,6 +117,8 @@ def main() -> None:
         w = ("--workers", args.workers)
         steps = {
             "render": lambda out: mmconvert("render", source, "--out", out, *w),
+            "document": lambda out: mmconvert("render", source, "--renderer", "document",
+                                              "--render", "context", "--out", out, *w),
             "sweep": lambda out: mmconvert("sweep", tmp / "ref-render", "--ppi", "150,200",
                                            "--out", out, *w),
             "transform": lambda out: mmconvert("transform", tmp / "ref-render", "--apply",

@@ -8,9 +8,9 @@ prompt as "A. …" lines (read back from it), bare letters with no such lines (t
 the options), and a ``doc_to_text`` written as a Python function (text for most; an index for
 the partial-scoring family, WinoGrande and its forks, which is refused).
 
-A static count of the configs: it converts no doc (the docs are on the hub). The docs of the
-tasks whose data the tests hold are checked against lm-eval's own objects in
-``tests/corpora/test_lmeval.py``.
+A static count of the configs: it converts no doc. ``bench/lm_eval_share.py`` builds each
+multiple-choice config and converts a doc of its schema; the docs of the tasks whose data the
+tests hold are checked against lm-eval's own objects in ``tests/corpora/test_lmeval.py``.
 
     python bench/lm_eval_tasks.py
 """

@@ -275,25 +275,6 @@ def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
     assert not row["target"]["within"] and "in steps" in row["target"]["reason"]
 
 
-def _descendants(pid: int) -> set[int]:
-    """The living processes below ``pid`` (its workers, their Playwright drivers and their
-    Chromium processes)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if stat[0] != "Z":
-                parents[int(entry.name)] = int(stat[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier}
-        found |= frontier
-    return found
-
-
 def _name(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
@@ -301,23 +282,13 @@ def _name(pid: int) -> str:
         return ""
 
 
-def _living(pids: set[int]) -> set[int]:
-    alive = set()
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.add(pid)
-    return alive
-
-
 def test_a_render_killed_with_its_browsers_up_resumes_to_the_same_bytes(tmp_path):
     import signal
     import subprocess
     import sys
     import time
+
+    from bench.kill_resume import descendants, running
 
     source = tmp_path / "many.jsonl"
     source.write_text("".join(json.dumps({
@@ -339,7 +310,7 @@ def test_a_render_killed_with_its_browsers_up_resumes_to_the_same_bytes(tmp_path
         while time.monotonic() < deadline and not (
                 manifest.exists() and manifest.read_bytes().count(b"\n") >= 4):
             time.sleep(0.05)
-        below = _descendants(process.pid)
+        below = descendants(process.pid)
         names = [_name(pid) for pid in below]
         assert process.poll() is None, "the render ended before it could be killed"
         os.kill(process.pid, signal.SIGKILL)
@@ -349,9 +320,9 @@ def test_a_render_killed_with_its_browsers_up_resumes_to_the_same_bytes(tmp_path
             process.kill()
     assert sum("chrom" in name for name in names) >= 2, names  # both workers' browsers
     deadline = time.monotonic() + 20
-    while _living(below) and time.monotonic() < deadline:
+    while any(map(running, below)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _living(below), "workers or browsers outlived their killed run"
+    assert not any(map(running, below)), "workers or browsers outlived their killed run"
     written = manifest.read_bytes().count(b"\n")
     assert 0 < written < 80
     result = run(*args, "--out", cut)
