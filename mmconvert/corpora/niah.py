@@ -20,6 +20,10 @@ accuracy by length × depth (``results.json``'s ``grid``, a table and a heat map
   haystack (0 = first sentence, 100 = after the last); the others at drawn boundaries.
 - **Length**: the haystack and needles together come to the largest whole number of sentences
   within the length, counted on the assembled text; ``k`` means 1,024 (RULER's 4k is 4,096).
+- **Dialogues** (``--haystack-unit turn``, MRCR's style): the haystack is the chat turns of
+  ``--haystack``'s dialogues, each needle a turn of its own (``user: …``) between turns; the
+  context is the turns as "role: content" paragraphs, and ``metadata.turns`` the turns, which
+  ``render --renderer document`` draws as a dialogue.
 
 Scoring is RULER's: the share of the asked values found in the answer.
 """
@@ -45,6 +49,7 @@ NeedleKind = Literal["single", "multi-key", "multi-value", "multi-query"]
 NOISE = ("The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
          "again. ")
 NEEDLE = "One of the special magic numbers for {key} is: {value}."
+NEEDLE_ROLE = "user"  # the speaker of a needle turn, in a dialogue haystack
 QUESTION = {
     "one": "What is the special magic number for {keys} mentioned in the provided text?",
     "values": "What are all the special magic numbers for {keys} mentioned in the provided "
@@ -90,6 +95,10 @@ class NiahOptions(BaseModel):
         "holding one, a hub id in the local cache, or tiktoken:NAME)",
         json_schema_extra=cli(default="words"))
     needle_samples: int = Field(1, ge=1, le=1000, description="items per length and depth")
+    haystack_unit: Literal["sentence", "turn"] = Field(
+        "sentence", description="what the haystack is cut into and a depth lands between: "
+        "sentences, or the chat turns of a haystack of dialogues (the needle a turn of its "
+        "own; render --renderer document draws them as a dialogue, MRCR's style)")
 
     @field_validator("lengths")
     @classmethod
@@ -168,8 +177,12 @@ class Niah(Corpus):
     def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
         options = self.options_of(request).niah
         counter = Counter(options.length_tokenizer)
-        text, sources = self.haystack(options, request)
-        pieces = sentences(text)
+        if options.haystack_unit == "turn":
+            turns, sources = self.turns(options, request)
+            pieces = [f"{t['role']}: {t['content']}" for t in turns]
+        else:
+            text, sources = self.haystack(options, request)
+            pieces, turns = sentences(text), None
         if not pieces:
             raise SourceError("the haystack has no text")
         counts = [counter(p) for p in pieces]
@@ -181,6 +194,7 @@ class Niah(Corpus):
                                 f"the longest length ({longest}); it is repeated {repeats} "
                                 "times")
         pieces = pieces * repeats
+        turns = turns * repeats if turns else None
         ends = list(accumulate(counts * repeats))  # the haystack's length to each sentence's end
         needles = options.needle or [NEEDLE]
         items = []
@@ -190,7 +204,7 @@ class Niah(Corpus):
                 for sample in range(options.needle_samples):
                     items.append(self.item(pieces, ends, counter, length, label, depth, sample,
                                            needles, options.needle_kind, request.seed,
-                                           sources, repeats))
+                                           sources, repeats, turns))
                     report.rows += 1
         return items
 
@@ -216,9 +230,33 @@ class Niah(Corpus):
                 parts.append("\n\n".join(t for t in (item.context, item.question) if t))
         return "\n\n".join(parts), list(options.haystack)
 
+    def turns(self, options: NiahOptions, request: LoadRequest) -> tuple[list[dict], list[str]]:
+        """The chat turns of the haystack's dialogues (items whose context is a list of
+        turns, ``metadata.turns``); one line when it holds none."""
+        from . import resolve
+
+        found: list[dict[str, str]] = []
+        for name in options.haystack:
+            if Path(name).suffix.lower() in (".txt", ".md"):  # text has no turns
+                break
+            if name == self.name:
+                raise UsageError("--haystack niah: a haystack cannot be another haystack set")
+            inner = LoadRequest(source=request.source, on_error=request.on_error,
+                                seed=request.seed)
+            for item in resolve(name).load(inner, LoadReport()):
+                found.extend((item.metadata or {}).get("turns") or [])
+        if not found or any(Path(n).suffix.lower() in (".txt", ".md")
+                            for n in options.haystack):
+            raise UsageError("--haystack-unit turn needs --haystack dialogues: a file or corpus "
+                             "whose items' context is a list of chat turns ([{\"role\", "
+                             "\"content\"}])")
+        return [{"role": t["role"], "content": t["content"]} for t in found], \
+            list(options.haystack)
+
     def item(self, pieces: list[str], ends: list[int], counter: Counter, length: int,
              label: str, depth: float, sample: int, needles: list[str], kind: NeedleKind,
-             seed: int, sources: list[str], repeats: int) -> Item:
+             seed: int, sources: list[str], repeats: int,
+             turns: list[dict[str, str]] | None = None) -> Item:
         cell = f"{label}-{depth:g}-{sample}"
         draw = rng(seed, "niah", cell)
         template = draw.choice(needles)
@@ -230,6 +268,10 @@ class Niah(Corpus):
             placed = [(key, self._value(draw)) for key in keys]
             asked = [0, 1] if kind == "multi-query" else [0]
         texts = [template.format(key=k, value=v) for k, v in placed]
+        role = NEEDLE_ROLE
+        if turns is not None:  # each needle a turn of its own
+            texts = [f"{role}: {t}" for t in texts]
+        separator = "\n\n" if turns is not None else " "
         needed = sum(counter(t) for t in texts)
         if needed >= length:
             raise UsageError(f"niah: the needles ({needed} {counter.unit}) do not fit in a "
@@ -240,7 +282,7 @@ class Niah(Corpus):
             hay = pieces[:taken]
             at = round(depth / 100 * len(hay))
             spots = [at] + [draw.randint(0, len(hay)) for _ in texts[1:]]
-            context, offsets = _assemble(hay, texts, spots)
+            context, offsets = _assemble(hay, texts, spots, separator)
             reached = counter(context)
             if reached <= length or taken == 1:
                 break
@@ -262,6 +304,10 @@ class Niah(Corpus):
             "haystack": sources, "haystack_repeats": repeats, "sentences": len(hay)},
             # eval's two-way breakdown (results.json's grid, a table and heat maps)
             "grid": {"length": label, "depth": depth}}
+        if turns is not None:  # the dialogue the document renderer draws, needles in place
+            metadata["niah"]["haystack_unit"] = "turn"
+            metadata["turns"] = _assemble_turns(turns[:len(hay)], placed, template, spots,
+                                                role)
         subset = f"niah-{label}"
         return Item(id=f"{subset}-d{depth:g}-{sample:03d}".replace(".", "_"), corpus=self.name,
                     subset=subset, split="test", context=context, question=question,
@@ -292,9 +338,27 @@ class Niah(Corpus):
                       extra={"found": found})
 
 
-def _assemble(hay: list[str], needles: list[str], spots: list[int]) -> tuple[str, list[int]]:
-    """The haystack's sentences with each needle before sentence ``spots[i]`` (after the last
-    for ``len(hay)``), joined by spaces; and each needle's character offset."""
+def _assemble_turns(hay: list[dict[str, str]], placed: list[tuple[str, str]], template: str,
+                    spots: list[int], role: str) -> list[dict[str, str]]:
+    """The haystack's turns with each needle a turn before turn ``spots[i]``, as
+    ``_assemble`` places them in the text."""
+    at: dict[int, list[int]] = {}
+    for index, spot in enumerate(spots):
+        at.setdefault(spot, []).append(index)
+    out: list[dict[str, str]] = []
+    for i in range(len(hay) + 1):
+        for index in at.get(i, []):
+            key, value = placed[index]
+            out.append({"role": role, "content": template.format(key=key, value=value)})
+        if i < len(hay):
+            out.append(hay[i])
+    return out
+
+
+def _assemble(hay: list[str], needles: list[str], spots: list[int],
+              separator: str = " ") -> tuple[str, list[int]]:
+    """The haystack's pieces with each needle before piece ``spots[i]`` (after the last for
+    ``len(hay)``), joined by ``separator``; and each needle's character offset."""
     at: dict[int, list[int]] = {}
     for index, spot in enumerate(spots):
         at.setdefault(spot, []).append(index)
@@ -305,8 +369,8 @@ def _assemble(hay: list[str], needles: list[str], spots: list[int]) -> tuple[str
         for index in at.get(i, []):
             offsets[index] = position
             parts.append(needles[index])
-            position += len(needles[index]) + 1
+            position += len(needles[index]) + len(separator)
         if i < len(hay):
             parts.append(hay[i])
-            position += len(hay[i]) + 1
-    return " ".join(parts), offsets
+            position += len(hay[i]) + len(separator)
+    return separator.join(parts), offsets

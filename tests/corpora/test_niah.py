@@ -152,3 +152,53 @@ def test_eval_reports_accuracy_by_length_and_depth(tmp_path):
     at = shown.index("image: score by length and depth")
     assert shown[at + 2:at + 4] == [f"{'256':<18}{100.0:8.1f}{0.0:8.1f}{0.0:8.1f}",
                                     f"{'1k':<18}{100.0:8.1f}{0.0:8.1f}{0.0:8.1f}"]
+
+
+def test_a_dialogue_haystack_places_needles_between_turns_and_draws_a_dialogue(tmp_path):
+    """MRCR's style: the haystack is the turns of dialogues of our own, each needle a turn of
+    its own at the depth asked (to the turn), and the document renderer draws the dialogue
+    with the needle turn in place and every character in its text layer."""
+    import shutil
+
+    talk = [{"role": "Caroline" if n % 2 == 0 else "Melanie",
+             "content": f"Turn {n}: we talked about the garden and the {n}th tomato."}
+            for n in range(30)]
+    source = tmp_path / "dialogues.jsonl"
+    source.write_text(json.dumps({"id": "d1", "question": "?", "context": talk}) + "\n")
+    made, _ = items(lengths=["200"], depths=[0, 50, 100], haystack=[str(source)],
+                    haystack_unit="turn")
+    for item in made:
+        niah = item.metadata["niah"]
+        turns = item.metadata["turns"]
+        (at,) = [i for i, t in enumerate(turns) if t["role"] == "user"]
+        hay = len(turns) - 1
+        assert at == round(niah["depth"] / 100 * hay)  # between turns, at the depth asked
+        assert turns[at]["content"] == niah["needles"][0]["text"].removeprefix("user: ")
+        assert item.context == "\n\n".join(f"{t['role']}: {t['content']}" for t in turns)
+        offset = niah["needles"][0]["offset"]
+        assert item.context[offset:].startswith(niah["needles"][0]["text"])
+        assert len(item.context.split()) == niah["length_reached"] <= 200
+        assert niah["haystack_unit"] == "turn"
+    # a haystack with no dialogues: one line
+    plain = tmp_path / "plain.txt"
+    plain.write_text("Just sentences. Nothing else.")
+    result = run("render", "niah", "--haystack", plain, "--haystack-unit", "turn",
+                 "--out", tmp_path / "bad")
+    assert result.exit_code != 0 and "needs --haystack dialogues" in result.output
+    if not shutil.which("chromium"):
+        return
+    out = tmp_path / "drawn"
+    result = run("render", "niah", "--haystack", source, "--haystack-unit", "turn",
+                 "--lengths", "200", "--depths", "50", "--renderer", "document", "--out", out)
+    assert result.exit_code == 0, result.output
+    (row,) = JsonlLog(out / "manifest.jsonl").read()
+    import pymupdf
+
+    with pymupdf.open(out / row["pdf"]) as doc:
+        text = "".join(page.get_text() for page in doc)
+    needle = row["metadata"]["niah"]["needles"][0]
+    assert text.index("Turn 0:") < text.index(needle["value"]) < text.rindex("Turn ")
+    assert "user" in text and "Melanie" in text  # speaker labels
+    assert run("qa", "check", out, "--checks", "text_layer").exit_code == 0
+    (event,) = JsonlLog(out / "qa.jsonl").read()
+    assert event["verdict"] == "accept"
