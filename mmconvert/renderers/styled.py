@@ -41,9 +41,10 @@ class StyledConfig(RunConfig):
     its options section ``STYLED``, and a ``target``."""
 
     STYLED: ClassVar[str]
-    # a name or file as given; recorded as a Style's fields (``drawn_style``)
-    style: str | dict[str, Any] | None
-    target: TargetOptions
+    if TYPE_CHECKING:  # declared by each subclass, where its fields' order puts them
+        # a name or file as given; recorded as a Style's fields (``drawn_style``)
+        style: str | dict[str, Any] | None
+        target: TargetOptions
 
     @model_validator(mode="before")
     @classmethod
@@ -74,7 +75,7 @@ class StyledConfig(RunConfig):
                        if free(name) and name in fields}
         return {**data, section: options, "style": style.record()}
 
-    @field_validator("style")
+    @field_validator("style", check_fields=False)  # the subclass declares the field
     @classmethod
     def _recorded(cls, value: Any) -> Any:
         if isinstance(value, dict):
