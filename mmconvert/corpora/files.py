@@ -52,6 +52,11 @@ def dialogue(value: list, where: str) -> list[dict[str, str]]:
     return turns
 
 
+def turn_text(turn: dict[str, str]) -> str:
+    """A chat turn as a dialogue's text twin writes it: "role: content"."""
+    return f"{turn['role']}: {turn['content']}"
+
+
 def is_table_path(name: str) -> bool:
     return Path(name).suffix.lower() in TABLE_SUFFIXES
 
@@ -140,7 +145,7 @@ class LocalFile(Corpus):
         question = text_field(data, "question", where, required=False)
         turns = dialogue(data.get("context"), where) \
             if isinstance(data.get("context"), list) else None
-        context = "\n\n".join(f"{t['role']}: {t['content']}" for t in turns) if turns \
+        context = "\n\n".join(map(turn_text, turns)) if turns \
             else text_field(data, "context", where, required=False)
         raw_options = data.get("options")
         # absent, empty text or an empty list: an item without options

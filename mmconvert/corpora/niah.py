@@ -43,6 +43,7 @@ from ..items import Item, RenderPart
 from ..options import OPTIONS, cli
 from ..seeds import rng
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest
+from .files import turn_text
 
 NeedleKind = Literal["single", "multi-key", "multi-value", "multi-query"]
 # RULER's noise haystack: the same few sentences, repeated
@@ -179,7 +180,7 @@ class Niah(Corpus):
         counter = Counter(options.length_tokenizer)
         if options.haystack_unit == "turn":
             turns, sources = self.turns(options, request)
-            pieces = [f"{t['role']}: {t['content']}" for t in turns]
+            pieces = [turn_text(t) for t in turns]
         else:
             text, sources = self.haystack(options, request)
             pieces, turns = sentences(text), None
@@ -236,17 +237,15 @@ class Niah(Corpus):
         from . import resolve
 
         found: list[dict[str, str]] = []
-        for name in options.haystack:
-            if Path(name).suffix.lower() in (".txt", ".md"):  # text has no turns
-                break
+        text = any(Path(n).suffix.lower() in (".txt", ".md") for n in options.haystack)
+        for name in [] if text else options.haystack:  # text has no turns
             if name == self.name:
                 raise UsageError("--haystack niah: a haystack cannot be another haystack set")
             inner = LoadRequest(source=request.source, on_error=request.on_error,
                                 seed=request.seed)
             for item in resolve(name).load(inner, LoadReport()):
                 found.extend((item.metadata or {}).get("turns") or [])
-        if not found or any(Path(n).suffix.lower() in (".txt", ".md")
-                            for n in options.haystack):
+        if not found:
             raise UsageError("--haystack-unit turn needs --haystack dialogues: a file or corpus "
                              "whose items' context is a list of chat turns ([{\"role\", "
                              "\"content\"}])")
@@ -268,9 +267,9 @@ class Niah(Corpus):
             placed = [(key, self._value(draw)) for key in keys]
             asked = [0, 1] if kind == "multi-query" else [0]
         texts = [template.format(key=k, value=v) for k, v in placed]
-        role = NEEDLE_ROLE
         if turns is not None:  # each needle a turn of its own
-            texts = [f"{role}: {t}" for t in texts]
+            needle_turns = [{"role": NEEDLE_ROLE, "content": t} for t in texts]
+            texts = [turn_text(t) for t in needle_turns]
         separator = "\n\n" if turns is not None else " "
         needed = sum(counter(t) for t in texts)
         if needed >= length:
@@ -306,8 +305,8 @@ class Niah(Corpus):
             "grid": {"length": label, "depth": depth}}
         if turns is not None:  # the dialogue the document renderer draws, needles in place
             metadata["niah"]["haystack_unit"] = "turn"
-            metadata["turns"] = _assemble_turns(turns[:len(hay)], placed, template, spots,
-                                                role)
+            metadata["turns"] = [turn for turn, _ in _interleave(turns[:len(hay)],
+                                                                 needle_turns, spots)]
         subset = f"niah-{label}"
         return Item(id=f"{subset}-d{depth:g}-{sample:03d}".replace(".", "_"), corpus=self.name,
                     subset=subset, split="test", context=context, question=question,
@@ -338,39 +337,30 @@ class Niah(Corpus):
                       extra={"found": found})
 
 
-def _assemble_turns(hay: list[dict[str, str]], placed: list[tuple[str, str]], template: str,
-                    spots: list[int], role: str) -> list[dict[str, str]]:
-    """The haystack's turns with each needle a turn before turn ``spots[i]``, as
-    ``_assemble`` places them in the text."""
+def _interleave(hay: list, needles: list, spots: list[int]):
+    """The haystack's pieces with needle ``i`` before piece ``spots[i]`` (after the last for
+    ``len(hay)``): each piece or needle in order, with the needle's index (None for a
+    piece)."""
     at: dict[int, list[int]] = {}
     for index, spot in enumerate(spots):
         at.setdefault(spot, []).append(index)
-    out: list[dict[str, str]] = []
     for i in range(len(hay) + 1):
         for index in at.get(i, []):
-            key, value = placed[index]
-            out.append({"role": role, "content": template.format(key=key, value=value)})
+            yield needles[index], index
         if i < len(hay):
-            out.append(hay[i])
-    return out
+            yield hay[i], None
 
 
 def _assemble(hay: list[str], needles: list[str], spots: list[int],
               separator: str = " ") -> tuple[str, list[int]]:
     """The haystack's pieces with each needle before piece ``spots[i]`` (after the last for
     ``len(hay)``), joined by ``separator``; and each needle's character offset."""
-    at: dict[int, list[int]] = {}
-    for index, spot in enumerate(spots):
-        at.setdefault(spot, []).append(index)
     parts: list[str] = []
     offsets = [0] * len(needles)
     position = 0
-    for i in range(len(hay) + 1):
-        for index in at.get(i, []):
+    for part, index in _interleave(hay, needles, spots):
+        if index is not None:
             offsets[index] = position
-            parts.append(needles[index])
-            position += len(needles[index]) + len(separator)
-        if i < len(hay):
-            parts.append(hay[i])
-            position += len(hay[i]) + len(separator)
+        parts.append(part)
+        position += len(part) + len(separator)
     return separator.join(parts), offsets
