@@ -741,7 +741,8 @@ def normalise_pdf(pdf: bytes, options=None) -> bytes:
 
 _BLOCK = re.compile(r"BT\n.*?\nET", re.S)
 _SHOW = re.compile(r"(/(\S+) [-0-9.]+ Tf)|<([0-9A-Fa-f]*)> Tj|(\S+) Tj|TJ")
-_TM = re.compile(r"([-0-9.]+) ([-0-9.]+) ([-0-9.]+) ([-0-9.]+) ([-0-9.]+) ([-0-9.]+) Tm")
+_MATRIX = " ".join([r"([-0-9.]+)"] * 6) + " Tm"  # a text matrix, its six numbers
+_TM = re.compile(_MATRIX)
 
 
 def in_reading_order(doc, page, options=None) -> None:
@@ -749,20 +750,21 @@ def in_reading_order(doc, page, options=None) -> None:
     in reading order. Chromium writes a line's runs left to right as drawn, each
     right-to-left run marked ``ReversedChars``, which MuPDF's text extraction (and so the
     text-layer check, and a reader copying the text) does not honour: its Arabic or Hebrew
-    words came out last word first. Only the order of the runs' ``BT … ET`` blocks changes,
-    each keeping its own place on the page, so the page draws the same. The line's base
+    words came out last word first. The runs' ``BT … ET`` blocks change order, and so do the
+    glyphs inside a run read right to left (``_glyphs_reversed``), each keeping its own place
+    on the page, so the page draws the same. The line's base
     direction is the one its ends allow (a left-to-right paragraph's first strong run is its
     leftmost, a right-to-left one's its rightmost); where both do, the side of the page the
     line keeps to (a paragraph sits at its start), then the direction of most of its runs; a
     line still undecided is left as drawn (the text-layer check then flags it for review)."""
-    top, right, bottom, left = options.margins() if options is not None else (0, 0, 0, 0)
-    edges = (left, page.rect.width - right)
     xrefs = page.get_contents()
     if len(xrefs) != 1:
         return
     content = doc.xref_stream(xrefs[0]).decode("latin-1")
     if "/ReversedChars" not in content:
         return
+    top, right, bottom, left = options.margins() if options is not None else (0, 0, 0, 0)
+    edges = (left, page.rect.width - right)
     chars = [(chr(c[0]), c[3], span["size"]) for span in page.get_texttrace()
              for c in span["chars"]]
     wide = {font[4]: font[2] == "Type0" for font in page.get_fonts()}
@@ -885,9 +887,8 @@ def _number(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
 
 
-_GLYPH = re.compile(r"^(?:(/Span<<.*>> BDC)|(EMC)|(/\S+ [-0-9.]+ Tf)|(" +
-                    r" ".join([r"([-0-9.]+)"] * 6) + r" Tm)|(?:([-0-9.]+) ([-0-9.]+) Td )?"
-                    r"(<[0-9A-Fa-f]*> Tj)|(/ReversedChars BMC))$")
+_GLYPH = re.compile(r"^(?:(/Span<<.*>> BDC)|(EMC)|(/\S+ [-0-9.]+ Tf)|(" + _MATRIX +
+                    r")|(?:([-0-9.]+) ([-0-9.]+) Td )?(<[0-9A-Fa-f]*> Tj)|(/ReversedChars BMC))$")
 
 
 def _glyphs_reversed(block: str) -> str:
@@ -898,18 +899,15 @@ def _glyphs_reversed(block: str) -> str:
     units: list[dict[str, Any]] = []
     span = font = matrix = None
     start = (0.0, 0.0)
-    depth = 0  # marked content open around the glyphs: ReversedChars, then a glyph's Span
-    for line in lines:
+    for line in lines:  # the ReversedChars mark and its end are dropped
         found = _GLYPH.match(line)
         if not found:
             return block
         if found.group(1):
             span = found.group(1)
-        elif found.group(2):
+        elif found.group(2):  # the end of a glyph's Span, or of the ReversedChars mark
             if span is not None and units and units[-1]["span"] is span:
                 units[-1]["closed"] = True
-            elif depth:
-                depth -= 1
             span = None
         elif found.group(3):
             font = found.group(3)
@@ -925,8 +923,6 @@ def _glyphs_reversed(block: str) -> str:
                          start[1] + matrix[1] * tx + matrix[3] * ty)
             units.append({"span": span, "font": font, "at": start, "show": found.group(13),
                           "closed": False})
-        else:
-            depth += 1
     if not units or any(u["span"] is not None and not u["closed"] for u in units):
         return block
     a, b, c, d = matrix[:4]
