@@ -610,9 +610,8 @@ def grid_cell(row: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]] | 
     grid = (row.get("metadata") or {}).get("grid")
     if not isinstance(grid, dict) or len(grid) != 2:
         return None
-    (a, x), (b, y) = grid.items()
-    return (str(a), f"{x:g}" if isinstance(x, float) else str(x)), \
-        (str(b), f"{y:g}" if isinstance(y, float) else str(y))
+    return tuple((str(name), f"{value:g}" if isinstance(value, float) else str(value))
+                 for name, value in grid.items())  # type: ignore[return-value]
 
 
 def request_error(message: str, timeout: int | None) -> str:

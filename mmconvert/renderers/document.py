@@ -1150,8 +1150,7 @@ class DocumentJob(StyledJob):
 
     def fonts(self) -> list[dict[str, str]]:
         records = font_records(self.config.document.font)
-        style = self.style
-        for fonts in (style.draws["font"].values if style and "font" in style.draws else []):
+        for fonts in self.drawn_fonts():
             records += font_records(fonts)
         return list({record["sha256"]: record for record in records}.values())
 

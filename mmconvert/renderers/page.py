@@ -784,8 +784,7 @@ class PageJob(StyledJob):
         self.renderer = PageRenderer(config.page)
         self.prompts = Prompts(config.prompt_dir)
         self.start_style()
-        draws = self.style.draws if self.style else {}
-        for fonts in (draws["font"].values if "font" in draws else []):
+        for fonts in self.drawn_fonts():
             page_chain(tuple(fonts))  # a bad font file is refused before the first item
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:
@@ -793,10 +792,8 @@ class PageJob(StyledJob):
 
     def fonts(self) -> list[dict[str, str]]:
         manifest = font_manifest(self.renderer.chain)
-        style = self.style
-        if style is not None and "font" in style.draws:
-            for fonts in style.draws["font"].values:
-                manifest += font_manifest(page_chain(tuple(fonts)))
+        for fonts in self.drawn_fonts():
+            manifest += font_manifest(page_chain(tuple(fonts)))
         unique: dict[str, dict[str, str]] = {}
         for entry in manifest:
             unique.setdefault(entry["sha256"], entry)

@@ -118,6 +118,11 @@ class StyledJob(Job):
             if target.tokenizer:
                 self.tokenizer = load_tokenizer(target.tokenizer)
 
+    def drawn_fonts(self) -> list[list[str]]:
+        """The font lists the style draws per item (none when it draws no font)."""
+        style = self.style
+        return list(style.draws["font"].values) if style and "font" in style.draws else []
+
     def make_renderer(self, options):
         """The job's renderer with other options."""
         return type(self.renderer)(options)
