@@ -117,17 +117,10 @@ def template_fields(text: str, shapes: dict[str, Shape], whole_list: bool = Fals
 
     for node in tree.find_all((nodes.Name, nodes.Getattr, nodes.Getitem)):
         shape_of(node)
-    for call in tree.find_all(nodes.Call):  # x.strip(): x is text; a.index(b): a is a list
-        if isinstance(call.node, nodes.Getattr):
+    for call in tree.find_all(nodes.Call):  # a.index(b): a is a list
+        if isinstance(call.node, nodes.Getattr) and call.node.attr == "index":
             owner = shape_of(call.node.node)
-            method = call.node.attr
-            if owner is not None and method in TEXT_METHODS:
-                parent = call.node.node
-                if isinstance(parent, nodes.Getattr):  # undo the key it was taken for
-                    holder = shape_of(parent.node)
-                    if holder is not None and holder.keys.get(method) is not None:
-                        holder.keys.pop(method, None)
-            if owner is not None and method == "index":
+            if owner is not None:
                 owner.kind = "list"
                 owner.item = owner.item or Shape()
     for node in tree.find_all(nodes.Getattr):  # a method name is not a key
