@@ -26,13 +26,23 @@ LANGUAGES = ("en", "zh")
 _ITEM_NUMBER = re.compile(r"^\s*(\d+)\s*[.．、]\s*")
 
 
-def strip_letter(option: str, index: int) -> str:
-    """``A.xxx``, ``A. xxx``, ``A、xxx`` or ``A xxx`` → ``xxx`` for the option's own letter."""
-    letter = "ABCD"[index] if index < 4 else None
-    if letter is None:
-        return option
-    match = re.match(rf"^\s*{letter}\s*(?:[.．、:：)]\s*|\s+)", option)
-    return option[match.end():] if match else option
+# an option's own letter before its text: "A.", "A．", "A、", "A:", "A：", "A)" (its form is
+# the separator); a letter and a space alone is not a prefix ("A manufacturer has…" is text)
+_LETTER_PREFIX = re.compile(r"^\s*([A-Z])\s*([.．、:：)])\s*")
+
+
+def strip_letters(options: list[str]) -> list[str]:
+    """``options`` without their letters when every option starts with its own letter in one
+    form (``A.xxx``, ``B.xxx``, …, or ``A、``, ``A:``, ``A)``); otherwise unchanged: a prefix
+    that only some options have, or that is not their own letter, is text."""
+    found = [_LETTER_PREFIX.match(option) for option in options]
+    if not options or not all(found):
+        return list(options)
+    forms = {match.group(2).replace("．", ".").replace("：", ":") for match in found}
+    letters = [match.group(1) for match in found]
+    if len(forms) != 1 or letters != list("ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:len(options)]):
+        return list(options)
+    return [option[match.end():] for option, match in zip(options, found, strict=True)]
 
 
 class LogiQAOptions(CorpusOptions):
@@ -99,7 +109,7 @@ class _LogiQABase(Corpus):
 
     def make(self, item_id, language, split, context, question, options, answer, metadata,
              where) -> Item:
-        options = [strip_letter(o, i) for i, o in enumerate(options)]
+        options = strip_letters(options)
         return Item(id=item_id, corpus=self.name, subset=language, split=split,
                     language=language, context=context, question=question, options=options,
                     answer=answer, metadata=metadata, origin=where)
