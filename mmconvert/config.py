@@ -167,6 +167,10 @@ class ExecutionOptions(Backend):
     workers: int = Field(1, ge=0, description="processes to work with; 0 = one per core. "
                                               "Output is the same for any N")
     overwrite: bool = Field(False, description="replace a run folder made with other options")
+    on_change: Literal["redraw", "refuse"] = Field(
+        "redraw", description="a resumed run whose items changed in the source since they were "
+                              "drawn: draw them again (redraw) or stop, changing nothing "
+                              "(refuse)")
     progress: bool | None = Field(None, description="progress bar",
                                   json_schema_extra=cli(default="when stderr is a terminal"))
 

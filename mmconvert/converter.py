@@ -43,6 +43,7 @@ from .renderers import renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
 from .selection import load_selection, stream_selection
+from .shards import is_sharded
 
 
 @dataclass
@@ -55,6 +56,7 @@ class RunSummary:
     filtered: Counter = field(default_factory=Counter)  # rules' drops, by rule
     failed: int = 0
     no_answer: int = 0  # made, but with no gold answer to score against
+    changed: int = 0  # recorded, but changed in the source since: drawn again
     not_done: int = 0
     stopped: str | None = None
     images: int = 0
@@ -66,6 +68,8 @@ class RunSummary:
     def line(self) -> str:
         text = (f"{self.rendered} item(s) rendered ({self.images} {self.unit}(s)) into "
                 f"{self.out} in {self.seconds:.1f} s")
+        if self.changed:
+            text += f" ({self.changed} drawn again: their source changed)"
         if self.already_done:
             text += f"; {self.already_done} already done"
         if self.no_answer:
@@ -121,12 +125,14 @@ def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> Result:
     more requests."""
     item, part, prompt_keys = task
     try:
-        return Made(job.run(item, part, prompt_keys))
+        output = job.run(item, part, prompt_keys)
+        output.row["source_sha256"] = item.fingerprint()
+        return Made(output)
     except ItemError as err:
         err.item_id = err.item_id or item.id
         if err.stage == "load":
             err.stage = "render"
-        return Failed(err)
+        return Failed(err, item.fingerprint())
     except BudgetReached as err:
         return Stopped(str(err))
 
@@ -229,6 +235,18 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
             folder.skipped.rewrite([r for r in folder.skipped.read()
                                     if r.get("stage") != API_STAGE])
         repaired, done, made = folder.resume(selection.ids)
+        changed = (folder.refresh(selection.ids, execution.on_change)
+                   if selection.ids is not None else [])
+        if changed:
+            if is_sharded(execution.out):  # the shards from the first changed one on go
+                repaired, done, made = folder.resume(selection.ids)
+            else:
+                done, made = done - set(changed), made - set(changed)
+            note = (f"{execution.out}: {len(changed)} item(s) changed in the source since they "
+                    f"were drawn (the first: {changed[0]}): drawn again")
+            log(note)
+            summary.notes.append(note)
+            summary.changed = len(changed)
         if at_sink and len(made) >= config.limit:
             # the limit's items are all made: count the selection's items already done
             # (until every one in the manifest has passed), and make nothing
@@ -253,8 +271,11 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
         new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
         folder.skipped.append(*new_skips)
 
+        order: dict[str, int] = {}  # the selection's order, to keep the manifest in it
+
         def todo() -> Iterator[tuple[Item, RenderPart, tuple[str, ...]]]:
             for item in selection.items:
+                order.setdefault(item.id, len(order))
                 if item.id in done:
                     summary.already_done += 1
                 else:
@@ -280,6 +301,8 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
+        if changed and not is_sharded(execution.out):
+            folder.in_order(order)  # the changed items' rows were appended last
         summary.skipped += len(report.skipped)
         summary.seconds = time.perf_counter() - started
         status = "stopped: budget" if summary.stopped else "complete"

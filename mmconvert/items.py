@@ -21,6 +21,11 @@ class StoredImage:
     def load(self) -> str | bytes:
         raise NotImplementedError
 
+    def name(self) -> str:
+        """What names the image where it is kept (a file name, a row of a file), for the
+        item's fingerprint; no bytes are read."""
+        return type(self).__name__
+
 
 @dataclass
 class Item:
@@ -56,6 +61,26 @@ class Item:
     @property
     def is_mcq(self) -> bool:
         return bool(self.options)
+
+    def fingerprint(self) -> str:
+        """sha256 of the source fields the item is drawn from (its text, options, answer,
+        metadata, language and place, and its image: the bytes of one held in memory, the
+        file name of one left where the corpus keeps it), which its manifest row records as
+        ``source_sha256``: a resumed run draws an item whose source changed again instead of
+        serving its old row."""
+        import hashlib
+        import json
+
+        image = self.image
+        if isinstance(image, (bytes, bytearray, memoryview)):
+            image = "sha256:" + hashlib.sha256(bytes(image)).hexdigest()
+        elif image is not None:
+            image = image.name() if isinstance(image, StoredImage) else str(image)
+            image = image.replace("\\", "/").rsplit("/", 1)[-1]
+        fields = [self.corpus, self.subset, self.split, self.language, self.context,
+                  self.question, self.options, self.answer, self.metadata, image]
+        text = json.dumps(fields, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

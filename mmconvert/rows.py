@@ -89,6 +89,9 @@ class Row(Strict):
     metadata: dict[str, Any]
     # transforms applied after drawing (sweeps, mmconvert transform), in order
     postprocess: list[dict[str, Any]] | None = None
+    # sha256 of the item's source fields (``Item.fingerprint``): a resumed run draws an item
+    # whose source changed since again; rows made before it have none
+    source_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
 
 class FileRef(Strict):

@@ -293,6 +293,9 @@ class Failed:
     request), with the stage it failed at."""
 
     error: ItemError
+    # the item's ``Item.fingerprint``, recorded with the skip: a resumed run tries an item
+    # whose source changed since again (None: failed before it was an item)
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -303,6 +306,12 @@ class Stopped:
 
 
 Result = Made | Failed | Stopped
+
+def source_prints(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The ``source_sha256`` of each row that records one, by id: what a run made from
+    these rows (a sweep's variant, a transform) checks its own rows against."""
+    return {row["id"]: row["source_sha256"] for row in rows if row.get("source_sha256")}
+
 
 class RunFolder:
     def __init__(self, path: Path):
@@ -461,6 +470,71 @@ class RunFolder:
             self.manifest.rewrite(kept)
         return repeated, seen | {r["id"] for r in self.skipped.read()}, seen
 
+    def changed(self, current: dict[str, str]) -> list[str]:
+        """The items whose source changed since this folder recorded them, in the order it
+        did: a manifest row or a skip whose ``source_sha256`` is not the item's fingerprint in
+        ``current`` (id -> ``Item.fingerprint``) now, and an item skipped at load that loads
+        now. A row recorded before fingerprints (none) cannot tell, and is kept."""
+        found: dict[str, None] = {}
+        for record in [*self.manifest.read(), *self.skipped.read()]:
+            item_id, recorded = record.get("id"), record.get("source_sha256")
+            if item_id not in current:
+                continue
+            if (recorded is not None and recorded != current[item_id]) or (
+                    recorded is None and record.get("stage") == "load"):
+                found[item_id] = None
+        return list(found)
+
+    def refresh(self, current: dict[str, str], on_change: str = "redraw") -> list[str]:
+        """The items ``changed`` since this folder recorded them: with ``on_change``
+        "refuse", a one-line error naming the first, changing nothing; else their records
+        are removed (``forget``) so that the run makes them again. Returns their ids."""
+        changed = self.changed(current)
+        if changed and on_change == "refuse":
+            raise RunFolderError(
+                f"{self.path}: {len(changed)} item(s) changed in the source since they were "
+                f"drawn (the first: {changed[0]}); nothing was changed: --on-change redraw "
+                "draws them again, --overwrite starts the run again")
+        if changed:
+            self.forget(changed)
+        return changed
+
+    def forget(self, ids: list[str]) -> int:
+        """Remove the records of ``ids`` (their manifest rows and skips), so that a resumed
+        run makes them again; in a sharded run, the manifest is cut at the first of them (the
+        shard that holds it, and every later one, are then removed by ``resume``). Returns
+        how many manifest rows were removed."""
+        gone = set(ids)
+        rows = self.manifest.read()
+        if is_sharded(self.path):
+            first = next((n for n, row in enumerate(rows) if row.get("id") in gone), len(rows))
+            kept = rows[:first]
+        else:
+            kept = [row for row in rows if row.get("id") not in gone]
+        if len(kept) < len(rows):
+            self.manifest.rewrite(kept)
+        skips = self.skipped.read()
+        if any(record.get("id") in gone for record in skips):
+            left = [r for r in skips if r.get("id") not in gone]
+            if left:
+                self.skipped.rewrite(left)
+            else:  # as a run that skipped nothing leaves it: no file
+                self.skipped.path.unlink()
+        return len(rows) - len(kept)
+
+    def in_order(self, order: dict[str, int]) -> bool:
+        """Put the manifest's rows in the order ``order`` gives their ids (the selection's),
+        when they are not (a run that drew changed items again appended them last); the
+        manifest is then the one a run from scratch writes. Returns whether it rewrote it."""
+        ids = self.manifest.ids()
+        positions = [order.get(i, len(order)) for i in ids]
+        if positions == sorted(positions):
+            return False
+        rows = self.manifest.read()
+        self.manifest.rewrite(sorted(rows, key=lambda row: order.get(row.get("id"),
+                                                                       len(order))))
+        return True
+
     def take(self, result: Result, on_error: str, *, item_id: str | None = None,
              stage: str | None = None) -> str:
         """The one sink of a worker's result, for render, sweep and transform alike: a made
@@ -477,7 +551,8 @@ class RunFolder:
         if not (err.always_recorded or on_error == "skip"):
             raise err
         self.skipped.append({"id": item_id or err.item_id, "stage": stage or err.stage,
-                             "reason": str(err)})
+                             "reason": str(err),
+                             **({"source_sha256": result.source} if result.source else {})})
         if isinstance(err, ItemFiltered):
             return "filtered"
         return "failed" if err.always_recorded else "skipped"

@@ -70,12 +70,13 @@ def load_selection(config: Selection, corpus: Corpus | None = None, *, log=None,
 class Selected:
     """What ``stream_selection`` found: the chosen items, read one at a time as they are
     consumed; how many there are; the load's report (complete); and, when asked for, the id
-    of every item the corpus gave (to check a resumed run's manifest against)."""
+    of every item the corpus gave with its ``Item.fingerprint`` (to check a resumed run's
+    manifest against: an item outside the selection, or one whose source changed)."""
 
     items: Iterator[Item]
     count: int
     report: LoadReport
-    ids: set[str] | None = None
+    ids: dict[str, str] | None = None
 
 
 def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=None,
@@ -114,11 +115,12 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
 
     if config.dedup is not None:
         groups: list[str] = []  # each item's --sample group, by position
+        prints: dict[str, str] | None = {} if ids else None  # each item's fingerprint
         passes = itertools.chain([lambda: shuffled(first)], itertools.repeat(again))
 
         def read() -> Iterator[Item]:  # the first pass, then the source read again
             groups.clear()
-            return _noting(next(passes)(), groups, corpus.group)
+            return _noting(next(passes)(), groups, corpus.group, prints)
 
         keep, dedup = _dedup(read, config.dedup, dedup_file, reuse_dedup, progress, log)
         report.dropped["dedup"] += dedup["removed_count"]
@@ -127,13 +129,13 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
         counts = Counter(group for i, group in enumerate(groups) if keep(i))
         kept = (item for i, item in enumerate(again()) if keep(i))
         return Selected(chosen(kept, counts), _count(counts, config), report,
-                        set(dedup["kept"]) if ids else None)
+                        {i: prints[i] for i in dedup["kept"]} if prints is not None else None)
     counts: Counter = Counter()
-    seen: set[str] | None = set() if ids else None
+    seen: dict[str, str] | None = {} if ids else None
     for item in shuffled(first):
         counts[corpus.group(item)] += 1
         if seen is not None:
-            seen.add(item.id)
+            seen[item.id] = item.fingerprint()
     return Selected(chosen(again(), counts), _count(counts, config), report, seen)
 
 
@@ -144,10 +146,16 @@ def _count(counts: Counter, config: Selection) -> int:
     return count if config.limit is None else min(count, config.limit)
 
 
-def _noting(items: Iterable[Item], groups: list[str], group) -> Iterator[Item]:
-    """``items``, each one's group appended to ``groups`` as it passes."""
+def _noting(items: Iterable[Item], groups: list[str], group,
+            prints: dict[str, str] | None = None) -> Iterator[Item]:
+    """``items``, each one's group appended to ``groups`` (and its fingerprint put in
+    ``prints``, when given) as it passes."""
+    if prints is not None:
+        prints.clear()
     for item in items:
         groups.append(group(item))
+        if prints is not None:
+            prints[item.id] = item.fingerprint()
         yield item
 
 

@@ -212,6 +212,9 @@ class ParquetCell(StoredImage):
                             where=where, field=self.column) from None
         return image_cell(value, where, self.column)
 
+    def name(self) -> str:
+        return f"{Path(self.path).name} row {self.row}"
+
 
 def image_cell(value: Any, where: str, field: str) -> str | bytes:
     """A dataset's image cell as encoded bytes or a file path: ``{"bytes", "path"}``, raw

@@ -14,7 +14,7 @@ from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..rows import SCHEMA
-from ..runfolder import Failed, Made, RunFolder, identity_of
+from ..runfolder import Failed, Made, RunFolder, identity_of, source_prints
 from .imaging import decode
 from .sweep import post, read_entry, read_run
 from .transforms import parse_step
@@ -48,7 +48,7 @@ def make(base: Path, steps: list[Transform], row: dict[str, Any]) -> Made | Fail
                     for i, entry in enumerate(row["images"])]
         return Made(post(row, steps, pictures))
     except ItemError as err:
-        return Failed(err)
+        return Failed(err, row.get("source_sha256"))
 
 
 def _worker(base: Path, steps: list[Transform]):
@@ -85,6 +85,9 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
 
         folder.write_info(info_of("running"))
         _, done, _ = folder.resume({row["id"] for row in rows})
+        # a row of the base run drawn again since (its source changed) is transformed again
+        changed = folder.refresh(source_prints(rows))
+        done -= set(changed)
         todo = [row for row in rows if row["id"] not in done]
         summary.already_done = len(rows) - len(todo)
         try:
@@ -98,6 +101,8 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
         except (MMConvertError, OSError):
             folder.mark_failed(info_of("failed"))
             raise
+        if changed:
+            folder.in_order({row["id"]: n for n, row in enumerate(rows)})
         folder.write_info(info_of("complete"))
     return summary
 

@@ -34,7 +34,7 @@ def sweep_command() -> click.Command:
     selection = model_flags(Selection)
     render = model_flags(base_model, skip=skip, rename=clash, note="A corpus SOURCE: ")
     execution = execution_flags("runs/<source>-sweep", skip={"executor", "address"}) \
-        + execution_flags("", skip={"out", "workers", "overwrite", "progress"})
+        + execution_flags("", skip={"out", "workers", "overwrite", "progress", "on_change"})
 
     def sweep(varied, styled, target, config_file, **given):
         """Make ablation variants of SOURCE: a run folder, or a corpus (rendered once as pages
@@ -97,7 +97,7 @@ def sweep_command() -> click.Command:
 
 
 def transform_command() -> click.Command:
-    execution = execution_flags("<run>-<steps>, beside the run")
+    execution = execution_flags("<run>-<steps>, beside the run", skip={"on_change"})
 
     def transform(run_dir, steps, on_error, **given):
         """Apply a chain of transforms to every image of RUN_DIR, writing a new run folder

@@ -45,6 +45,7 @@ from ..runfolder import (
     locked,
     open_run,
     read_recorded,
+    source_prints,
 )
 from .apply import apply_steps, history, renamed
 from .imaging import RESAMPLING, decode
@@ -251,6 +252,9 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
                                  "path": Path(os.path.relpath(path, out)).as_posix(),
                                  variant.axis: variant.shown})
     folders = {v.name: _variant_folder(base, out, info, v, options, overwrite) for v in work}
+    # a row of the base run drawn again since (its source changed) is varied again
+    prints = source_prints(rows)
+    changed = {v.name: folders[v.name].refresh(prints) for v in work}
     done = {v.name: folders[v.name].done_ids() for v in work}
     tasks = []
     for row in rows:
@@ -274,6 +278,8 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
         _write_sweep(out, base, options, summary, "failed")
         raise
     for v in work:
+        if changed[v.name]:
+            folders[v.name].in_order({row["id"]: n for n, row in enumerate(rows)})
         _write_info(folders[v.name], base, info, v, options, "complete")
     _write_sweep(out, base, options, summary, "complete")
     return summary
@@ -366,12 +372,12 @@ class VariantMaker:
                 results[variant.name] = Made(row_renderer(row).restyled(
                     row, {variant.axis: variant.value}))
             except ItemError as err:
-                results[variant.name] = Failed(err)
+                results[variant.name] = Failed(err, row.get("source_sha256"))
         if redraws:
             try:
                 results.update(self._redraw(row, redraws))
             except ItemError as err:
-                results.update({v.name: Failed(err) for v in redraws})
+                results.update({v.name: Failed(err, row.get("source_sha256")) for v in redraws})
         if others:
             try:
                 pictures = [
@@ -380,7 +386,7 @@ class VariantMaker:
                 for variant in others:
                     results[variant.name] = Made(self._post(row, variant, pictures))
             except ItemError as err:
-                results.update({v.name: Failed(err) for v in others
+                results.update({v.name: Failed(err, row.get("source_sha256")) for v in others
                                 if v.name not in results})
         return results
 
