@@ -7,7 +7,8 @@
 - ``options`` (generated images): the question and every option, letter and text, are found in
   the OCR output (the papers' commonest failure is a missing last option).
 - ``text_layer`` (page renders): the PDF's text layer holds exactly the source's characters,
-  drawn with real glyphs, none past the margin.
+  drawn with real glyphs, none past the margin; a formula the renderer could not typeset
+  (the row's ``math_errors``) rejects the item.
 - ``image``: every image is there, unchanged (its manifest hash), not blank, and no text touches
   its edge.
 
@@ -343,6 +344,12 @@ class Checker:
         # the text with its option labels ("A. "), as the page draws it
         result = check_pdf(pdf, expected_text(row), renderer.insets())
         detail["chars"] = result.expected
+        # formulas the renderer could not typeset are drawn as their source, which the text
+        # layer then holds as expected: the row's record of them rejects the item
+        untypeset = row.get("math_errors") or []
+        if untypeset:
+            detail["math_errors"] = untypeset
+            return Result("text_layer", "reject", "math_untypeset", detail)
         if result.ok:
             return Result("text_layer", "accept", "ok", detail)
         detail["problem"] = result.summary()

@@ -177,6 +177,10 @@ def _math_plugins(md) -> None:
 
     dollarmath_plugin(md, allow_space=True, allow_digits=False, double_inline=True)
     texmath_plugin(md, delimiters="brackets")
+    # \(…\) and \[…\] anywhere in a paragraph, a list item, a cell, a heading or a quote,
+    # over lines too (texmath reads \[…\] only as a block of its own, and \(…\) on one
+    # line: elsewhere CommonMark's escapes dropped their backslashes, "[ x^2 ]")
+    md.inline.ruler.before("escape", "math_brackets", _bracket_math)
     for kind, display in (("math_inline", False), ("math_inline_double", True),
                           ("math_block", True), ("math_block_label", True),
                           ("math_block_eqno", True)):
@@ -184,14 +188,46 @@ def _math_plugins(md) -> None:
                            latex_html(tokens[idx].content, d, env["state"].math_errors))
 
 
+_BRACKETS = {"\\(": ("\\)", "math_inline"), "\\[": ("\\]", "math_inline_double")}
+
+
+def _bracket_math(state, silent: bool) -> bool:
+    """An inline rule: ``\\(…\\)`` (inline) or ``\\[…\\]`` (display) from here to the
+    first closing delimiter, over lines too; a delimiter never closed is left to the rules
+    after it (an escaped bracket)."""
+    opening = state.src[state.pos:state.pos + 2]
+    if opening not in _BRACKETS:
+        return False
+    closing, kind = _BRACKETS[opening]
+    end = state.src.find(closing, state.pos + 2)
+    if end < 0 or not state.src[state.pos + 2:end].strip():
+        return False
+    if not silent:
+        token = state.push(kind, "math", 0)
+        token.content = state.src[state.pos + 2:end]
+        token.markup = opening
+    state.pos = end + 2
+    return True
+
+
+# a LaTeX command latex2mathml did not know, which it leaves in the MathML as text
+_UNKNOWN_COMMAND = re.compile(r"<(mi|mo|mn)\b[^>]*>[^<]*?(\\[A-Za-z]+)")
+
+
 def latex_html(latex: str, display: bool, errors: list[dict[str, str]]) -> str:
+    """``latex`` as MathML; LaTeX that does not convert, or that holds a command the
+    converter does not know (it would draw ``\\notacommand`` as letters), is drawn as its
+    source in the code face and recorded in ``errors``."""
     from latex2mathml.converter import convert
+
+    from ..errors import first_line
 
     try:
         mathml = convert(latex.strip(), display="block" if display else "inline")
+        unknown = _UNKNOWN_COMMAND.search(mathml)
+        if unknown:
+            raise ValueError(f"unknown command {unknown.group(2)}")
     except Exception as err:  # noqa: BLE001 - any LaTeX it cannot read: drawn as source
-        from ..errors import first_line
-
         errors.append({"latex": latex, "error": first_line(err, 200)})
         tag = "pre" if display else "code"
         return f'<{tag} class="math-error">{html.escape(latex)}</{tag}>'

@@ -95,11 +95,15 @@ def test_markdown_is_typeset_and_every_character_is_in_the_text_layer(drawn):
     assert found["chat"]["context"].startswith("Caroline: I went to the **support group**")
     assert found["chat"]["metadata"]["turns"][1]["role"] == "Melanie"
     # qa check: every character of the visible text is in the text layer, in order, with a
-    # real glyph, inside the margins; OCR reads the pages
+    # real glyph, inside the margins; OCR reads the pages; the formula drawn as its source is
+    # a rejection
     assert run("qa", "check", drawn).exit_code == 0
     events = JsonlLog(drawn / "qa.jsonl").read()
     layer = {e["id"]: e for e in events if e["source"] == "auto:text_layer"}
-    assert {i: e["verdict"] for i, e in layer.items()} == dict.fromkeys(found, "accept")
+    assert {i: e["verdict"] for i, e in layer.items()} == {
+        **dict.fromkeys(found, "accept"), "code": "reject"}
+    assert layer["code"]["reason"] == "math_untypeset"
+    assert layer["code"]["detail"]["math_errors"] == found["code"]["math_errors"]
     assert all(e["detail"]["pdf"] == "stored" and e["detail"]["chars"] > 50
                for e in layer.values())
     # OCR is asked for the text without formulas and tables, which Tesseract does not read
@@ -226,7 +230,8 @@ def test_a_style_file_draws_documents_and_names_the_fields_it_leaves_out(docs, t
     for row in rows(out):
         (image,) = row["images"]
         assert image["width"] < 595 and image["height"] < 842  # cut to the text, at 72 PPI
-    assert text_layer_verdicts(out) == dict.fromkeys(["table", "code", "chat"], "accept")
+    # the code item's formula that does not parse rejects it (drawn as its source)
+    assert text_layer_verdicts(out) == {"table": "accept", "code": "reject", "chat": "accept"}
     # a style drawn per item: each row holds its own draw, the same on a second run
     wild = tmp_path / "wild"
     assert run("render", docs, "--renderer", "document", "--render", "context", "--style",
@@ -240,7 +245,7 @@ def test_a_style_file_draws_documents_and_names_the_fields_it_leaves_out(docs, t
     assert run("render", docs, "--renderer", "document", "--render", "context", "--style",
                "wild", "--seed", "3", "--out", again).exit_code == 0
     assert (again / "manifest.jsonl").read_bytes() == (wild / "manifest.jsonl").read_bytes()
-    assert text_layer_verdicts(wild) == dict.fromkeys(["table", "code", "chat"], "accept")
+    assert text_layer_verdicts(wild) == {"table": "accept", "code": "reject", "chat": "accept"}
 
 
 def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
@@ -264,7 +269,8 @@ def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
     assert len(sizes) == 3  # each item its own size
     assert json.loads((out / "run.json").read_text())["target"] == {
         "items": 3, "within": 3, "tolerance": 0.05}
-    assert text_layer_verdicts(out) == dict.fromkeys(["table", "code", "chat"], "accept")
+    # the code item's formula that does not parse rejects it (drawn as its source)
+    assert text_layer_verdicts(out) == {"table": "accept", "code": "reject", "chat": "accept"}
     # whole pages take the same tokens at any size: the rows say why they are off target
     whole = tmp_path / "whole"
     result = run("render", docs, "--renderer", "document", "--render", "context",
