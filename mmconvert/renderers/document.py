@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
-from ..errors import ItemError, UsageError
+from ..errors import ItemError, MMConvertError, UsageError
 from ..items import Item, RenderPart
 from ..jobs import question_fields, row_head
 from ..options import OPTIONS
@@ -47,6 +47,7 @@ from ..runfolder import Output, item_file
 from .base import Renderer, item_from_row, question_beside_options
 from .drawing import set_png_ppi
 from .fonts import font_bytes, font_chain, page_font
+from .layout import control_characters, normalise
 from .page import MAX_ITEM_MEGAPIXELS, POINTS_PER_INCH, PageOptions, image_fields, label_fields
 from .styled import StyledConfig, StyledJob, style_field
 from .target import TargetOptions
@@ -56,6 +57,18 @@ if TYPE_CHECKING:
     from ..corpora import Corpus
 
 HOST = "https://mmconvert.invalid"  # the one origin the page may load from, served by us
+# Markdown nesting (quotes, lists, emphasis) the parser reads; an item that reaches it is
+# refused (markdown-it drops what lies deeper, CommonMark's preset at 20)
+MAX_NESTING = 100
+# elements that load or show another document, or move the page: an item holding one is
+# refused (the browser's network is closed too: no request leaves the machine)
+EMBEDDING = ("iframe", "frame", "frameset", "object", "embed", "applet", "portal",
+             "fencedframe", "meta", "base")
+# elements open at once that Chromium's HTML parser nests (past it, it sets them beside their
+# parents: the page no longer draws what the HTML says)
+MAX_DOM_DEPTH = 512
+# the largest --css file read (it is read once a process)
+MAX_CSS_BYTES = 1 << 20
 # a style's align as CSS: left and right are the paragraph's start and end, so that they
 # mirror in a right-to-left paragraph, as the page renderer's do
 ALIGN = {"left": "start", "right": "end", "center": "center", "justify": "justify"}
@@ -99,9 +112,10 @@ class _DocumentBase(BaseModel):
     @field_validator("css")
     @classmethod
     def _readable(cls, path: Path | None) -> Path | None:
-        if path is not None and not path.is_file():
-            raise ValueError(f"{path}: no such CSS file")
-        return path.resolve() if path is not None else None
+        if path is None:
+            return None
+        css_text(path)  # one line for a file that is not there, too big, or not CSS text
+        return path.resolve()
 
     @field_validator("code_style")
     @classmethod
@@ -242,7 +256,7 @@ def _parser(code_style: str):
     from mdit_py_plugins.footnote import footnote_plugin
     from mdit_py_plugins.tasklists import tasklists_plugin
 
-    md = MarkdownIt("commonmark", {"html": True,
+    md = MarkdownIt("commonmark", {"html": True, "maxNesting": MAX_NESTING,
                                    "highlight": functools.partial(highlight, code_style)})
     md.enable(["table", "strikethrough"])
     md.use(tasklists_plugin).use(footnote_plugin)
@@ -255,8 +269,18 @@ def _parser(code_style: str):
 
 
 def markdown_html(text: str, state: RenderState) -> str:
-    """``text`` (Markdown) as an HTML fragment."""
-    return _parser(state.options.code_style).render(text, {"state": state})
+    """``text`` (Markdown) as an HTML fragment; a ValueError when it nests deeper than the
+    parser reads (markdown-it drops whatever lies past ``MAX_NESTING`` levels of quotes,
+    lists and emphasis: 3,000 nested items drew 9)."""
+    md = _parser(state.options.code_style)
+    env = {"state": state}
+    tokens = md.parse(text, env)
+    deepest = max((t.level for token in tokens for t in [token, *(token.children or ())]),
+                  default=0)
+    if deepest >= MAX_NESTING - 1:
+        raise ValueError(f"the Markdown nests {MAX_NESTING} or more levels deep (quotes, lists "
+                         "or emphasis); what lies deeper would not be drawn")
+    return md.renderer.render(tokens, md.options, env)
 
 
 def highlight(style: str, code: str, language: str, attrs: str) -> str:
@@ -325,18 +349,59 @@ def dialogue_html(turns: list[dict[str, str]], state: RenderState, markup: str) 
 
 def fields_html(item: Item, part: RenderPart, state: RenderState) -> str:
     """The part's fields as HTML: the context (a dialogue when the item holds turns), the
-    question, the options with their letters."""
+    question, the options with their letters. A field that cannot be drawn faithfully is an
+    ItemError naming it: a control character (NUL and the like, as on the page renderer's
+    pages), Markdown nested past what the parser reads, or an element that would load or
+    show another document, or move the page (``EMBEDDING``)."""
     markup = state.options.markup
     blocks = []
     turns = (item.metadata or {}).get("turns")
     for name, text in label_fields(image_fields(item, part)):
-        if name == "context" and isinstance(turns, list) and turns:
-            body = dialogue_html(turns, state, markup)
-        else:
-            body = markdown_html(text, state) if markup == "markdown" else text
+        dialogue = name == "context" and isinstance(turns, list) and bool(turns)
+        try:
+            for source in ([t.get("content", "") for t in turns] if dialogue else [text]):
+                bad = control_characters(normalise(str(source)))
+                if bad:
+                    raise ValueError(f"control character U+{ord(bad[0]):04X} in text")
+            body = (dialogue_html(turns, state, markup) if dialogue else
+                    markdown_html(text, state) if markup == "markdown" else text)
+            embedded = embedding(body)
+            if embedded:
+                raise ValueError(f"the text holds {embedded}, which loads another document "
+                                 "or moves the page; mmconvert draws only the item's own text")
+        except ValueError as err:
+            raise ItemError(str(err), where=item.origin or item.id, field=name.split("[")[0],
+                            item_id=item.id, stage="render") from None
         kind = "option" if name.startswith("options[") else name
         blocks.append(f'<section class="{kind}">{body}</section>')
     return "\n".join(blocks)
+
+
+class _Embedding(HTMLParser):
+    """The first element of an HTML fragment that loads or shows another document, or
+    moves the page (``EMBEDDING``; an ``srcdoc`` or ``http-equiv`` on any element too)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if self.found is None:
+            names = {name for name, _ in attrs}
+            if tag in EMBEDDING:
+                self.found = f"<{tag}>"
+            elif names & {"srcdoc", "http-equiv"}:
+                self.found = f"<{tag} {sorted(names & {'srcdoc', 'http-equiv'})[0]}>"
+
+
+def embedding(body: str) -> str | None:
+    """``body``'s first element that ``_Embedding`` finds, as ``<iframe>``; None."""
+    if "<" not in body:
+        return None
+    reader = _Embedding()
+    reader.feed(body)
+    reader.close()
+    return reader.found
 
 
 # --- fonts and the page's CSS ------------------------------------------------------------------
@@ -462,11 +527,48 @@ def style_css(options) -> list[str]:
     return rules
 
 
+def css_text(path: Path) -> str:
+    """A ``--css`` file's text, read once a process (for each version of the file): a
+    ValueError naming the file when it is not a regular file, is over ``MAX_CSS_BYTES``, is
+    not UTF-8, or holds ``</style``, which would end the page's style sheet and let what
+    follows be read as the page's HTML."""
+    try:
+        st = os.stat(path)  # follows links: a loop of them is an OSError
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read this CSS file "
+                         f"({err.strerror or type(err).__name__})") from None
+    import stat as modes
+
+    if not modes.S_ISREG(st.st_mode):
+        raise ValueError(f"{path}: not a CSS file (not a regular file)")
+    if st.st_size > MAX_CSS_BYTES:
+        raise ValueError(f"{path}: {st.st_size:,} bytes, over the {MAX_CSS_BYTES:,} a --css "
+                         "file may hold")
+    return _css_text(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _css_text(path: str, size: int, mtime: int) -> str:
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_CSS_BYTES + 1)
+    if len(data) > MAX_CSS_BYTES:
+        raise ValueError(f"{path}: over the {MAX_CSS_BYTES:,} bytes a --css file may hold")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.start}); save the CSS file as "
+                         "UTF-8") from None
+    if "</style" in text.lower():
+        raise ValueError(f"{path}: holds '</style', which would end the page's style sheet "
+                         "(and let what follows be read as HTML); a CSS file has no tags")
+    return text
+
+
 def page_html(body: str, options, face_list: list[Face]) -> str:
     """The page's head (mmconvert's CSS, then the user's) and body, as the browser's page
     takes them (written into its ``<html>``)."""
     css = page_css(options, face_list)
-    extra = options.css.read_text(encoding="utf-8") if options.css else ""
+    extra = css_text(options.css) if options.css else ""
     return (f"<head><meta charset=\"utf-8\"><style>\n{css}\n</style><style>\n{extra}\n"
             f"</style></head><body>\n{body}\n</body>")
 
@@ -649,7 +751,9 @@ class Browser:
 
     def _serve(self, executable: str) -> None:
         """The browser's thread: start Chromium, then draw what is asked until told to
-        stop."""
+        stop. A drawing that fails (a page that navigated away, a Chromium that died) is
+        that item's error; the next one gets a fresh page, in a fresh Chromium when the old
+        one is gone."""
         from playwright.sync_api import sync_playwright
 
         from .fonts import FONT_DIR
@@ -659,11 +763,10 @@ class Browser:
         conf.write_text(_FONTCONFIG.format(fonts=html.escape(str(FONT_DIR)),
                                            cache=html.escape(self.folder.name)))
         playwright = sync_playwright().start()
+        env = {**os.environ, "FONTCONFIG_FILE": str(conf)}
         try:
-            browser = playwright.chromium.launch(
-                executable_path=executable, args=["--no-sandbox", "--disable-gpu",
-                                                       "--font-render-hinting=none"],
-                env={**os.environ, "FONTCONFIG_FILE": str(conf)})
+            browser = self._launch(playwright, executable, env)
+            page = self._page(browser)
         except Exception as err:  # noqa: BLE001 - the browser's own reason, on one line
             playwright.stop()
             self.folder.cleanup()
@@ -672,11 +775,6 @@ class Browser:
             self._started.put(UsageError(f"Chromium would not start ({first_line(err, 200)})"))
             return
         self.version = browser.version
-        page = browser.new_context(java_script_enabled=False).new_page()
-        # one handler for every request the page makes: the blank page every document is
-        # written into, the files of the document being drawn, and nothing else
-        page.route("**/*", self._route)
-        page.goto(f"{HOST}/blank.html")
         self._started.put(None)
         while True:
             task = self._tasks.get()
@@ -684,14 +782,48 @@ class Browser:
                 break
             work, answer = task
             try:
-                answer.put((True, work(page)))
+                if page.is_closed() or page.url != f"{HOST}/blank.html":
+                    page = self._page(browser)  # the last document left it unusable
+                result = work(page)
+                if page.url != f"{HOST}/blank.html":  # the document moved the page
+                    raise RuntimeError(f"the document navigated the page to {page.url}")
+                answer.put((True, result))
             except Exception as err:  # noqa: BLE001 - handed to the caller's thread
                 answer.put((False, err))
+                try:  # a fresh page for the next item; a fresh Chromium if this one died
+                    if not browser.is_connected():
+                        browser = self._launch(playwright, executable, env)
+                    else:
+                        page.context.close()
+                    page = self._page(browser)
+                except Exception as again:  # noqa: BLE001 - every later item says why
+                    page = _DeadPage(again)
         try:
             browser.close()
             playwright.stop()
         finally:
             self.folder.cleanup()
+
+    @staticmethod
+    def _launch(playwright, executable: str, env: dict[str, str]):
+        """Chromium with no network: every host name resolves to nothing (an address given
+        as numbers too), so no connection can leave it, whatever a document names; and none
+        of its own background traffic."""
+        return playwright.chromium.launch(
+            executable_path=executable, env=env,
+            args=["--no-sandbox", "--disable-gpu", "--font-render-hinting=none",
+                  "--host-resolver-rules=MAP * ~NOTFOUND", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-quic",
+                  "--no-first-run"])
+
+    def _page(self, browser):
+        """A page with JavaScript off, every request going to one handler (the blank page
+        every document is written into, the files of the document being drawn, and nothing
+        else), at the blank page."""
+        page = browser.new_context(java_script_enabled=False).new_page()
+        page.route("**/*", self._route)
+        page.goto(f"{HOST}/blank.html")
+        return page
 
     def _call(self, work):
         answer: queue.Queue = queue.Queue()
@@ -729,6 +861,10 @@ class Browser:
         if path in self._files:
             return route.fulfill(status=200, body=self._files[path])
         self._refused.append(url)
+        if route.request.is_navigation_request():
+            # "no content": the page stays where it is (an abort would leave it on an error
+            # page, and the next document with it)
+            return route.fulfill(status=204, body=b"")
         return route.abort()
 
     def pdf(self, document: str, files: dict[str, bytes]) -> tuple[bytes, list[str]]:
@@ -741,11 +877,22 @@ class Browser:
         apart), so the faces it names are fetched once a process, not once an item; the PDF
         is made once its fonts are loaded and its images decoded."""
         def draw(page) -> bytes:
-            page.evaluate("""html => {
+            deepest = page.evaluate("""html => {
                 document.documentElement.innerHTML = html;
+                let deepest = 0;
+                for (const leaf of document.querySelectorAll('body *')) {
+                    if (leaf.childElementCount) continue;
+                    let depth = 0;
+                    for (let e = leaf; e; e = e.parentElement) depth++;
+                    deepest = Math.max(deepest, depth);
+                }
                 const images = [...document.images].map(i => i.decode().catch(() => null));
-                return Promise.all([document.fonts.ready, ...images]).then(() => null);
+                return Promise.all([document.fonts.ready, ...images]).then(() => deepest);
             }""", document)
+            if deepest >= MAX_DOM_DEPTH:  # the parser stopped nesting: not what was written
+                raise DocumentTooDeep(f"the document nests {deepest} elements deep; Chromium "
+                                      f"nests at most {MAX_DOM_DEPTH} (it puts deeper ones "
+                                      "beside their parents)")
             return page.pdf(prefer_css_page_size=True, print_background=True,
                             display_header_footer=False)
 
@@ -753,6 +900,22 @@ class Browser:
             self._files, self._refused = files, []
             pdf = self._call(draw)
             return pdf, list(self._refused)
+
+
+class DocumentTooDeep(ValueError):
+    """An item's HTML nested deeper than the browser builds it."""
+
+
+class _DeadPage:
+    """What draws when no fresh page could be had: every drawing fails with the reason."""
+
+    url = ""
+
+    def __init__(self, reason: BaseException):
+        self.reason = reason
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"Chromium could not be started again ({self.reason})")
 
 
 if hasattr(os, "register_at_fork"):
@@ -1121,9 +1284,24 @@ class DocumentRenderer(Renderer):
         state = RenderState(self.options, self.folder)
         body = fields_html(item, part, state)
         face_list = faces(self.options)
-        document = page_html(body, self.options, face_list)
+        try:
+            document = page_html(body, self.options, face_list)
+        except ValueError as err:  # the --css file changed since the options were read
+            raise UsageError(f"--css: {err}") from None
         files = {f"/fonts/{face.key}": face.data for face in face_list}
-        pdf, fetched = Browser.get().pdf(document, files)
+        try:
+            pdf, fetched = Browser.get().pdf(document, files)
+        except MMConvertError:
+            raise
+        except DocumentTooDeep as err:
+            raise ItemError(str(err), where=item.origin or item.id, field=part,
+                            item_id=item.id, stage="render") from None
+        except Exception as err:  # noqa: BLE001 - Playwright's errors: one line, this item
+            from ..errors import first_line
+
+            raise ItemError(f"Chromium could not draw the item ({first_line(err, 200)})",
+                            where=item.origin or item.id, field=part, item_id=item.id,
+                            stage="render") from None
         # what the item's HTML names and the browser asked for, none of it loaded
         refused = list(dict.fromkeys([*state.refused, *references(body), *fetched]))
         typeset = Drawn(normalise_pdf(pdf, self.options), [], state.math_errors, refused)
