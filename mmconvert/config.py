@@ -232,8 +232,12 @@ def load_yaml(path: Path) -> dict[str, Any]:
     mapping of options (sections such as ``page:`` mappings too), UTF-8, or readable YAML."""
     import yaml
 
+    from .options import read_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = read_yaml(path.read_text(encoding="utf-8")) or {}
+    except ValueError as err:  # an alias, or a file too big to be options
+        raise UsageError(f"--config {path}: {err}") from None
     except OSError as err:
         raise UsageError(f"--config {path}: cannot read ({err.strerror})") from None
     except UnicodeDecodeError as err:

@@ -68,6 +68,9 @@ class FakeOpenAI:
     models_redirect: str | None = None
     # GET /v1/models answers these bytes as they are (a JSON list, say), with status 200
     models_body: bytes | None = None
+    # GET /v1/models sends its answer a byte at a time, this many seconds apart (a
+    # slow-loris server: every read gets a byte within any socket timeout)
+    models_trickle: float | None = None
     log: list[Logged] = field(default_factory=list)
     # the Authorization header of every request, GETs included
     authorizations: list[str | None] = field(default_factory=list)
@@ -139,6 +142,21 @@ class FakeOpenAI:
             handler.send_header("Location", self.models_redirect)
             handler.send_header("Content-Length", "0")
             handler.end_headers()
+            return
+        if self.models_trickle is not None and handler.path.endswith("/models"):
+            body = json.dumps({"object": "list", "data": [{"id": "reader"}]}).encode()
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            try:
+                for byte in body:
+                    handler.wfile.write(bytes([byte]))
+                    handler.wfile.flush()
+                    if self.release.wait(self.models_trickle):
+                        return
+            except (BrokenPipeError, ConnectionResetError):
+                pass
             return
         if self.models_body is not None and handler.path.endswith("/models"):
             status, payload = 200, self.models_body

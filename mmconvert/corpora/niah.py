@@ -121,21 +121,57 @@ class NiahOptions(BaseModel):
     @classmethod
     def _needles(cls, value: list[str]) -> list[str]:
         for template in value:
-            if "{key}" not in template or "{value}" not in template:
-                raise ValueError(f"{template!r}: a needle template needs {{key}} and {{value}}")
+            check_template(template)
         return value
 
 
+# the longest haystack (in tokens or words): RULER's 128k eight times over, about 2,000 A4
+# pages; a billion asked for 4 GB before anything was drawn
+MAX_LENGTH = 1024 * 1024
+MAX_NEEDLE_CHARS = 1000
+
+
 def parse_length(text: str) -> int:
-    """``"4k"`` -> 4096, ``"1500"`` -> 1500."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*", str(text))
+    """``"4k"`` -> 4096, ``"1500"`` -> 1500; a ValueError naming the limits past them."""
+    found = re.fullmatch(r"\s*(\d{1,12}(?:\.\d{1,6})?)\s*([kKmM]?)\s*", str(text))
     if not found:
-        raise ValueError(f"{text!r} is not a length (e.g. 1k, 4k, 1500)")
+        raise ValueError(f"{str(text)[:40]!r} is not a length (e.g. 1k, 4k, 1500; at most "
+                         f"{MAX_LENGTH:,})")
     scale = {"": 1, "k": 1024, "m": 1024 * 1024}[found.group(2).lower()]
     length = int(float(found.group(1)) * scale)
     if length < 16:
         raise ValueError(f"{text!r}: a haystack of at least 16 tokens")
+    if length > MAX_LENGTH:
+        raise ValueError(f"{text!r}: {length:,} is over the longest haystack, {MAX_LENGTH:,} "
+                         "(1m)")
     return length
+
+
+def check_template(template: str) -> str:
+    """A needle template: text with ``{key}`` and ``{value}`` once each at least, and no
+    other field, conversion or format (``{value:>1500000000}`` would be 1.5 GB of spaces);
+    ``{{`` and ``}}`` are braces. A ValueError saying what is wrong otherwise."""
+    import string
+
+    if len(template) > MAX_NEEDLE_CHARS:
+        raise ValueError(f"a needle template of {len(template):,} characters; at most "
+                         f"{MAX_NEEDLE_CHARS:,}")
+    shown = template if len(template) <= 60 else template[:57] + "..."
+    try:
+        fields = [(name, spec, conversion)
+                  for _, name, spec, conversion in string.Formatter().parse(template)
+                  if name is not None]
+    except ValueError as err:  # a lone { or }
+        raise ValueError(f"{shown!r}: {err} (write a brace as {{{{ or }}}})") from None
+    for name, spec, conversion in fields:
+        if name not in ("key", "value") or spec or conversion:
+            field = "{" + name + (f"!{conversion}" if conversion else "") + \
+                (f":{spec}" if spec else "") + "}"
+            raise ValueError(f"{shown!r}: {field[:40]} is not {{key}} or {{value}} (a needle "
+                             "template takes those two, plain)")
+    if {"key", "value"} - {name for name, _, _ in fields}:
+        raise ValueError(f"{shown!r}: a needle template needs {{key}} and {{value}}")
+    return template
 
 
 class NiahCorpusOptions(CorpusOptions):

@@ -235,6 +235,30 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
 MODELS_BYTES = 1 << 20  # a /models listing is a few KB; more is not read
 
 
+def within(work, seconds: float):
+    """``work()``'s result, or its exception, if it ends within ``seconds``; a TimeoutError
+    otherwise (``work`` goes on, on a daemon thread, until its own socket gives up)."""
+    import queue
+    import threading
+
+    done: queue.Queue = queue.Queue()
+
+    def run() -> None:
+        try:
+            done.put((True, work()))
+        except BaseException as err:  # noqa: BLE001 - handed to the caller
+            done.put((False, err))
+
+    threading.Thread(target=run, name="mmconvert-models", daemon=True).start()
+    try:
+        ok, value = done.get(timeout=seconds)
+    except queue.Empty:
+        raise TimeoutError(f"no answer within {seconds} s") from None
+    if not ok:
+        raise value
+    return value
+
+
 def check_endpoint(options: EvalOptions, key: str) -> None:
     """One free request (``GET /models``) before any paid one: an unreachable endpoint, a
     rejected key and an unknown model are one line each. A redirect to another origin is
@@ -242,15 +266,26 @@ def check_endpoint(options: EvalOptions, key: str) -> None:
     url = options.base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
     opener = urllib.request.build_opener(_SameOrigin)
+    limit = min(options.timeout, 15)
+
+    def fetch() -> bytes:
+        with opener.open(request, timeout=limit) as answer:
+            return answer.read(MODELS_BYTES)
+
     try:
-        with opener.open(request, timeout=min(options.timeout, 15)) as answer:
-            listed = json.loads(answer.read(MODELS_BYTES) or b"{}")
+        # the socket's timeout bounds each read, not the answer: a server that sends a byte
+        # now and then held this past 150 s at --timeout 10; the whole answer is waited for
+        # ``limit`` seconds at most
+        listed = json.loads(within(fetch, limit) or b"{}")
+    except TimeoutError:
+        raise MMConvertError(f"{url}: no complete answer within {limit} s (--timeout); is "
+                             "it an OpenAI-compatible endpoint?") from None
     except urllib.error.HTTPError as err:
         if err.code in (401, 403):
             raise UsageError(f"{options.base_url} rejected the API key in "
                              f"{options.api_key_env} (HTTP {err.code})") from None
         return  # a server without /models: the model is checked by the first request
-    except (urllib.error.URLError, TimeoutError, OSError) as err:
+    except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
         raise MMConvertError(f"cannot reach {options.base_url} ({reason})") from None
     except (json.JSONDecodeError, UnicodeDecodeError):

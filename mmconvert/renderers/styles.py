@@ -22,7 +22,7 @@ from typing import Any, Literal, get_origin
 from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
 
 from ..errors import UsageError, did_you_mean
-from ..options import OPTIONS, first_error
+from ..options import MAX_OPTIONS_BYTES, OPTIONS, first_error
 from ..seeds import rng
 
 STYLE_DIR = Path(__file__).parent / "styles"
@@ -122,9 +122,9 @@ def _read(path: Path, raw: bytes) -> dict[str, Any]:
         if path.suffix.lower() == ".json":
             data = json.loads(raw)
         else:
-            import yaml
+            from ..options import read_yaml
 
-            data = yaml.safe_load(raw)
+            data = read_yaml(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
     except Exception as err:  # noqa: BLE001 - any parser's complaint, as its first line
         from ..errors import first_line
 
@@ -212,7 +212,10 @@ def load(ref: str) -> tuple[Style, dict[str, Any]]:
         if not path.is_file():
             raise UsageError(f"style {ref!r}: neither a preset ({', '.join(shipped)}) nor a "
                              f"file{did_you_mean(ref, shipped)}")
-    raw = path.read_bytes()
+    with open(path, "rb") as handle:
+        raw = handle.read(MAX_OPTIONS_BYTES + 1)
+    if len(raw) > MAX_OPTIONS_BYTES:
+        raise UsageError(f"{path}: over the {MAX_OPTIONS_BYTES:,} bytes a style file may hold")
     data = _read(path, raw)
     where = str(path) if name == ref and ref not in shipped else f"style {name} ({path.name})"
     fixed: dict[str, Any] = {}

@@ -476,6 +476,22 @@ def test_a_redirect_to_another_origin_never_carries_the_key(demo, tmp_path, monk
     assert thief.authorizations == [] and not fake.requests("chat")
 
 
+def test_a_slow_loris_models_listing_is_cut_off_at_the_timeout(demo, tmp_path):
+    import time
+
+    fake = FakeOpenAI(models_trickle=1.0)
+    url = fake.start()
+    started = time.monotonic()
+    try:
+        result = run("eval", demo, "--model", "reader", "--base-url", url, "--out",
+                     tmp_path / "ev", "--timeout", 3)
+    finally:
+        fake.stop()
+    assert result.exit_code == 1, result.output
+    assert "no complete answer within 3 s (--timeout)" in result.output
+    assert time.monotonic() - started < 15
+
+
 @pytest.mark.parametrize("retries", [0, 1])
 def test_one_layer_retries_as_many_times_as_the_flag_says(demo, tmp_path, retries):
     first = rows(demo)[0]["text_prompt"].split("\n")[0]
