@@ -71,6 +71,8 @@ class FakeOpenAI:
     # GET /v1/models sends its answer a byte at a time, this many seconds apart (a
     # slow-loris server: every read gets a byte within any socket timeout)
     models_trickle: float | None = None
+    # POST /v1/chat/completions answers 307 to this URL (another origin, in the attack tests)
+    chat_redirect: str | None = None
     log: list[Logged] = field(default_factory=list)
     # the Authorization header of every request, GETs included
     authorizations: list[str | None] = field(default_factory=list)
@@ -179,6 +181,14 @@ class FakeOpenAI:
         started = time.monotonic()
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length)
+        if self.chat_redirect and handler.path.endswith("/chat/completions"):
+            with self._lock:
+                self.log.append(Logged(handler.path, {}, "", started, "307"))
+            handler.send_response(307)
+            handler.send_header("Location", self.chat_redirect)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
         try:
             body = json.loads(raw)
         except json.JSONDecodeError:

@@ -368,7 +368,7 @@ def inspect_model(name: str, base_url: str):
     from inspect_ai.model import get_model
 
     return get_model(f"openai-api/{SERVICE.lower()}/{name}", base_url=base_url, memoize=False,
-                     max_retries=0, http_client=capped_http_client(MAX_REPLY_BYTES))
+                     max_retries=0, http_client=capped_http_client(MAX_REPLY_BYTES, base_url))
 
 
 # the most of one reply that is read (and so kept, in inspect's cache and logs and in
@@ -377,9 +377,11 @@ def inspect_model(name: str, base_url: str):
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
-def capped_http_client(cap: int):
+def capped_http_client(cap: int, base_url: str | None = None):
     """The HTTP client inspect's provider would make, its transports wrapped so that no reply
-    body past ``cap`` bytes is read."""
+    body past ``cap`` bytes is read, and no request goes to an origin other than
+    ``base_url``'s (a redirect there is refused before anything is sent: the prompts and
+    images, and the key, stay with the endpoint the user named)."""
     import httpx2
     from openai import DefaultAsyncHttpxClient
 
@@ -390,14 +392,30 @@ def capped_http_client(cap: int):
     except ImportError:
         kwargs = {}
     capped = _capped_transport_class()
-    kwargs["transport"] = capped(kwargs.get("transport") or httpx2.AsyncHTTPTransport(), cap)
-    kwargs["mounts"] = {key: None if mount is None else capped(mount, cap)
+    origin = _origin(base_url) if base_url else None
+    kwargs["transport"] = capped(kwargs.get("transport") or httpx2.AsyncHTTPTransport(), cap,
+                                 origin)
+    kwargs["mounts"] = {key: None if mount is None else capped(mount, cap, origin)
                         for key, mount in (kwargs.get("mounts") or {}).items()}
     return DefaultAsyncHttpxClient(**kwargs)
 
 
 class ReplyTooLarge(Exception):
     """A reply body past the cap: the request fails (and is retried as any failure is)."""
+
+
+class OtherOrigin(Exception):
+    """A request to an origin other than the endpoint's (a redirect followed): not sent."""
+
+
+REDIRECTED = "redirected to another origin"
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the port the scheme's when it names none."""
+    parts = urllib.parse.urlsplit(str(url))
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), port
 
 
 @functools.lru_cache(maxsize=1)
@@ -423,10 +441,15 @@ def _capped_transport_class():
             await self.stream.aclose()
 
     class CappedTransport(httpx2.AsyncBaseTransport):
-        def __init__(self, inner, cap: int):
-            self.inner, self.cap = inner, cap
+        def __init__(self, inner, cap: int, origin=None):
+            self.inner, self.cap, self.origin = inner, cap, origin
 
         async def handle_async_request(self, request):
+            if self.origin is not None and _origin(request.url) != self.origin:
+                scheme, host, port = _origin(request.url)
+                raise OtherOrigin(f"the endpoint {REDIRECTED} ({scheme}://{host}:{port}); "
+                                  "nothing was sent there: give --base-url the endpoint "
+                                  "itself")
             response = await self.inner.handle_async_request(request)
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > self.cap:
@@ -529,6 +552,11 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
              for condition in todo.conditions]
     parts = list(local_executor(count, count).map(condition_worker, tasks))
     found = {(o.id, o.condition): o for part in parts for o in part}
+    refused = next((o.error for o in found.values() if o.error and REDIRECTED in o.error),
+                   None)
+    if refused:  # no reply of another server is scored
+        raise MMConvertError(f"{options.base_url}: {refused[refused.index('the endpoint'):]}"
+                             if "the endpoint" in refused else refused)
     outcomes = [found[(row["id"], c)] for row in todo.rows for c in todo.conditions
                 if (row["id"], c) in found]
     if outcomes and all(o.scored is None for o in outcomes):

@@ -476,6 +476,30 @@ def test_a_redirect_to_another_origin_never_carries_the_key(demo, tmp_path, monk
     assert thief.authorizations == [] and not fake.requests("chat")
 
 
+def test_a_chat_request_redirected_to_another_origin_is_refused_and_never_sent(
+        demo, tmp_path, monkeypatch):
+    """A 307 from /chat/completions to another server: nothing reaches it (the prompts and
+    images stay), and the evaluation stops in one line, scoring nothing of that server."""
+    thief = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
+    elsewhere = thief.start()
+    fake = FakeOpenAI(models=("reader",), chat_redirect=elsewhere.replace(
+        "127.0.0.1", "localhost") + "/chat/completions")
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    try:
+        result = run("eval", demo, "--model", "reader", "--base-url", url, "--out",
+                     tmp_path / "ev", "--limit", 2, "--max-retries", 1)
+    finally:
+        fake.stop()
+        thief.stop()
+    assert result.exit_code == 1, result.output
+    assert result.output.count("\n") == 1, result.output
+    assert "redirected to another origin" in result.output and "nothing was sent" in \
+        result.output
+    assert thief.requests() == [] and thief.authorizations == []
+    assert not (tmp_path / "ev" / "results.json").exists()
+
+
 def test_a_slow_loris_models_listing_is_cut_off_at_the_timeout(demo, tmp_path):
     import time
 
