@@ -122,8 +122,10 @@ class Registry(Generic[T]):
             loaded = importlib.import_module(module)
             for part in attr.split("."):
                 loaded = getattr(loaded, part)
-        except Exception as err:  # noqa: BLE001 - any failure of a plugin is its own line
-            detail = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        except BaseException as err:  # noqa: BLE001 - any failure of a plugin is its own line
+            # sys.exit() or KeyboardInterrupt at a plugin's import too: they would end the
+            # command (exit 0 having done nothing, or "Aborted!") on the plugin's behalf
+            detail = " ".join(f"{type(err).__name__}: {err}".split()).removesuffix(":")[:200]
             raise UsageError(f"{where} cannot be loaded ({detail})") from None
         problem = self._breach(loaded)
         if problem:
@@ -138,8 +140,22 @@ class Registry(Generic[T]):
         base = getattr(importlib.import_module(module), attr)
         if not (isinstance(loaded, type) and issubclass(loaded, base)):
             return f"is not a subclass of {base.__module__}.{base.__qualname__}"
-        return None
+        return contract_breach(loaded, base)
 
     def unknown_message(self, name: str) -> str:
         return (f"unknown {self.kind} {name!r} (known: {', '.join(self.names())})"
                 f"{did_you_mean(name, self.names())}")
+
+
+def contract_breach(cls: type, base: type) -> str | None:
+    """What ``cls`` lacks of its kind's contract, in a few words, or None: the members its
+    base declares without a default (``base.REQUIRED``) and the methods it must implement
+    (``base.HOOKS``), found when the part loads rather than when a command reaches them."""
+    lacking = [name for name in getattr(base, "REQUIRED", ()) if not hasattr(cls, name)]
+    lacking += [f"{name}()" for name in getattr(base, "HOOKS", ())
+                if not any(name in klass.__dict__ for klass in cls.__mro__
+                           if klass is not base and issubclass(klass, base))]
+    if not lacking:
+        return None
+    return (f"lacks {', '.join(lacking)}, which every {base.__qualname__} states "
+            "(docs/plugins.md)")

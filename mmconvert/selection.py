@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .config import Selection
 from .corpora import Corpus, LoadReport, resolve
-from .corpora.base import load_request, shuffle_options
+from .corpora.base import load_items, load_request, shuffle_options
 from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
 from .items import Item
 from .seeds import rng
@@ -103,11 +103,12 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
         return items
 
     report = LoadReport()
-    first = corpus.load(request, report)
+    first = load_items(corpus, request, report)
     held = first if isinstance(first, list) else None  # a corpus that builds a list: read once
 
     def again() -> Iterator[Item]:
-        return shuffled(held if held is not None else corpus.load(request, LoadReport()))
+        return shuffled(held if held is not None else load_items(corpus, request,
+                                                                 LoadReport()))
 
     def chosen(items: Iterable[Item], counts: Counter) -> Iterator[Item]:
         return selected(items, counts, config.sample, config.limit, config.seed,

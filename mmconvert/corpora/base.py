@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ItemError, SourceError, UsageError
+from ..errors import ItemError, MMConvertError, SourceError, UsageError, first_line
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
 from ..options import OPTIONS, first_error
 from ..seeds import rng
@@ -103,6 +103,10 @@ def check_corpus_options(corpus: Corpus, values: dict[str, Any]) -> CorpusOption
 class Corpus:
     """A named corpus: where it lives on the hub and how its rows become Items."""
 
+    # what every corpus states and implements: checked when it loads
+    REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
+    HOOKS: ClassVar[tuple[str, ...]] = ("load",)
+
     name: ClassVar[str]
     options_model: ClassVar[type[CorpusOptions]] = CorpusOptions
     hub_id: ClassVar[str | None] = None
@@ -145,6 +149,61 @@ class Corpus:
         if self.language_prompts and item.language != "en":
             return (f"lang-{item.language}",)
         return ()
+
+
+def load_items(corpus: Corpus, request: LoadRequest, report: LoadReport) -> Iterable[Item]:
+    """``corpus.load``: a list stays a list, an iterator is read as it is consumed. What it
+    gives that is not an Item, and (for a plugin) what it raises that is not mmconvert's own
+    error, is one line naming the corpus and its package."""
+    plugin = not type(corpus).__module__.startswith("mmconvert.")
+    where = _plugin_label(corpus) if plugin else f"corpus {corpus.name!r}"
+    try:
+        items = corpus.load(request, report)
+    except MMConvertError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a plugin's failure is its one line
+        if not plugin:
+            raise
+        raise UsageError(f"{where} failed to load ({first_line(err, 200, kind=True)})") \
+            from None
+    if isinstance(items, list):
+        for item in items:
+            _is_item(item, where)
+        return items
+    if not isinstance(items, Iterable) or isinstance(items, (str, bytes, dict)):
+        raise UsageError(f"{where}: load gave {type(items).__name__}, not a list or an "
+                         "iterator of Items")
+    return _checked_items(iter(items), where, plugin)
+
+
+def _checked_items(items: Iterator, where: str, plugin: bool) -> Iterator[Item]:
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except MMConvertError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a plugin's failure is its one line
+            if not plugin:
+                raise
+            raise UsageError(f"{where} failed while loading "
+                             f"({first_line(err, 200, kind=True)})") from None
+        yield _is_item(item, where)
+
+
+def _is_item(item: Any, where: str) -> Item:
+    if not isinstance(item, Item):
+        raise UsageError(f"{where}: load gave a {type(item).__name__}, not an "
+                         "mmconvert.items.Item")
+    return item
+
+
+def _plugin_label(corpus: Corpus) -> str:
+    from . import CORPORA
+
+    return (f"plugin corpus {corpus.name!r} from package "
+            f"{CORPORA.provider(getattr(corpus, 'name', '?'))!r}")
 
 
 class RowGuard:

@@ -83,7 +83,7 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         try:
-            count = writer(source, staging, out, name, paths=paths)
+            count = _written(fmt, writer, source, staging, out, name, paths)
             summary = ExportSummary(fmt, out, count, source.left_out, len(source.skipped),
                                     source.awaiting_review)
             if not count:  # an empty dataset is not a success: nothing is written
@@ -102,6 +102,29 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
             shutil.rmtree(out) if out.is_dir() else out.unlink()
         staging.rename(out)
         return summary
+
+
+def _written(fmt: str, writer, source: RunSource, staging: Path, out: Path, name: str,
+             paths: str) -> int:
+    """The exporter's count of items written; a count that is not a whole number, or (a
+    plugin's) a failure other than mmconvert's own error, is one line naming the format and
+    its package."""
+    from ..errors import first_line
+
+    label = f"export format {fmt!r} from package {EXPORTERS.provider(fmt)!r}"
+    try:
+        count = writer(source, staging, out, name, paths=paths)
+    except MMConvertError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a plugin's failure is its one line
+        if EXPORTERS.provider(fmt) == "mmconvert":
+            raise
+        raise MMConvertError(f"{label} failed ({first_line(err, 200, kind=True)}); nothing "
+                             f"was written to {out}") from None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise MMConvertError(f"{label} gave {count!r:.40} where a count of the items written "
+                             f"is due; nothing was written to {out}")
+    return count
 
 
 def _record(source: RunSource, summary: ExportSummary, name: str,

@@ -30,7 +30,7 @@ def apply_steps(image, entry: dict[str, Any], steps: list[Transform], *, seed: i
         params = step.sample(draw, image)
         sampled.append(params)
         before = image.size
-        image = step.apply(image, params)
+        image = _applied(step, image, params)
         if step.encodes == "jpeg" and step is not jpeg:  # mid-chain: its artefacts, now
             image = decode(encode(image, "jpeg", quality=step.options.quality,
                                   subsampling=step.options.subsampling))
@@ -52,6 +52,31 @@ def apply_steps(image, entry: dict[str, Any], steps: list[Transform], *, seed: i
     if fmt == "jpeg" and jpeg is None:
         extra["encoding"] = {"format": "jpeg", "quality": quality, "subsampling": subsampling}
     return data, fmt, image, extra, sampled
+
+
+def _applied(step: Transform, image, params: dict[str, Any]):
+    """``step.apply``: an image, or (a plugin's transform that gives anything else, or fails
+    with other than mmconvert's own error) one line naming the transform and its package."""
+    from PIL import Image
+
+    from ..errors import MMConvertError, UsageError, first_line
+    from .transforms import TRANSFORMS
+
+    try:
+        made = step.apply(image, params)
+    except MMConvertError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a plugin's failure is its one line
+        if type(step).__module__.startswith("mmconvert."):
+            raise
+        raise UsageError(f"transform {step.name!r} from package "
+                         f"{TRANSFORMS.provider(step.name)!r} failed "
+                         f"({first_line(err, 200, kind=True)})") from None
+    if not isinstance(made, Image.Image):
+        raise UsageError(f"transform {step.name!r} from package "
+                         f"{TRANSFORMS.provider(step.name)!r} gave "
+                         f"{type(made).__name__}, not a PIL image")
+    return made
 
 
 def renamed(rel: str, fmt: str) -> str:

@@ -49,6 +49,11 @@ class Renderer:
     render --renderer <name>``; ``help`` is that command's help.
     """
 
+    # what every renderer states (no default here) and implements: checked when it loads
+    REQUIRED: ClassVar[tuple[str, ...]] = ("name", "version", "config_model", "options_model",
+                                           "row_model", "roles", "shown_roles", "ocr_roles")
+    HOOKS: ClassVar[tuple[str, ...]] = ("job", "from_params", "expected_text")
+
     name: ClassVar[str]
     version: ClassVar[str]
     # its run's options: a ``config.RunConfig`` with ``renderer: Literal[<name>]`` and a

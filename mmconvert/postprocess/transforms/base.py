@@ -24,6 +24,11 @@ class TransformOptions(BaseModel):
 class Transform:
     """Base of every registered transform."""
 
+    # what every transform states and implements: checked when it loads
+    REQUIRED: ClassVar[tuple[str, ...]] = ("name", "options_model", "primary", "axis",
+                                           "folder", "description", "example")
+    HOOKS: ClassVar[tuple[str, ...]] = ("apply",)
+
     name: ClassVar[str]
     version: ClassVar[str] = "1"
     options_model: ClassVar[type[TransformOptions]]

@@ -1,0 +1,223 @@
+"""A plugin that breaks its contract fails in one line naming it and its package, when it
+loads or where it is used, never as a traceback, and never ends a command on its behalf; the
+other parts still work (real mmconvert processes, a real distribution on the path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MODULE = '''
+from mmconvert.corpora.base import Corpus
+from mmconvert.items import Item
+from mmconvert.postprocess.transforms.base import Transform, TransformOptions
+from mmconvert.renderers.base import Renderer
+from mmconvert.renderers.page import PageRenderer
+
+
+class NoOcrRoles(Renderer):
+    """a page renderer that leaves out what QA reads back (ocr_roles)"""
+    name = "no-ocr"
+    version = "1"
+    config_model = PageRenderer.config_model
+    options_model = PageRenderer.options_model
+    row_model = PageRenderer.row_model
+    roles = shown_roles = ("page",)
+    job = PageRenderer.__dict__["job"]
+    from_params = PageRenderer.__dict__["from_params"]
+    expected_text = PageRenderer.__dict__["expected_text"]
+
+
+class Dicts(Corpus):
+    name = "dicts"
+    description = "rows as dicts, not Items"
+
+    def load(self, request, report):
+        return [{"id": "a", "question": "q"}]
+
+
+class Raises(Corpus):
+    name = "raises"
+    description = "a load that raises"
+
+    def load(self, request, report):
+        raise ValueError("the source went away")
+
+
+class LazyRaises(Corpus):
+    name = "lazy-raises"
+    description = "an iterator that raises part way"
+
+    def load(self, request, report):
+        yield Item(id="a-000", corpus="lazy-raises", subset="a", split="test", question="q?",
+                   options=["x", "y"], answer="A")
+        raise RuntimeError("row 2 is gone")
+
+
+class NoneOptions(TransformOptions):
+    level: float = 1
+
+
+class GivesNone(Transform):
+    name = "gives-none"
+    options_model = NoneOptions
+    primary = axis = folder = "level"
+    description = "returns None"
+    example = "1"
+
+    def apply(self, image, params):
+        return None
+
+
+class GivesText(GivesNone):
+    name = "gives-text"
+
+    def apply(self, image, params):
+        return "an image, honestly"
+
+
+def raises(source, staging, out, name, **options):
+    """raises"""
+    raise OSError("disk on fire")
+
+
+def many(source, staging, out, name, **options):
+    """says many"""
+    return "many"
+'''
+
+EXITS = "import sys\nsys.exit(0)\n"
+INTERRUPTS = "raise KeyboardInterrupt\n"
+
+ENTRY_POINTS = """
+[mmconvert.renderers]
+no-ocr = mmc_hostile:NoOcrRoles
+exits = mmc_exits:Nothing
+
+[mmconvert.corpora]
+dicts = mmc_hostile:Dicts
+raises = mmc_hostile:Raises
+lazy-raises = mmc_hostile:LazyRaises
+interrupts = mmc_interrupts:Nothing
+
+[mmconvert.transforms]
+gives-none = mmc_hostile:GivesNone
+gives-text = mmc_hostile:GivesText
+
+[mmconvert.exporters]
+raises = mmc_hostile:raises
+many = mmc_hostile:many
+"""
+PACKAGE = "'mmc-hostile'"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("site")
+    (site / "mmc_hostile.py").write_text(MODULE)
+    (site / "mmc_exits.py").write_text(EXITS)
+    (site / "mmc_interrupts.py").write_text(INTERRUPTS)
+    info = site / "mmc_hostile-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mmc-hostile\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    return site
+
+
+def mmconvert(site: Path, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    return subprocess.run([sys.executable, "-m", "mmconvert", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def one_line(done: subprocess.CompletedProcess, code: int, *said: str) -> None:
+    assert done.returncode == code, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr and "Aborted" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, done.stderr
+    for text in said:
+        assert text in errors[0], errors[0]
+
+
+def test_list_lists_every_part_and_each_broken_plugin_in_a_line(site):
+    done = mmconvert(site, "list")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    out = done.stdout
+    for text in ("mmlu-redux", "page", "blur", "lmms-eval",
+                 "no-ocr         cannot be used: plugin renderer 'no-ocr' from package "
+                 f"{PACKAGE} (mmc_hostile:NoOcrRoles) lacks ocr_roles",
+                 "exits          cannot be used: plugin renderer 'exits' from package "
+                 f"{PACKAGE} (mmc_exits:Nothing) cannot be loaded (SystemExit: 0)",
+                 "interrupts     cannot be used: plugin corpus 'interrupts' from package "
+                 f"{PACKAGE} (mmc_interrupts:Nothing) cannot be loaded (KeyboardInterrupt)"):
+        assert text in out, text
+
+
+def test_a_renderer_without_a_required_member_is_refused_when_it_loads(site, tmp_path):
+    one_line(mmconvert(site, "render", "mmlu-redux", "--source", SAMPLE, "--renderer",
+                       "no-ocr", "--out", tmp_path / "r"), 2,
+             "plugin renderer 'no-ocr'", "lacks ocr_roles, which every Renderer states")
+
+
+@pytest.mark.parametrize(("corpus", "said"), [
+    ("dicts", "plugin corpus 'dicts' from package 'mmc-hostile': load gave a dict, not an "
+              "mmconvert.items.Item"),
+    ("raises", "plugin corpus 'raises' from package 'mmc-hostile' failed to load (ValueError: "
+               "the source went away)"),
+    ("lazy-raises", "plugin corpus 'lazy-raises' from package 'mmc-hostile' failed while "
+                    "loading (RuntimeError: row 2 is gone)"),
+    ("interrupts", "cannot be loaded (KeyboardInterrupt)"),
+])
+def test_a_corpus_that_breaks_its_contract_is_one_line(site, tmp_path, corpus, said):
+    one_line(mmconvert(site, "render", corpus, "--out", tmp_path / "r"), 2, said)
+
+
+def test_a_plugin_that_exits_at_import_does_not_end_the_command(site, tmp_path):
+    done = mmconvert(site, "render", "mmlu-redux", "--source", SAMPLE, "--renderer", "exits",
+                     "--out", tmp_path / "r")
+    one_line(done, 2, "cannot be loaded (SystemExit: 0)")
+    made = mmconvert(site, "render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "ok")
+    assert made.returncode == 0, made.stderr
+
+
+@pytest.fixture(scope="module")
+def demo(site, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "run"
+    done = mmconvert(site, "render", "mmlu-redux", "--source", SAMPLE, "--limit", "2", "--out",
+                     out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.parametrize(("step", "said"), [
+    ("gives-none:1", "transform 'gives-none' from package 'mmc-hostile' gave NoneType, not a "
+                     "PIL image"),
+    ("gives-text:1", "transform 'gives-text' from package 'mmc-hostile' gave str, not a PIL "
+                     "image"),
+])
+def test_a_transform_that_gives_no_image_is_one_line(site, demo, tmp_path, step, said):
+    one_line(mmconvert(site, "transform", demo, "--apply", step, "--out", tmp_path / "t"), 2,
+             said)
+
+
+@pytest.mark.parametrize(("fmt", "said"), [
+    ("raises", "export format 'raises' from package 'mmc-hostile' failed (OSError: disk on "
+               "fire); nothing was written to"),
+    ("many", "export format 'many' from package 'mmc-hostile' gave 'many' where a count of "
+             "the items written is due"),
+])
+def test_an_exporter_that_fails_or_miscounts_is_one_line_and_writes_nothing(
+        site, demo, tmp_path, fmt, said):
+    out = tmp_path / "e"
+    one_line(mmconvert(site, "export", demo, "--format", fmt, "--out", out), 1, said)
+    assert not out.exists()
+    assert "exported" not in json.dumps(os.listdir(tmp_path))
