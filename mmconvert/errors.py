@@ -22,10 +22,24 @@ def first_line(err: BaseException | str, limit: int | None = None, *,
     return line[:limit] if limit else line
 
 
+def _rebuilt(cls: type, args: tuple, state: dict):
+    """An error made again from its class, message arguments and fields, whatever its
+    ``__init__`` takes (``pickle`` would call ``cls(*args)``, which an error with keyword-only
+    fields cannot take: ``ItemFiltered`` crossing a Ray worker raised TypeError)."""
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
 class MMConvertError(Exception):
-    """Base class of every error mmconvert reports to a user."""
+    """Base class of every error mmconvert reports to a user. Every one survives pickling
+    (a process worker's, a Ray actor's error comes back to the driver) with its fields."""
 
     exit_code = 1
+
+    def __reduce__(self):
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
 
 
 class UsageError(MMConvertError):

@@ -124,6 +124,24 @@ def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, stor
     assert all(files == 0 and written >= 2 for files, written in sunk), sunk
 
 
+def test_a_renderer_that_leaves_items_out_by_a_rule_runs_on_ray(tmp_path):
+    """The occluder drops a stacked image over --max-height (``ItemFiltered``, an error with
+    a keyword-only field): the error crosses from the actor to the driver as itself, under
+    --on-error skip, and the run is the local one, skips included."""
+    folders = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        folders[name] = tmp_path / name
+        made = mmconvert("occlude", "captions", "--source", FIXTURES / "coco", "--out",
+                         folders[name], "--workers", "2", "--max-height", "240",
+                         "--on-error", "skip", *extra)
+        assert made.returncode == 0, made.stderr
+        assert "Traceback" not in made.stderr and "TypeError" not in made.stderr
+    same(folders["local"], folders["ray"])
+    skipped = [json.loads(line) for line in
+               (folders["ray"] / "skipped.jsonl").read_text().splitlines()]
+    assert skipped and all("over --max-height 240" in s["reason"] for s in skipped)
+
+
 def test_a_killed_sharded_run_on_ray_resumes_to_the_local_shards(tmp_path):
     """Killed with shards packing on the cluster, and started again at once (a pack task of
     the killed run may still be running): the shards and manifest are the local run's."""
