@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import functools
 import importlib
+import re
 from pathlib import Path
 
 import click
@@ -39,11 +40,25 @@ def reports_errors(fn):
             raise OneLineError(err) from None
         except OSError as err:  # a read-only folder, a full disk: one line, not a traceback
             raise OneLineError(MMConvertError(disk_error(err))) from None
+        except RuntimeError as err:
+            # pathlib's resolve() of a symbolic link that leads back to itself, wherever a
+            # path given is resolved (a font, an image, a source)
+            loop = LOOP.match(str(err))
+            if loop is None:
+                raise
+            raise OneLineError(MMConvertError(
+                f"{loop.group(1)}: a symbolic link that leads back to itself (a loop)")) \
+                from None
     return wrapper
+
+
+LOOP = re.compile(r"^Symlink loop from '(.*)'$")
 
 
 def disk_error(err: OSError) -> str:
     where = f"{err.filename}: " if err.filename else ""
+    if err.errno == errno.ELOOP:
+        return f"{where}a symbolic link that leads back to itself (a loop)"
     hint = {errno.ENOSPC: " (the disk is full)", errno.EROFS: " (the file system is read-only)",
             errno.EACCES: " (no permission)"}.get(err.errno or 0, "")
     return f"{where}cannot write: {err.strerror or err}{hint}"
@@ -266,8 +281,11 @@ def reject_votes_option(fn):
                    "text tokens and its compression ratio, text tokens / vision tokens, per "
                    "model.")
 @click.option("--models", metavar="M1,M2",
-              help="The models to count vision tokens for, comma-separated (default: every "
-                   "rule; the rules' names and aliases, e.g. qwen2.5-vl,glm-4.1v,gpt-4o).")
+              help="The models to count vision tokens for, comma-separated, by rule name or "
+                   "alias (default: the main families' nine rules, qwen2-vl, qwen3-vl, "
+                   "glm-4.1v, internvl2.5, idefics3, pixtral, llava-1.5, gpt-4o and claude; "
+                   "name others, such as llava-onevision, llama-4, gemma-3, deepseek-ocr-base "
+                   "or gpt-5, to count them too).")
 @reports_errors
 def stats_command(run_dir, out, as_json, no_plots, tokenizer, models):
     """Pages per item, words per image (LogicOCR's density buckets), image sizes and estimated

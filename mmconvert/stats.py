@@ -478,7 +478,8 @@ def summarise(values: list[float | None]) -> dict[str, float]:
 
 
 def rules_for(models: list[str] | None) -> dict[str, Any]:
-    """The rules of ``models`` (names or aliases, as given), or every rule."""
+    """The rules of ``models`` (names or aliases, as given), or the main ones
+    (``TOKEN_RULES``; ``EXTRA_RULES`` only when named)."""
     if not models:
         return dict(TOKEN_RULES)
     return {name: token_rule(name) for name in dict.fromkeys(models)}
@@ -505,7 +506,7 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
     """Per-item and per-image figures of the run, and their summaries; with ``tokenizer``
     (``tokens.TextTokenizer``), each item's text tokens and its compression ratio per model
     (the text tokens its images hold over the vision tokens they cost); ``models``: the
-    models to count vision tokens for (default: every rule)."""
+    models to count vision tokens for (default: the main rules, ``TOKEN_RULES``)."""
     rules = rules_for(models)
     run = Path(run)
     folder = open_run(run)

@@ -26,6 +26,8 @@ from typing import Any
 from .errors import UsageError, first_line
 
 FILE = "tokenizer.json"
+# the largest tokenizer.json read (the largest models' are about 30 MB)
+MAX_TOKENIZER_BYTES = 256 << 20
 TIKTOKEN = "tiktoken:"
 
 
@@ -39,12 +41,20 @@ class TextTokenizer:
     tokenizer: Any
 
     def count(self, text: str | None) -> int:
-        """Tokens of ``text``, without special tokens."""
+        """Tokens of ``text``, without special tokens; a tokenizer that fails (or panics: a
+        Rust panic is a ``BaseException``, not an ``Exception``) is one line naming it."""
         if not text:
             return 0
-        if self.name.startswith(TIKTOKEN):  # special tokens' text is counted as text
-            return len(self.tokenizer.encode_ordinary(text))
-        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        try:
+            if self.name.startswith(TIKTOKEN):  # special tokens' text is counted as text
+                return len(self.tokenizer.encode_ordinary(text))
+            return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as err:  # noqa: BLE001 - PanicException included
+            raise UsageError(f"--tokenizer {self.name}: the tokenizer failed on a text of "
+                             f"{len(text):,} characters ({first_line(err, 160, kind=True)})") \
+                from None
 
     def record(self) -> dict[str, str]:
         return {"name": self.name, "file": str(self.path), "sha256": self.sha256}
@@ -136,7 +146,13 @@ def load_tokenizer(spec: str) -> TextTokenizer:
             raise UsageError(f"--tokenizer {spec}: the folder holds no {FILE}")
     elif given.is_file():
         path = given
-    elif given.exists() or spec.endswith(".json") or spec.startswith((".", "/")):
+    elif given.exists():
+        raise UsageError(f"--tokenizer {spec}: not a regular file (a {FILE}, or a folder "
+                         "holding one)")
+    elif given.is_symlink():
+        raise UsageError(f"--tokenizer {spec}: a symbolic link that leads nowhere, or back to "
+                         "itself")
+    elif spec.endswith(".json") or spec.startswith((".", "/")):
         raise UsageError(f"--tokenizer {spec}: no such file or folder")
     else:
         path = _cached(spec)
@@ -144,7 +160,11 @@ def load_tokenizer(spec: str) -> TextTokenizer:
             raise UsageError(f"--tokenizer {spec}: not a file or folder, and no {FILE} of a "
                              f"hub model {spec!r} is in the local Hugging Face cache (nothing "
                              "is downloaded; give a local tokenizer.json)")
-    data = path.read_bytes()
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_TOKENIZER_BYTES + 1)
+    if len(data) > MAX_TOKENIZER_BYTES:
+        raise UsageError(f"--tokenizer {spec}: {path} is over {MAX_TOKENIZER_BYTES >> 20} MiB, "
+                         f"more than any {FILE}")
     try:
         tokenizer = Tokenizer.from_str(data.decode("utf-8"))
     except Exception as err:  # noqa: BLE001 - any file tokenizers cannot read is one line

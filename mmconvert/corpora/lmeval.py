@@ -146,10 +146,11 @@ def dataset_source(source: Path | None):
             files = local_files(source, path, name)
             builder = BUILDERS[Path(next(iter(files.values()))[0]).suffix.lower()]
             try:
-                return real(builder, data_files=files)
+                loaded = real(builder, data_files=files)
             except Exception as err:  # noqa: BLE001 - datasets' errors come in many classes
                 raise SourceError(f"--source {source}: {label}: {first_line(err, 200)}") \
                     from None
+            return _named_splits(loaded, f"--source {source}: {label}")
         from .sources import hub_reachable, offline
 
         try:
@@ -163,6 +164,26 @@ def dataset_source(source: Path | None):
                               "copy in the hub's layout") from None
 
     return loading_with(load)
+
+
+def _named_splits(loaded, where: str):
+    """A local copy's splits, a split it lacks one line naming it and those it has (lm-eval
+    reads its task's training split for few-shot examples: arc_easy said only KeyError:
+    'train')."""
+    import datasets
+
+    if not isinstance(loaded, datasets.DatasetDict):
+        return loaded
+
+    class Splits(datasets.DatasetDict):
+        def __getitem__(self, key):
+            if isinstance(key, str) and key not in self:
+                raise SourceError(f"{where}: no {key} split (it has {', '.join(self)}); the "
+                                  f"task reads it: add its {key}-*.parquet (or .jsonl, .csv) "
+                                  "files")
+            return super().__getitem__(key)
+
+    return Splits(loaded)
 
 
 def without_cue(text: str) -> tuple[str, str]:
@@ -290,6 +311,13 @@ class LmEval(Corpus):
         except ItemError as err:
             err.item_id = err.item_id or item_id
             raise
+        except (UsageError, SourceError):
+            raise
+        except Exception as err:  # noqa: BLE001 - the task's own templates and functions
+            # failing on this doc (a Jinja template reading a field the row lacks): the row's
+            # error, which --on-error skip records
+            raise ItemError(f"the task cannot read this doc ({first_line(err, 200, kind=True)})",
+                            where=where, field="doc", item_id=item_id) from None
 
     def _item(self, task, doc: dict, index: int, item_id: str, subset: str,
               source: dict[str, Any], language: str, where: str) -> Item:

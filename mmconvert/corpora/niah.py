@@ -147,6 +147,20 @@ def parse_length(text: str) -> int:
     return length
 
 
+# the most of a haystack text file read: far more than the longest haystack needs
+MAX_HAYSTACK_BYTES = 64 << 20
+
+
+def haystack_text(path: Path) -> str:
+    """A haystack text file's text, its first ``MAX_HAYSTACK_BYTES`` at most."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_HAYSTACK_BYTES)
+    except OSError as err:
+        raise SourceError(f"{path}: cannot read ({err.strerror})") from None
+    return raw.decode("utf-8-sig", errors="surrogateescape")
+
+
 def check_template(template: str) -> str:
     """A needle template: text with ``{key}`` and ``{value}`` once each at least, and no
     other field, conversion or format (``{value:>1500000000}`` would be 1.5 GB of spaces);
@@ -251,19 +265,21 @@ class Niah(Corpus):
         parts = []
         for name in options.haystack:
             path = Path(name)
+            if path.exists() and not path.is_file() and not path.is_dir():
+                raise UsageError(f"--haystack {name}: not a regular file (a text file, or a "
+                                 "file or corpus render reads)")
             if path.suffix.lower() in (".txt", ".md") and path.is_file():
-                from .sources import decode
-
-                parts.append(decode(path))
+                parts.append(haystack_text(path))
                 continue
             from . import resolve
+            from .base import load_items
 
             if name == self.name:
                 raise UsageError("--haystack niah: a haystack cannot be another haystack set")
             corpus = resolve(name)
             inner = LoadRequest(source=request.source, on_error=request.on_error,
                                 seed=request.seed)
-            for item in corpus.load(inner, LoadReport()):
+            for item in load_items(corpus, inner, LoadReport()):
                 parts.append("\n\n".join(t for t in (item.context, item.question) if t))
         return "\n\n".join(parts), list(options.haystack)
 

@@ -15,6 +15,7 @@ import base64
 import functools
 import json
 import os
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -91,7 +92,8 @@ class EvalOptions(BaseModel):
                           "text tokens and compression ratio per model, as mmconvert stats "
                           "counts them")
     ratio_models: list[str] | None = Field(
-        None, json_schema_extra=cli(flag="--ratio-model", default="every stats rule"),
+        None, json_schema_extra=cli(flag="--ratio-model",
+                                    default="the nine main rules mmconvert stats prints"),
         description="a model whose vision tokens (and ratio) results.json reports; "
                     "repeatable")
 
@@ -653,7 +655,8 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
             raise MMConvertError(one_line(message))
         for sample in log.samples or []:
             condition = sample.metadata.get("condition")
-            error = request_error(sample.error.message, timeout) if sample.error else None
+            error = (request_error(sample.error.message, timeout, sample.error.traceback)
+                     if sample.error else None)
             score = (sample.scores or {}).get("mmconvert")
             scored = None
             if score is not None and error is None:
@@ -677,10 +680,23 @@ def grid_cell(row: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]] | 
                  for name, value in grid.items())  # type: ignore[return-value]
 
 
-def request_error(message: str, timeout: int | None) -> str:
+_RETRIED = re.compile(r"RetryError\W+<Future at \w+ state=\w+ raised (\w+)>")
+
+
+def request_error(message: str, timeout: int | None, traceback: str = "") -> str:
     """A failed request's error in one line, saying what was waited for when it was the
-    answer (inspect reports a timed-out attempt as a RetryError around AttemptTimeoutError)."""
+    answer (inspect reports a timed-out attempt as a RetryError around AttemptTimeoutError),
+    and the error itself, not tenacity's wrapper round it ("RetryError(<Future at 0x…
+    raised InternalServerError>)" said nothing of the server's answer): its line from the
+    traceback, after the retries."""
     text = one_line(message)
+    retried = _RETRIED.search(text)
+    if retried:
+        raised = retried.group(1)
+        found = [line.strip() for line in (traceback or "").splitlines()
+                 if re.match(rf"^[\w.]*\b{re.escape(raised)}: ", line.strip())]
+        text = found[0] if found else raised
+        text = f"{one_line(text)[:240]} (after the retries)"
     if timeout is not None and "TimeoutError" in text:
         return f"no complete answer within --timeout {timeout} s ({text[:160]})"
     return text

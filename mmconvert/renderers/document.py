@@ -330,8 +330,11 @@ class RenderState:
         relative = PurePosixPath(src)
         if relative.is_absolute() or ".." in relative.parts:
             return None
-        path = (self.folder / relative).resolve()
-        if not path.is_file() or not path.is_relative_to(self.folder.resolve()):
+        try:
+            path = (self.folder / relative).resolve()
+            if not path.is_file() or not path.is_relative_to(self.folder.resolve()):
+                return None
+        except (OSError, RuntimeError):  # a loop of links, a name too long: not loaded
             return None
         return path
 

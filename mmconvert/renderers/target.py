@@ -61,7 +61,8 @@ class TargetOptions(BaseModel):
             raise ValueError("--target-ratio needs --tokenizer (the text tokens of a ratio)")
         if not wanted and (self.ratio_model or self.tokenizer):
             raise ValueError("--ratio-model and --tokenizer set a target: give "
-                             "--target-ratio or --vision-budget")
+                             "--target-ratio or --vision-budget with them (a haystack's "
+                             "lengths are counted with --length-tokenizer)")
         if self.min_font_size > self.max_font_size:
             raise ValueError(f"min_font_size {self.min_font_size:g} is over max_font_size "
                              f"{self.max_font_size:g}")
