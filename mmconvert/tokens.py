@@ -129,9 +129,18 @@ def _load_tiktoken(spec: str) -> TextTokenizer:
                          encoding)
 
 
-def load_tokenizer(spec: str) -> TextTokenizer:
+def load_tokenizer(spec: str, flag: str = "--tokenizer") -> TextTokenizer:
     """The tokenizer ``spec`` names (a file, a folder, a cached hub id, or ``tiktoken:NAME``);
-    one line for one that cannot be found or read."""
+    one line naming ``flag`` for one that cannot be found or read."""
+    try:
+        return _load_tokenizer(spec)
+    except UsageError as err:
+        if flag == "--tokenizer":
+            raise
+        raise UsageError(str(err).replace("--tokenizer", flag, 1)) from None
+
+
+def _load_tokenizer(spec: str) -> TextTokenizer:
     if spec.startswith(TIKTOKEN):
         return _load_tiktoken(spec)
     try:

@@ -171,3 +171,22 @@ def _demo(tmp_path):
 
 if sys.platform != "linux":  # /dev/zero, /proc
     pytestmark = pytest.mark.skip("Linux only")
+
+
+def test_haystack_files_and_the_length_tokenizer_are_named_as_what_they_are(tmp_path):
+    one_line(run("render", "niah", "--haystack", tmp_path / "none.txt", "--out",
+                 tmp_path / "a"), 2, f"--haystack {tmp_path / 'none.txt'}: no such file")
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"text \xff\xfe more")
+    one_line(run("render", "niah", "--haystack", binary, "--out", tmp_path / "b"), 1,
+             f"--haystack {binary}: not UTF-8 text (byte 0xFF at offset 5)")
+    one_line(run("render", "niah", "--length-tokenizer", "/dev/zero", "--out", tmp_path / "c"),
+             2, "--length-tokenizer /dev/zero: not a regular file")
+
+
+def test_a_style_file_that_sets_render_says_what_render_is(tmp_path):
+    style = tmp_path / "s.yaml"
+    style.write_text("render: all\n")
+    one_line(run("render", "mmlu-redux", "--source", SAMPLE, "--style", style, "--out",
+                 tmp_path / "r"), 2, "'render' (what of an item becomes image) is not a style "
+                                     "field: give --render")

@@ -158,7 +158,13 @@ def haystack_text(path: Path) -> str:
             raw = handle.read(MAX_HAYSTACK_BYTES)
     except OSError as err:
         raise SourceError(f"{path}: cannot read ({err.strerror})") from None
-    return raw.decode("utf-8-sig", errors="surrogateescape")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        if err.start >= len(raw) - 3 and len(raw) == MAX_HAYSTACK_BYTES:  # cut in a character
+            return raw[:err.start].decode("utf-8-sig")
+        raise SourceError(f"--haystack {path}: not UTF-8 text (byte 0x{raw[err.start]:02X} at "
+                          f"offset {err.start}); save it as UTF-8") from None
 
 
 def check_template(template: str) -> str:
@@ -200,7 +206,7 @@ class Counter:
         if spec:
             from ..tokens import load_tokenizer
 
-            self.tokenizer = load_tokenizer(spec)
+            self.tokenizer = load_tokenizer(spec, "--length-tokenizer")
         self.unit = "tokens" if spec else "words"
 
     def __call__(self, text: str) -> int:
@@ -268,6 +274,10 @@ class Niah(Corpus):
             if path.exists() and not path.is_file() and not path.is_dir():
                 raise UsageError(f"--haystack {name}: not a regular file (a text file, or a "
                                  "file or corpus render reads)")
+            if not path.exists() and (path.suffix or "/" in name):  # a file, not a corpus
+                raise UsageError(f"--haystack {name}: " + (
+                    "a symbolic link that leads nowhere, or back to itself"
+                    if path.is_symlink() else "no such file"))
             if path.suffix.lower() in (".txt", ".md") and path.is_file():
                 parts.append(haystack_text(path))
                 continue

@@ -224,7 +224,10 @@ def load(ref: str) -> tuple[Style, dict[str, Any]]:
     for key, spec in data.items():
         if key == "description":
             continue
-        if key not in fields or key == "render":
+        if key == "render":
+            raise UsageError(f"{where}: 'render' (what of an item becomes image) is not a "
+                             "style field: give --render")
+        if key not in fields:
             raise UsageError(f"{where}: {key!r} is not a page style field"
                              f"{did_you_mean(key, fields)}")
         is_list = get_origin(fields[key].annotation) is list
