@@ -53,12 +53,10 @@ class BABILong(Corpus):
     def prompt_keys(self, item: Item) -> tuple[str, ...]:
         return (f"babilong/{item.metadata['task']}", "babilong")
 
-    def score_response(self, row, response):
-        """The BABILong paper's rule (``score_babilong``)."""
-        answer = row.get("answer")
-        target = answer[0] if isinstance(answer, list) and answer else str(answer or "")
-        return score_babilong(response, target, row.get("question") or "",
-                              (row.get("metadata") or {}).get("task", row.get("split", "")))
+    def scoring(self, row):
+        """The BABILong paper's rule (``scoring.answers.babilong``)."""
+        return {"kind": "free", "metric": "babilong", "question": row.get("question") or "",
+                "task": (row.get("metadata") or {}).get("task", row.get("split", ""))}
 
     def wanted(self, request: LoadRequest, available=None) -> list[tuple[str, str]]:
         """``--subset`` takes a length (``4k``), a task (``qa3``) or both (``4k-qa3``);
@@ -213,54 +211,3 @@ def read_babi(path: Path) -> list[Row]:
     if not rows:
         raise SourceError(f"{path}: no bAbI questions in this file")
     return rows
-
-
-# --- scoring, as the BABILong paper scores (its compare_answers) ---------------------------
-
-# the answers each task can have: what the reply is searched for
-TASK_LABELS = {
-    "qa1": ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office"),
-    "qa2": ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office"),
-    "qa3": ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office"),
-    "qa4": ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office"),
-    "qa5": ("bill", "fred", "jeff", "mary", "apple", "football", "milk"),
-    "qa6": ("no", "yes"),
-    "qa7": ("none", "one", "three", "two"),
-    "qa8": ("apple", "football", "milk", "nothing"),
-    "qa9": ("no", "yes"),
-    "qa10": ("maybe", "no", "yes"),
-}
-_DIGITS = {str(n): word for n, word in enumerate(
-    ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"))}
-
-
-def babilong_reply(response: str) -> str:
-    """The part of a reply that holds the answer: after the last "Answer:" (a chain of
-    thought's conclusion), else its first sentence; lower case, digits as words."""
-    text = response.lower()
-    if "answer:" in text:
-        text = text.rsplit("answer:", 1)[1]
-    else:
-        text = text.split(".")[0].split("question")[0]
-    text = re.sub(r"\b[1-9]\b", lambda m: _DIGITS[m.group(0)], text.strip().strip("$"))
-    return text.strip()
-
-
-def score_babilong(response: str, target: str, question: str, task: str):
-    """Correct when the reply names the target and no other label of the task (labels the
-    question itself names do not count); a list target ("apple,milk") needs all of them."""
-    from ..evaluation.scoring import Scored
-
-    labels = TASK_LABELS.get(task)
-    if labels is None:
-        return None
-    reply = babilong_reply(response)
-    words = set(re.findall(r"[a-z]+", reply))
-    in_question = {label for label in labels if label in question.lower()} - {"none"}
-    named = {label for label in labels if label in words} - in_question
-    if not named:
-        return Scored(0.0, None, parsed=False)
-    gold = target.lower().strip()
-    wanted = {g.strip() for g in gold.split(",")} if "," in gold else {gold}
-    return Scored(float(named == wanted), ",".join(sorted(named)))
-

@@ -133,10 +133,11 @@ class Corpus:
     def part_for(self, item: Item) -> RenderPart:
         return self.render_part
 
-    def score_response(self, row: dict[str, Any], response: str):
-        """``response`` to the item of manifest ``row`` scored as the corpus' paper scores it
-        (an ``evaluation.scoring.Scored``), or None for the generic rules (option letter,
-        contained answer)."""
+    def scoring(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """How the corpus' benchmark scores the item of manifest ``row``: the parts of its
+        scoring spec (``scoring.answers``) beyond the answers (``kind``, ``metric`` and what
+        the metric reads), or None for the generic rules (the option letter; SQuAD's exact
+        match and token F1 of a free-form answer)."""
         return None
 
     def group(self, item: Item) -> str:

@@ -357,31 +357,16 @@ class LmEval(Corpus):
                     language=language, context=context, question=question, options=options,
                     answer=answer, metadata={"lm_eval": lm_eval}, origin=where)
 
-    def score_response(self, row: dict[str, Any], response: str):
-        """A generation task's answer scored by the task's own filters and metrics (lm-eval's
-        ``process_results`` on the stored doc); multiple choice by the option letter."""
+    def scoring(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """A generation task is scored by the task's own filters and metrics (lm-eval's
+        ``process_results`` on the stored doc), every filter reported and the task's first
+        filter and metric its score; multiple choice by the option letter."""
         source = (row.get("metadata") or {}).get("lm_eval") or {}
         if source.get("output_type") != "generate_until" or "doc_fields" not in source:
             return None
-        from ..evaluation.scoring import Scored
-
-        doc = source["doc_fields"]
-        task = _scoring_task(source["task"], doc)
-        from lm_eval.api.instance import Instance
-
-        request = Instance(request_type="generate_until", doc=doc, arguments=("", {}), idx=0)
-        request.resps = [response]
-        scores: dict[str, float] = {}
-        for pipeline in task._filters:
-            pipeline.apply([request])
-        for name, kept in request.filtered_resps.items():
-            for metric, value in task.process_results(doc, [kept]).items():
-                scores[f"{name}/{metric}"] = float(value)
-        first = next(iter(scores.values()), None)
-        if first is None:
-            return None
-        kept = next(iter(request.filtered_resps.values()))
-        return Scored(first, str(kept)[:200], extra={"lm_eval": scores})
+        return {"kind": "lm-eval", "metric": f"lm-eval:{source['task']}",
+                "task": source["task"], "doc": source["doc_fields"],
+                **({"primary": source["primary"]} if source.get("primary") else {})}
 
 
 def _refused(name: str, kind: str) -> str:
@@ -404,33 +389,3 @@ def _gold_index(target: Any, choices: list[str], where: str) -> int:
         return target
     raise ItemError(f"target {target!r} is none of the {len(choices)} choices", where=where,
                     field="doc_to_target")
-
-
-_SCORING: dict[str, Any] = {}
-
-
-class _EverySplit(dict):
-    """A dataset whose every split is the same rows."""
-
-    def __init__(self, rows):
-        super().__init__()
-        self.rows = rows
-
-    def __missing__(self, split: str):
-        return self.rows
-
-
-def _scoring_task(name: str, doc: dict):
-    """Task ``name`` built to score stored docs (once a process): its own config, filters and
-    metrics, with no ``process_docs`` (the docs are stored processed) and no download (its
-    splits hold ``doc``; ``process_results`` reads the doc each call passes)."""
-    if name not in _SCORING:
-        import datasets
-
-        rows = datasets.Dataset.from_list([doc])
-        with loading_with(lambda *args, real, **kwargs: _EverySplit(rows)):
-            loaded = task_manager().load(
-                {"group": "mmconvert-scoring",
-                 "task": [{"task": name, "process_docs": None, "num_fewshot": 0}]})
-        _SCORING[name] = next(iter(loaded["tasks"].values()))
-    return _SCORING[name]

@@ -6,9 +6,6 @@ default only rows below 8k (through the 4k–8k bin, ReadBench's choice) are kep
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter
 from typing import Literal
 
 from pydantic import Field
@@ -102,21 +99,19 @@ class LongBench(SubsetCorpus):
                     language=language, context=context, question=question, answer=answers,
                     metadata=metadata, origin=where)
 
-    def score_response(self, row, response):
-        """LongBench's own metric for the QA tasks: the best token F1 against any accepted
-        answer, after its normalisation (``qa_f1``); the reply after the last "Answer:" when
-        there is one (a chain of thought's conclusion)."""
-        from ..evaluation.scoring import Scored
+    def scoring(self, row):
+        """LongBench's own metric for the item's subset (its ``dataset2metric``: token F1 for
+        the English QA tasks, jieba's words for multifieldqa_zh, ROUGE-L on jieba's words for
+        dureader, ...), on the reply's answer line (the whole reply for a direct prompt)."""
+        from ..scoring.answers import LONGBENCH_METRICS
 
-        answers = row.get("answer") or []
-        if isinstance(answers, str):
-            answers = [answers]
-        reply = response.rsplit("Answer:", 1)[-1] if "Answer:" in response else response
-        if row.get("subset", "").removesuffix("_e") == "triviaqa":
-            reply = reply.lstrip("\n").split("\n")[0]  # few-shot answers: the first line
-        chinese = (row.get("language") or "en").startswith("zh")
-        best = max((qa_f1(reply, str(a), chinese) for a in answers), default=0.0)
-        return Scored(best, reply.strip()[:200])
+        subset = (row.get("subset") or "").removesuffix("_e")
+        metric = LONGBENCH_METRICS.get(subset, "qa_f1")
+        spec = {"kind": "free", "metric": f"longbench:{metric}", "subset": subset}
+        classes = (row.get("metadata") or {}).get("all_classes")
+        if classes:
+            spec["all_classes"] = list(classes)
+        return spec
 
     def keep(self, item: Item, request: LoadRequest, report: LoadReport) -> bool:
         options = self.options_of(request)
@@ -141,25 +136,3 @@ class LongBench(SubsetCorpus):
         if other:
             report.notes.append(f"longbench: dropped {other} rows not in "
                                 f"{options.language or 'en'} (--language all keeps them)")
-
-
-_PUNCTUATION = set(string.punctuation) | set("，。！？；：“”‘’（）《》【】、…—·")
-
-
-def _normalise(text: str, chinese: bool) -> list[str]:
-    """LongBench's answer normalisation: lower case, no punctuation; English without articles
-    and split on white space, Chinese one token per character."""
-    text = "".join(c for c in text.lower() if c not in _PUNCTUATION)
-    if chinese:
-        return [c for c in text if not c.isspace()]
-    return re.sub(r"\b(a|an|the)\b", " ", text).split()
-
-
-def qa_f1(prediction: str, answer: str, chinese: bool = False) -> float:
-    """Token F1 of ``prediction`` against ``answer`` (LongBench's ``qa_f1_score``)."""
-    said, wanted = _normalise(prediction, chinese), _normalise(answer, chinese)
-    common = sum((Counter(said) & Counter(wanted)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(said), common / len(wanted)
-    return 2 * precision * recall / (precision + recall)

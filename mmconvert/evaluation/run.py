@@ -19,7 +19,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,11 +34,12 @@ from ..renderers import renderer_class
 from ..runfolder import LOCK, locked, open_run, read_recorded
 from .scoring import (
     Scored,
-    accepted,
-    family_score,
+    free_form,
     judge_prompt,
+    metric_name,
     read_judgement,
-    score_contains,
+    score_row,
+    spec_of,
     unscorable,
 )
 from .stats import mcnemar_exact, paired_bootstrap
@@ -179,6 +180,11 @@ def plan(run: Path, options: EvalOptions) -> Plan:
         raise SourceError(f"{run}: nothing to evaluate: none of its {len(unscored)} selected "
                           f"item(s) has a gold answer to score against (the first, "
                           f"{unscored[0]['id']}: {unscored[0]['reason']})")
+    from ..scoring.answers import missing
+
+    lacking = {missing(spec_of(row, options.protocol)) for row in rows} - {None}
+    if lacking:  # a metric whose package is not installed: said before any request
+        raise UsageError(sorted(lacking)[0])
     conditions = conditions_for(rows, options.modality, run)
     prompt_tokens = sum(estimate_tokens(prompt_of(row, condition))
                         for row in rows for condition in conditions)
@@ -329,13 +335,12 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
         async def score(state, target):
             row = by_id[state.sample_id]
             response = state.output.completion or ""
-            scored = family_score(row, response, protocol=options.protocol)
-            if scored is None and judge is not None:
+            if judge is not None and free_form(row):
                 reply = await judge.generate(judge_prompt(row, response),
                                              cache=CachePolicy(expiry=None))
                 scored = read_judgement(reply.completion or "")
-            elif scored is None:
-                scored = score_contains(response, accepted(row))
+            else:
+                scored = score_row(row, response, protocol=options.protocol)
             return Score(value=scored.value, answer=scored.answer,
                          metadata={"parsed": scored.parsed, **scored.extra})
         return score
@@ -566,6 +571,7 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
                              f"{outcomes[0].error}); see inspect view --log-dir {out / 'logs'}")
     JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
     results = summarise(outcomes, todo.conditions, options, run, todo.unscored)
+    results["scoring"] = scoring_summary(todo.rows, outcomes, options)
     if options.tokenizer or options.ratio_models:
         results["compression"] = compression_of(todo.rows, options, outcomes)
     if "grid" in results:
@@ -573,6 +579,37 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
             "none: matplotlib is missing (pip install 'mmconvert[stats]')"
     write_json(out / "results.json", results, indent=1)
     return results
+
+
+def scoring_summary(rows: list[dict[str, Any]], outcomes: list[Outcome],
+                    options: EvalOptions) -> dict[str, Any]:
+    """What the items were scored by: the extractor's version, each metric and its items,
+    the metric of each subset; for lm-eval generation tasks, every filter's metrics per
+    condition (percent) and the task's primary one, as lm-eval's own table has them."""
+    from ..scoring.answers import VERSION
+
+    names = {row["id"]: metric_name(row, options.protocol) for row in rows}
+    by_subset: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        by_subset[row.get("subset") or ""].add(names[row["id"]])
+    out: dict[str, Any] = {
+        "extractor": f"mmconvert.scoring.answers {VERSION}",
+        "metrics": dict(sorted(Counter(names.values()).items())),
+        "by_subset": {k: sorted(v)[0] if len(v) == 1 else sorted(v)
+                      for k, v in sorted(by_subset.items())},
+        **({"judge": options.judge_model} if options.judge_model else {})}
+    filters: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    primary = None
+    for o in outcomes:
+        if o.scored is not None and "lm_eval" in o.scored.extra:
+            for key, value in o.scored.extra["lm_eval"].items():
+                filters[o.condition][key].append(value)
+            primary = primary or o.scored.extra.get("primary")
+    if filters:
+        out["lm_eval"] = {"primary": primary, **{
+            condition: {key: round(100 * sum(v) / len(v), 4) for key, v in sorted(keys.items())}
+            for condition, keys in filters.items()}}
+    return out
 
 
 def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
@@ -727,6 +764,9 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
                 "n": len(values), "unparsed": unparsed,
                 "unparsed_share": round(100 * unparsed / len(values), 4) if values else None,
                 "errors": sum(1 for o in by_condition[condition].values() if o.scored is None)}
+            f1 = [o.scored.extra["f1"] for o in done if "f1" in o.scored.extra]
+            if f1 and len(f1) == len(done):  # SQuAD's token F1 beside its exact match
+                out[condition]["f1"] = round(100 * sum(f1) / len(f1), 4)
             spans = [o.scored.extra for o in done if "jaccard" in o.scored.extra]
             if spans:  # occlusions: VCR's figures, over spans as its tables are
                 for name in ("exact_match", "jaccard"):

@@ -1,18 +1,22 @@
-"""How a model's answer to one item is scored, by the family the item belongs to.
+"""How a model's answer to one item of a run is scored: the item's scoring spec, made from its
+manifest row, and the one scorer every harness uses (``scoring.answers``).
 
-- Multiple choice: the option letter in the forms the seeds accept ("Answer: X", "the answer is
-  (B)", "答案：X", a lone letter); an answer with no letter is *unparsed*, counted apart and
-  scored 0, never silently taken as wrong.
+- Multiple choice: the option letter in the forms real models write (``answers.
+  extract_choice``); a reply that names none, or two, is *unparsed*: scored 0, counted apart.
 - VCR occlusions: exact match and Jaccard index of the covered spans (``score vcr``'s two
   protocols); the item's score is its spans' mean exact match.
-- Corpora with their own paper's scoring (BABILong, LongBench) supply it through
-  ``Corpus.score_response``.
-- Anything else with accepted answers: contained after lower-casing and collapsing white space.
-- An item with no gold answer (``unscorable``) is not scored at all: it is reported as unscored,
-  never as 0.
+- Corpora with their own benchmark's metric say so (``Corpus.scoring``): BABILong's rule,
+  LongBench's metric per subset, RULER's string match, an lm-eval task's own filters and
+  metrics.
+- Anything else with accepted answers: SQuAD's normalised exact match (and its token F1) of
+  the reply's answer line, or of the whole reply for a direct prompt. A substring never
+  counts.
+- An item with no gold answer (``unscorable``) is not scored at all: it is reported as
+  unscored, never as 0.
 
 Every function here is pure: the same response gives the same score, so stored responses can be
-scored again without a request.
+scored again without a request, and an export's copy of ``scoring.answers`` with the row's
+spec gives the same score as ``eval``.
 """
 
 from __future__ import annotations
@@ -21,15 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-# strongest first; the last match of the first pattern that matches wins
-# (the letter itself must be a capital: "the answer is a cell" names no option)
-_LETTER_PATTERNS = tuple(re.compile(p, re.MULTILINE) for p in (
-    r"(?i:answer)\s*(?i:is|:|：)\s*(?i:option\s*)?[\(\[\*]*\s*([A-Z])\b",
-    r"答案\s*(?:是|为|為)?\s*[:：]?\s*[\(（\[]?\s*([A-Z])",
-    r"^\s*[\(\[\*]*([A-Z])[\)\]\*]*[.)]?\s*$",
-    r"^\s*[\(\[]?([A-Z])[\)\]]?[.:)]\s",
-))
+from ..scoring import answers as scorer
+from ..scoring.answers import LETTERS
+
+DEFAULT_METRIC = "exact_match"
 
 
 @dataclass
@@ -43,33 +42,60 @@ class Scored:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def option_letter(response: str, count: int) -> str | None:
-    """The option letter a response chose, among the first ``count`` letters; None if it
-    names none in a form the seeds accept."""
-    letters = LETTERS[:count]
-    for pattern in _LETTER_PATTERNS:
-        found = [f for f in pattern.findall(response) if f in letters]
-        if found:
-            return found[-1]
-    return None
+def accepted(row: dict[str, Any]) -> list[str]:
+    answer = row.get("answer")
+    return [str(a) for a in answer] if isinstance(answer, list) else (
+        [] if answer is None else [str(answer)])
 
 
-def score_mcq(response: str, options: list[str], answer: str) -> Scored:
-    letter = option_letter(response, len(options))
-    if letter is None:
-        return Scored(0.0, None, parsed=False)
-    return Scored(float(letter == answer), letter)
+def spec_of(row: dict[str, Any], protocol: str = "official") -> dict[str, Any]:
+    """The scoring spec of the item of manifest ``row`` (``scoring.answers``): what its
+    exports carry beside it, and what ``eval`` scores it by."""
+    from ..corpora import CORPORA
+    from ..items import base_language
+    from ..renderers import row_renderer
+
+    language = base_language(row.get("language"))
+    extract = "whole" if row.get("prompt_style") == "direct" else "answer_line"
+    if row_renderer(row).answer_spans:
+        return {"kind": "spans", "metric": f"vcr:{protocol}", "language": language,
+                "answers": [s["text"] for s in row.get("masked_spans") or []]}
+    spec: dict[str, Any] | None = None
+    corpus = row.get("corpus")
+    if corpus in CORPORA:
+        spec = CORPORA.get(corpus)().scoring(row)
+    options = [str(o) for o in row.get("options") or []]
+    if spec is None and options:
+        spec = {"kind": "choice", "metric": "option_letter", "options": options}
+    if spec is None:
+        spec = {"kind": "free", "metric": DEFAULT_METRIC}
+    return {"version": scorer.VERSION, **spec, "answers": accepted(row), "extract": extract,
+            "language": language}
 
 
-def _normalise(text: str) -> str:
-    return " ".join(str(text).lower().split())
+def score_row(row: dict[str, Any], response: str, *, protocol: str = "official") -> Scored:
+    """``response`` to the item of manifest ``row``, scored by its spec."""
+    spec = spec_of(row, protocol)
+    if spec["kind"] == "spans" and protocol != "official":
+        return score_spans(response, spec["answers"], spec["language"], protocol)
+    got = scorer.score(spec, response)
+    return Scored(got["score"], got["answer"], got["parsed"], got["extra"])
 
 
-def score_contains(response: str, answers: list[str]) -> Scored:
-    """1 when the response contains an accepted answer (case and white space aside)."""
-    said = _normalise(response)
-    hit = next((a for a in answers if a and _normalise(a) in said), None)
-    return Scored(float(hit is not None), hit if hit is not None else said[:200])
+def metric_name(row: dict[str, Any], protocol: str = "official") -> str:
+    """What the item is scored by, as results.json names it."""
+    spec = spec_of(row, protocol)
+    if spec["kind"] == "choice":
+        return "option_letter"
+    if spec["metric"] == DEFAULT_METRIC:
+        return "exact_match (SQuAD normalisation; f1 beside it)"
+    return spec["metric"]
+
+
+def free_form(row: dict[str, Any]) -> bool:
+    """Whether the item is scored by the generic free-form rule (what a judge model may
+    score instead)."""
+    return spec_of(row)["metric"] == DEFAULT_METRIC
 
 
 def score_spans(response: str, spans: list[str], language: str, protocol: str) -> Scored:
@@ -81,12 +107,6 @@ def score_spans(response: str, spans: list[str], language: str, protocol: str) -
     jaccard = [s.jaccard for s in scored.spans]
     return Scored(sum(exact) / len(exact), " | ".join(s.match for s in scored.spans),
                   extra={"exact_match": exact, "jaccard": jaccard, "refused": scored.refused})
-
-
-def accepted(row: dict[str, Any]) -> list[str]:
-    answer = row.get("answer")
-    return [str(a) for a in answer] if isinstance(answer, list) else (
-        [] if answer is None else [str(answer)])
 
 
 def unscorable(row: dict[str, Any]) -> str | None:
@@ -103,36 +123,6 @@ def unscorable(row: dict[str, Any]) -> str | None:
     if options and answers[0] not in LETTERS[:len(options)]:
         return f"answer {answers[0]!r} names none of its {len(options)} options"
     return None
-
-
-def family_score(row: dict[str, Any], response: str, *,
-                 protocol: str = "official") -> Scored | None:
-    """``response`` scored by the rule of the item's family: VCR spans, the corpus' paper, the
-    option letter; None for a free-form item no family rule reads (containment, or a judge
-    model, scores it)."""
-    from ..corpora import CORPORA
-    from ..items import base_language
-    from ..renderers import row_renderer
-
-    if row_renderer(row).answer_spans:
-        return score_spans(response, [s["text"] for s in row["masked_spans"]],
-                           base_language(row.get("language")), protocol)
-    corpus = row.get("corpus")
-    if corpus in CORPORA:
-        scored = CORPORA.get(corpus)().score_response(row, response)
-        if scored is not None:
-            return scored
-    options = row.get("options") or []
-    if options:
-        return score_mcq(response, options, str(row.get("answer")))
-    return None
-
-
-def score_row(row: dict[str, Any], response: str, *, protocol: str = "official") -> Scored:
-    """``response`` to the item of manifest ``row``, scored by the item's family (a free-form
-    item by containment of an accepted answer)."""
-    scored = family_score(row, response, protocol=protocol)
-    return scored if scored is not None else score_contains(response, accepted(row))
 
 
 # --- a judge model for free-form answers (VisTW-Dialogue style) ----------------------------

@@ -94,6 +94,8 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
                                      f"to {out}")
             if source.skipped:
                 JsonlLog(staging / SKIPPED).append(*source.skipped)
+            if source.scoring:
+                write_scorer(staging, source.scoring)
             write_json(staging / "export.json", _record(source, summary, name, paths))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -102,6 +104,25 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
             shutil.rmtree(out) if out.is_dir() else out.unlink()
         staging.rename(out)
         return summary
+
+
+SCORER_FILES = {"mmconvert_answers.py": ("mmconvert.scoring", "answers.py"),
+                "vcr_official.py": ("mmconvert.scoring", "vcr_official.py"),
+                "score.py": ("mmconvert.exporters", "templates/score.py")}
+
+
+def write_scorer(staging: Path, specs: list[tuple[str, dict[str, Any]]]) -> None:
+    """What scores the export's items as ``mmconvert eval`` does, in any environment: the
+    scorer itself (``scoring/answers.py`` as ``mmconvert_answers.py``, and VCR's
+    ``vcr_official.py``), each item's spec (``scoring.jsonl``) and ``score.py``, which scores
+    a file of predictions with them."""
+    from importlib import resources
+
+    for name, (package, rel) in SCORER_FILES.items():
+        text = resources.files(package).joinpath(rel).read_text("utf-8")
+        (staging / name).write_text(text, encoding="utf-8")
+    JsonlLog(staging / "scoring.jsonl").append(*({"id": key, "scoring": spec}
+                                                 for key, spec in specs))
 
 
 def _written(fmt: str, writer, source: RunSource, staging: Path, out: Path, name: str,

@@ -35,7 +35,7 @@ def features():
         "images": listed(Image()), "text_only_images": listed(Image()),
         "prompt": text, "text_prompt": text, "question": text, "context": text,
         "options": listed(text), "answer": text, "answers": listed(text),
-        "metadata": text, "manifest_row": text,
+        "metadata": text, "manifest_row": text, "scoring": text,
     })
 
 
@@ -60,6 +60,8 @@ def flat(record: Record, files: dict[int, bytes]) -> dict[str, Any]:
         "metadata": json.dumps(row.get("metadata") or {}, ensure_ascii=False, sort_keys=True),
         "manifest_row": json.dumps({k: v for k, v in row.items() if k != "images"},
                                    ensure_ascii=False, sort_keys=True),
+        # what mmconvert_answers.py (beside the data) scores a reply to the item by
+        "scoring": json.dumps(record.scoring, ensure_ascii=False, sort_keys=True),
     }
 
 
@@ -159,7 +161,16 @@ def export_hf(source: RunSource, staging: Path, out: Path, name: str, **_) -> in
     """parquet shards with an Image feature and a dataset card (datasets.load_dataset)"""
     count = write_parquet(source, staging / "data")
     (staging / "README.md").write_text(card(source, name, count, out), encoding="utf-8")
+    write_template(staging, "inspect_task.py")
     return count
+
+
+def write_template(staging: Path, name: str, text: str | None = None) -> None:
+    """A file of ``exporters/templates`` into the export (``text`` in place of its own)."""
+    if text is None:
+        text = resources.files("mmconvert.exporters").joinpath("templates").joinpath(
+            name).read_text("utf-8")
+    (staging / name).write_text(text, encoding="utf-8")
 
 
 def export_hf_disk(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
@@ -188,7 +199,8 @@ def export_hf_disk(source: RunSource, staging: Path, out: Path, name: str, **_) 
     return count
 
 
-ACCURACY = ("  - metric: accuracy\n    aggregation: mean\n    higher_is_better: true")
+ACCURACY = ("  - metric: accuracy\n    aggregation: mean\n    higher_is_better: true\n"
+            "  - metric: parsed\n    aggregation: mean\n    higher_is_better: true")
 SPAN_METRICS = "\n".join(f"  - metric: {name}\n    aggregation: !function utils.span_mean\n"
                           "    higher_is_better: true" for name in ("exact_match", "jaccard"))
 
@@ -221,8 +233,6 @@ def export_lmms_eval(source: RunSource, staging: Path, out: Path, name: str, **_
     utils = utils.replace(marker, f"EXPORTED_TO = {str(folder)!r}  # the folder mmconvert "
                                   "exported to")
     (staging / "utils.py").write_text(utils, encoding="utf-8")
-    official = resources.files("mmconvert.scoring").joinpath("vcr_official.py")
-    (staging / "vcr_official.py").write_text(official.read_text("utf-8"), encoding="utf-8")
     return count
 
 
@@ -251,6 +261,9 @@ def card(source: RunSource, name: str, count: int, out: Path, disk: bool = False
         f"- skipped (missing or damaged in the run): {len(source.skipped)}",
         f"- renderer options: `{json.dumps(params, ensure_ascii=False, sort_keys=True)}`",
         f"- seed: {config.get('seed', 0)}", "",
+        "Score replies as `mmconvert eval` does with `score.py PREDICTIONS` (or "
+        "`mmconvert_answers.score(row['scoring'], reply)`; `inspect_task.py` is an inspect_ai "
+        "task over the export): each row's `scoring` is what it is scored by.", "",
         "Each row holds `images` (what the model is shown), `prompt` (the multimodal prompt) "
         "and its text-only twin `text_prompt` (with `text_only_images` for occlusions), so text "
         "and image runs compare item by item. `answer` is the option letter or the first "

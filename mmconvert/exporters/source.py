@@ -44,6 +44,13 @@ class Record:
                 [files[i] for i, e in enumerate(entries) if e.get("role") in twins])
 
     @property
+    def scoring(self) -> dict[str, Any]:
+        """The item's scoring spec: what ``mmconvert_answers.score`` scores a reply by."""
+        from ..evaluation.scoring import spec_of
+
+        return spec_of(self.row)
+
+    @property
     def options(self) -> list[str]:
         return [str(o) for o in self.row.get("options") or []]
 
@@ -82,6 +89,9 @@ class RunSource:
     # before the first row
     params: dict[str, Any] | None = None
     max_options: int = 0
+    # each exported item's scoring spec (``evaluation.scoring.spec_of``), in export order:
+    # noted as its images are checked, written to the export's scoring.jsonl
+    scoring: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def __post_init__(self):
         self.info = open_run(self.run).info()
@@ -167,4 +177,5 @@ class RunSource:
         except ItemError as err:
             self.fail_or_skip(err, record.line, record.id)
             return None
+        self.scoring.append((record.id, record.scoring))
         return files

@@ -3,7 +3,9 @@
 Columns: ``index``, ``image`` (base64; an item with several images holds the list as the kit's
 ``toliststr`` reads it, ``['…', '…']``), ``question``, one column per option letter, ``answer``,
 ``category``, then ``id``, ``prompt`` and ``text_prompt`` (the multimodal prompt and its
-text-only twin) and, for occlusions, ``text_only_image``.
+text-only twin), for occlusions ``text_only_image``, and ``scoring``: the item's scoring spec,
+which ``mmconvert_vlmevalkit.py`` (a dataset class for the kit, beside the TSV) and
+``score.py`` score predictions by, as ``mmconvert eval`` does.
 
 The option columns hold the option text because the kit scores multiple-choice answers with
 them; its default prompt would also show them as text. When the options are what the image
@@ -17,9 +19,11 @@ from __future__ import annotations
 
 import base64
 import csv
+import json
 from pathlib import Path
 
 from ..items import option_letter
+from .hf import write_template
 from .source import RunSource
 
 
@@ -36,7 +40,7 @@ def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **
     twins = bool(source.renderer.twin_roles)
     spans = source.renderer.answer_spans
     header = (["index", "image", "question", *letters, "answer", "category", "id", "prompt",
-               "text_prompt"] + (["text_only_image"] if twins else []))
+               "text_prompt"] + (["text_only_image"] if twins else []) + ["scoring"])
     count = 0
     staging.mkdir(parents=True, exist_ok=True)
     with open(staging / f"{name}.tsv", "w", encoding="utf-8", newline="") as handle:
@@ -60,6 +64,8 @@ def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **
                 answer = answers[0] if answers else ""
             writer.writerow([count, _cell(shown), question, *options, answer, record.category,
                              record.id, row.get("prompt"), row.get("text_prompt")]
-                            + ([_cell(twin) if twin else ""] if twins else []))
+                            + ([_cell(twin) if twin else ""] if twins else [])
+                            + [json.dumps(record.scoring, ensure_ascii=False, sort_keys=True)])
             count += 1
+    write_template(staging, "mmconvert_vlmevalkit.py")
     return count

@@ -121,7 +121,7 @@ def test_a_generation_task_is_scored_by_its_own_filter_and_metric(tmp_path):
     assert score_row(row, f"the answer is ({wrong})").value == 0.0
     # the task's regex finds no answer: lm-eval's "[invalid]", which its metric scores 0
     said = score_row(row, f"I would pick {gold}")
-    assert (said.value, said.answer) == (0.0, "[invalid]")
+    assert (said.value, said.answer, said.parsed) == (0.0, "[invalid]", False)
 
 
 @pytest.mark.parametrize(("args", "expected"), [

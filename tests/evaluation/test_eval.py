@@ -360,7 +360,7 @@ def test_items_without_a_gold_answer_are_unscored_never_zero(tmp_path):
     made = run("render", items, "--out", tmp_path / "run")
     assert made.exit_code == 0, made.output
     assert "2 item(s) have no gold answer (eval reports them unscored)" in made.output
-    fake = FakeOpenAI(answer=lambda body: "Shakespeare", models=("reader",))
+    fake = FakeOpenAI(answer=lambda body: "Answer: Shakespeare", models=("reader",))
     url = fake.start()
     try:
         dry = run("eval", tmp_path / "run", "--model", "reader", "--base-url", url,

@@ -1,72 +1,110 @@
-"""The family scorers and the paired statistics, on known answers."""
+"""The one scorer (``scoring.answers``) and the paired statistics, on known answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from mmconvert.corpora.babilong import score_babilong
-from mmconvert.corpora.longbench import qa_f1
-from mmconvert.evaluation.scoring import (
-    option_letter,
-    read_judgement,
-    score_contains,
-    score_mcq,
-    score_row,
-)
+from mmconvert.evaluation.scoring import read_judgement, score_row, spec_of
 from mmconvert.evaluation.stats import mcnemar_exact, paired_bootstrap
+from mmconvert.scoring.answers import (
+    babilong,
+    extract_choice,
+    extract_free,
+    longbench_metric,
+    ruler_match,
+    score,
+)
+
+OPTIONS = ["red", "blue", "green", "yellow"]
 
 
 @pytest.mark.parametrize("response, letter", [
-    ("Answer: B", "B"), ("... so the answer is (C).", "C"), ("答案：D", "D"), ("答案是 A", "A"),
-    ("A", "A"), ("(B)", "B"), ("B. because it is", "B"), ("Final answer: **C**", "C"),
-    ("A or B? Let me think. Answer: A", "A"), ("the answer is a cell", None),
-    ("I cannot tell", None), ("Answer: E", None),  # E is not among 4 options
+    ("Answer: B", "B"), ("answer: b", "B"), ("... so the answer is (C).", "C"),
+    ("答案：D", "D"), ("答案是 A", "A"), ("正确答案为 C", "C"), ("故选B", "B"),
+    ("A", "A"), ("(B)", "B"), ("b.", "B"), ("**C**", "C"), ("B. because it is", "B"),
+    ("Final answer: **C**", "C"), ("$\\boxed{D}$", "D"), ("\\boxed{\\text{(B)}}", "B"),
+    ("**Answer:** A", "A"), ("The correct option is D.", "D"), ("I choose option c", "C"),
+    ("A or B? Let me think. Answer: A", "A"), ("I think the answer is A.\nAnswer: B", "B"),
+    ("Answer: blue", "B"), ("Answer:\nC", "C"),
+    # unparsed: nothing named, the article a, a letter past the options
+    ("the answer is a cell", None), ("I cannot tell", None), ("Answer: E", None),
+    # ambiguous: two letters, or two answer lines that differ
+    ("Answer: A or B", None), ("Answer: A/B", None), ("答案：A或B", None),
+    ("Answer: A\nlater...\nAnswer: C", None),
 ])
-def test_option_letters_in_the_forms_the_seeds_accept(response, letter):
-    assert option_letter(response, 4) == letter
+def test_option_letters_in_the_forms_models_write(response, letter):
+    assert extract_choice(response, 4, OPTIONS)[0] == letter
 
 
-def test_an_unparsed_mcq_answer_is_counted_apart():
-    scored = score_mcq("I am not sure.", ["a", "b", "c", "d"], "B")
-    assert (scored.value, scored.answer, scored.parsed) == (0.0, None, False)
-    assert score_mcq("Answer: B", ["a", "b"], "B").value == 1.0
+def test_ambiguity_is_unparsed_and_said_so():
+    assert extract_choice("Answer: A or B", 4, OPTIONS) == (None, "ambiguous")
+    got = score({"kind": "choice", "answers": ["A"], "options": OPTIONS}, "Answer: A or B")
+    assert (got["score"], got["parsed"], got["extra"]["read"]) == (0.0, False, "ambiguous")
+    got = score({"kind": "choice", "answers": ["B"], "options": OPTIONS}, "I am not sure.")
+    assert (got["score"], got["answer"], got["parsed"]) == (0.0, None, False)
 
 
-def test_babilong_counts_the_labels_the_reply_names():
-    assert score_babilong("John is in the hallway.", "hallway", "Where is John?", "qa1").value \
-        == 1.0
-    # a chain of thought names several places; the conclusion after "Answer:" counts
-    cot = "John went to the kitchen, then the hallway. Answer: hallway"
-    assert score_babilong(cot, "hallway", "Where is John?", "qa1").value == 1.0
-    assert score_babilong("kitchen or hallway", "hallway", "Where is John?", "qa1").value == 0.0
-    # labels the question names do not count; digits are words
-    assert score_babilong("2", "two", "How many objects is Mary carrying?", "qa7").value == 1.0
-    assert score_babilong("apple, milk", "apple,milk", "What is Mary carrying?",
-                          "qa8").value == 1.0
-    assert not score_babilong("no idea", "hallway", "Where is John?", "qa1").parsed
+def test_free_form_answers_are_squad_exact_match_never_a_substring():
+    spec = {"kind": "free", "metric": "exact_match", "answers": ["red", "blue", "yellow"],
+            "extract": "answer_line"}
+    assert score(spec, "Answer: Red.")["score"] == 1.0
+    assert score(spec, "Answer: the blue")["score"] == 1.0  # articles and punctuation go
+    assert score(spec, "Answer: bored")["score"] == 0.0  # "red" inside a word
+    got = score(spec, "It is not red; I would say green.")  # no answer line was asked for
+    assert (got["score"], got["parsed"]) == (0.0, False)
+    ann = {"kind": "free", "metric": "exact_match", "answers": ["Ann"], "extract": "whole"}
+    assert score(ann, "Annabel")["score"] == 0.0 and score(ann, "Ann.")["score"] == 1.0
+    f1 = score({**ann, "answers": ["Ann Smith"]}, "Ann")
+    assert f1["score"] == 0.0 and f1["extra"]["f1"] == pytest.approx(2 / 3)
+    assert extract_free("Answer: a\nAnswer: b", "answer_line") == (None, "ambiguous")
 
 
-def test_longbench_token_f1_as_its_metric():
-    assert qa_f1("Paris", "Paris") == 1.0
-    assert qa_f1("The capital is Paris, France", "Paris") == pytest.approx(2 * 0.25 / 1.25)
-    assert qa_f1("the", "a") == 0.0
-    assert qa_f1("巴黎市", "巴黎", chinese=True) == pytest.approx(0.8)
+def test_babilong_counts_the_labels_the_reply_names_as_words():
+    assert babilong("John is in the hallway.", "hallway", "Where is John?", "qa1")[0] == 1.0
+    cot = "John went to the kitchen, then the hallway.\nAnswer: hallway"
+    assert babilong(cot, "hallway", "Where is John?", "qa1")[0] == 1.0
+    assert babilong("kitchen or hallway", "hallway", "Where is John?", "qa1")[0] == 0.0
+    assert babilong("2", "two", "How many objects is Mary carrying?", "qa7")[0] == 1.0
+    assert babilong("apple, milk", "apple,milk", "What is Mary carrying?", "qa8")[0] == 1.0
+    assert not babilong("no idea", "hallway", "Where is John?", "qa1")[1]
+    # "no" inside "not" is no answer (BABILong's code takes substrings)
+    assert babilong("It is not clear", "yes", "Is Mary in the garden?", "qa6")[1] is False
 
 
-def test_rows_are_scored_by_their_family():
+def test_longbench_metrics():
+    assert longbench_metric("qa_f1", "Paris", "Paris", []) == 1.0
+    assert longbench_metric("qa_f1", "The capital is Paris, France", "Paris", []) == \
+        pytest.approx(2 * 0.25 / 1.25)
+    assert longbench_metric("classification", "Type: LOC", "LOC", ["LOC", "HUM"]) == 1.0
+    assert longbench_metric("count", "There are 3 and 3", "3", []) == 1.0
+    assert longbench_metric("retrieval", "Paragraph 4", "Paragraph 4", []) == 1.0
+
+
+def test_ruler_counts_whole_values_any_case():
+    assert ruler_match("The numbers are 1234567 and 7654321.", ["1234567", "7654321"])[0] == 1.0
+    assert ruler_match("91234567", ["1234567"])[0] == 0.0
+    assert ruler_match("Value: ABC-def", ["abc-DEF"])[0] == 1.0
+
+
+def test_rows_are_scored_by_their_spec():
     mcq = {"renderer": {"name": "page"}, "corpus": "mmlu-redux", "options": ["x", "y"],
            "answer": "B"}
+    assert spec_of(mcq)["kind"] == "choice"
     assert score_row(mcq, "Answer: B").value == 1.0
     babi = {"renderer": {"name": "page"}, "corpus": "babilong", "options": [],
             "answer": ["garden"], "question": "Where is Mary?", "metadata": {"task": "qa1"}}
+    assert spec_of(babi)["metric"] == "babilong"
     assert score_row(babi, "Mary is in the garden.").value == 1.0
     longbench = {"renderer": {"name": "page"}, "corpus": "longbench", "subset": "hotpotqa_e",
                  "options": [], "answer": ["Place 1"], "language": "en"}
+    assert spec_of(longbench)["metric"] == "longbench:qa_f1"
     assert score_row(longbench, "Answer: Place 1").value == 1.0
     free = {"renderer": {"name": "page"}, "corpus": "items", "options": [],
-            "answer": ["Shakespeare"]}
-    assert score_row(free, "It was William Shakespeare.").value == 1.0
-    assert score_contains("nothing", ["x"]).value == 0.0
+            "answer": ["Shakespeare"], "prompt_style": "cot"}
+    assert score_row(free, "It was William Shakespeare.").parsed is False
+    assert score_row(free, "Answer: William Shakespeare").value == 0.0  # exact match
+    assert score_row(free, "Answer: William Shakespeare").extra["f1"] == pytest.approx(2 / 3)
+    assert score_row({**free, "prompt_style": "direct"}, "Shakespeare").value == 1.0
     vcr = {"renderer": {"name": "occlude"}, "language": "en",
            "masked_spans": [{"text": "in front of a mirror"}, {"text": "his head"}]}
     scored = score_row(vcr, "in front of a mirror, his hat")
@@ -89,3 +127,21 @@ def test_paired_bootstrap_and_exact_mcnemar():
     assert mcnemar_exact([v == 1.0 for v in image], [True] * 10) == pytest.approx(0.125)
     assert mcnemar_exact([True, False], [False, True]) == 1.0
     assert mcnemar_exact([True], [True]) == 1.0
+
+
+def test_longbench_chinese_metrics_and_a_missing_package_said_in_one_line(monkeypatch):
+    from mmconvert.scoring import answers
+
+    assert longbench_metric("qa_f1_zh", "巴黎", "巴黎", []) == 1.0
+    assert longbench_metric("qa_f1_zh", "伦敦", "巴黎", []) == 0.0
+    assert longbench_metric("rouge_zh", "北京是中国的首都", "北京是中国的首都", []) == \
+        pytest.approx(1.0, abs=1e-6)
+    spec = {"kind": "free", "metric": "longbench:rouge_zh"}
+    assert answers.missing(spec) is None
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "jieba" else real(name, *a))
+    assert answers.missing(spec) == ("scoring longbench:rouge_zh needs jieba: pip install "
+                                     "'mmconvert[longbench]'")

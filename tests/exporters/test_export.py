@@ -156,7 +156,7 @@ def test_vlmevalkit_tsv(tmp_path):
                "--name", "ReadBenchLong").exit_code == 0
     table = pd.read_csv(out / "ReadBenchLong.tsv", sep="\t", keep_default_na=False)
     assert list(table.columns) == ["index", "image", "question", "A", "B", "C", "answer",
-                                   "category", "id", "prompt", "text_prompt"]
+                                   "category", "id", "prompt", "text_prompt", "scoring"]
     assert table["index"].tolist() == [0, 1] and table["answer"].tolist() == ["B", "A"]
     assert table.loc[1, "C"] == "" and table.loc[0, "C"] == "maybe"
     manifest = rows(long_run)
@@ -208,7 +208,7 @@ def test_lmms_eval_task_loads_its_data_and_scores(reviewed, tmp_path, datasets_q
     assert (task["doc_to_visual"], twin["doc_to_visual"]) == ("utils.doc_to_visual",
                                                                "utils.doc_to_visual_none")
     assert not (out / "mmconvert_redux_demo_text_image.yaml").exists()  # pages have no twin
-    assert [m["metric"] for m in task["metric_list"]] == ["accuracy"]
+    assert [m["metric"] for m in task["metric_list"]] == ["accuracy", "parsed"]
     dataset = datasets_quiet.load_dataset(task["dataset_path"],
                                           **task["dataset_kwargs"])[task["test_split"]]
     assert dataset.num_rows == 5
@@ -222,10 +222,15 @@ def test_lmms_eval_task_loads_its_data_and_scores(reviewed, tmp_path, datasets_q
     assert utils.doc_to_text_twin(doc) == doc["text_prompt"]
     right, wrong = doc["answer"], "ABCD".replace(doc["answer"], "")[0]
     assert utils.process_results(doc, [f"Step by step... The answer is ({right})."]) == {
-        "accuracy": 1.0}
-    assert utils.process_results(doc, [f"Answer: {wrong}"]) == {"accuracy": 0.0}
-    assert utils.process_results({"options": [], "answers": ["the garden"]},
-                                 ["Mary is in The  Garden."]) == {"accuracy": 1.0}
+        "accuracy": 1.0, "parsed": 1.0}
+    assert utils.process_results(doc, [f"Answer: {wrong}"]) == {"accuracy": 0.0,
+                                                                  "parsed": 1.0}
+    assert utils.process_results(doc, ["I cannot tell."]) == {"accuracy": 0.0, "parsed": 0.0}
+    free = {"scoring": json.dumps({"kind": "free", "metric": "exact_match",
+                                   "answers": ["the garden"], "extract": "answer_line"})}
+    assert utils.process_results(free, ["Answer: The  Garden."])["accuracy"] == 1.0
+    # a word that holds the answer is not the answer
+    assert utils.process_results(free, ["Answer: the gardener"])["accuracy"] == 0.0
 
 
 @pytest.mark.parametrize("paths", ["relative", "absolute"])

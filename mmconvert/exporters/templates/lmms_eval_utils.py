@@ -1,10 +1,12 @@
 """lmms-eval functions for a dataset exported by ``mmconvert export --format lmms-eval``.
 
-Multiple-choice items score 1 when the option letter found in the response is the answer; items
-with accepted answers (BABILong, LongBench) when the response contains one of them after
-lower-casing and collapsing white space. Occlusions are scored span by span, as VCR's evaluation
-code scores them (``vcr_official.py`` beside this file, the scorer of ``mmconvert score vcr``):
-each span's exact match and Jaccard index, averaged over all spans of all items.
+Every item is scored by ``mmconvert_answers.py`` beside this file, the scorer ``mmconvert
+eval`` uses, with the item's scoring spec (the ``scoring`` column): the option letter for
+multiple choice, the benchmark's own metric otherwise (SQuAD's exact match, LongBench's metric,
+BABILong's rule, RULER's string match, an lm-eval task's filters), VCR's exact match and
+Jaccard index for occlusions (``vcr_official.py``, also beside this file), averaged over all
+spans of all items. ``parsed`` is 0 for a reply the scorer could not read (or that names two
+answers): such a reply scores 0, and its share is reported apart.
 
 The task's YAML files name the parquet files by absolute path (lmms-eval resolves a relative
 one against the working folder), so a moved export stops here with a message instead of
@@ -13,7 +15,6 @@ loading the data of another place or none.
 
 import importlib.util
 import os
-import re
 
 EXPORTED_TO = None  # the folder mmconvert exported to; set by the export
 
@@ -24,12 +25,18 @@ if EXPORTED_TO is not None and os.path.realpath(_HERE) != os.path.realpath(EXPOR
         f"the data there, but it is now in {_HERE}: export it again with --out {_HERE}, or "
         "move it back")
 
-_LETTER_PATTERNS = (
-    r"answer is:?\s*\(?([A-Z])\b",
-    r"answer:\s*\(?([A-Z])\b",
-    r"^\s*\(?([A-Z])[.)]?\s*$",
-)
-_official = None
+_answers = None
+
+
+def answers():
+    """``mmconvert_answers.py``, the scorer beside this file."""
+    global _answers
+    if _answers is None:
+        spec = importlib.util.spec_from_file_location(
+            "mmconvert_answers", os.path.join(_HERE, "mmconvert_answers.py"))
+        _answers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_answers)
+    return _answers
 
 
 def doc_to_visual(doc):
@@ -53,50 +60,18 @@ def doc_to_text_twin(doc, lmms_eval_specific_kwargs=None):
     return doc["text_prompt"]
 
 
-def option_letter(response, count):
-    """The option letter a response chose: "answer is (B)", "Answer: B", a lone "B", else
-    the last standalone capital letter among the options."""
-    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:count]
-    for pattern in _LETTER_PATTERNS:
-        found = re.findall(pattern, response, flags=re.IGNORECASE | re.MULTILINE)
-        found = [f.upper() for f in found if f.upper() in letters]
-        if found:
-            return found[-1]
-    found = [f for f in re.findall(r"\b([A-Z])\b", response) if f in letters]
-    return found[-1] if found else None
-
-
-def _normalise(text):
-    return " ".join(str(text).lower().split())
-
-
 def process_results(doc, results):
-    response = results[0] if results else ""
-    if doc["options"]:
-        correct = option_letter(response, len(doc["options"])) == doc["answer"]
-    else:
-        said = _normalise(response)
-        correct = any(_normalise(answer) in said for answer in doc["answers"] if answer)
-    return {"accuracy": float(correct)}
-
-
-def _vcr():
-    global _official
-    if _official is None:
-        spec = importlib.util.spec_from_file_location("mmconvert_vcr_official",
-                                                      os.path.join(_HERE, "vcr_official.py"))
-        _official = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(_official)
-    return _official
+    """The item's score (``accuracy``, in [0, 1]) and whether its reply was read
+    (``parsed``)."""
+    scored = answers().score(doc["scoring"], results[0] if results else "")
+    return {"accuracy": scored["score"], "parsed": float(scored["parsed"])}
 
 
 def process_spans(doc, results):
     """Each covered span's exact match and Jaccard index (lists, one value per span)."""
-    response = results[0] if results else ""
-    language = (doc["language"] or "en").split("-")[0].lower()
-    _, scored = _vcr().score_answer(list(doc["answers"]), response, language)
-    return {"exact_match": [em for _, em, _ in scored],
-            "jaccard": [jaccard for _, _, jaccard in scored]}
+    scored = answers().score(doc["scoring"], results[0] if results else "")
+    return {"exact_match": scored["extra"]["exact_match"],
+            "jaccard": scored["extra"]["jaccard"]}
 
 
 def span_mean(items):
