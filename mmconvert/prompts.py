@@ -79,7 +79,14 @@ class Prompts:
 
         Whatever is not in the image is in the prompt: a context question's options go with
         its question, and a context that stays text (``--render options``) goes before it.
+        An item that carries its own prompts for this part (``metadata.prompts``: ``part``,
+        ``image`` and ``text``, as an lm-eval generation task's few-shot prompt) is asked
+        with them as they are.
         """
+        own = (item.metadata or {}).get("prompts")
+        if isinstance(own, dict) and own.get("part") == part and \
+                isinstance(own.get("image"), str) and isinstance(own.get("text"), str):
+            return own["image"], own["text"]
         options = format_options(item.options)
         question = item.question or ""
         if item.context and item.options:

@@ -296,6 +296,10 @@ class LmEval(Corpus):
                   "split": split, "dataset": task.config.dataset_path,
                   "config": task.config.dataset_name,
                   "harness": harness}
+        if kind == "generate_until" and hasattr(task, "set_fewshot_seed"):
+            # lm-eval's own (its default --fewshot_random_seed): each doc in order takes the
+            # few-shot examples it takes in an lm-eval run of the whole split
+            task.set_fewshot_seed(seed=LM_EVAL_FEWSHOT_SEED)
         for index, doc in enumerate(docs):
             item_id = f"{subset}-{index:04d}"
             item = guard.convert(self.item, task, doc, index, item_id, subset, source,
@@ -350,12 +354,25 @@ class LmEval(Corpus):
             answer = [str(t) for t in target] if isinstance(target, list) else [str(target)]
             lm_eval["target"] = answer
             lm_eval["doc_fields"] = doc  # the task's own scoring reads the doc
+            lm_eval.update(generation(task))
         context, question = split_passage(question)
         if not question.strip() and not context:
             raise ItemError("the task's prompt is empty", where=where, field="doc_to_text")
+        metadata: dict[str, Any] = {"lm_eval": lm_eval}
+        if source["output_type"] == "generate_until":
+            # asked as lm-eval asks it: its own few-shot prompt, whose examples show the form
+            # its filters read ("#### 72"); the image prompt is the same with the drawn part
+            # (the passage, or the question) in the image
+            full = task.fewshot_context(doc, num_fewshot=lm_eval["num_fewshot"])
+            drawn = context or question.strip()
+            at = full.rfind(drawn) if drawn else -1
+            if at >= 0:
+                metadata["prompts"] = {"part": "context" if context else "all", "text": full,
+                                       "image": full[:at] + IN_THE_IMAGE +
+                                       full[at + len(drawn):]}
         return Item(id=item_id, corpus=self.name, subset=subset, split=source["split"],
                     language=language, context=context, question=question, options=options,
-                    answer=answer, metadata={"lm_eval": lm_eval}, origin=where)
+                    answer=answer, metadata=metadata, origin=where)
 
     def scoring(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """A generation task is scored by the task's own filters and metrics (lm-eval's
@@ -366,7 +383,27 @@ class LmEval(Corpus):
             return None
         return {"kind": "lm-eval", "metric": f"lm-eval:{source['task']}",
                 "task": source["task"], "doc": source["doc_fields"],
-                **({"primary": source["primary"]} if source.get("primary") else {})}
+                **({"primary": source["primary"]} if source.get("primary") else {}),
+                **({"until": source["until"]} if source.get("until") else {})}
+
+
+# lm-eval's default --fewshot_random_seed (lm_eval.defaults.DEFAULT_OTHER_SEED)
+LM_EVAL_FEWSHOT_SEED = 1234
+# what a generation task's image prompt says in place of the part the image shows
+IN_THE_IMAGE = "(see the image)"
+
+
+def generation(task) -> dict[str, Any]:
+    """What a generation task's scoring and prompt take from its config: its few-shot count,
+    the stop sequences lm-eval asks the server for (``until``), and its primary score, the
+    first filter's first metric (every filter is reported beside it)."""
+    kwargs = task.config.generation_kwargs or {}
+    until = kwargs.get("until") or []
+    filters = [f.name for f in getattr(task, "_filters", [])] or ["none"]
+    metrics = list(getattr(task, "_metric_fn_list", {})) or ["exact_match"]
+    return {"num_fewshot": int(task.config.num_fewshot or 0),
+            "until": [until] if isinstance(until, str) else [str(u) for u in until],
+            "filters": filters, "primary": [filters[0], metrics[0]]}
 
 
 def _refused(name: str, kind: str) -> str:
