@@ -8,6 +8,7 @@ length (tokens under the target; a haystack never passes it) and the largest dep
 render of a 1k haystack (the start-up baseline), one worker.
 
     TIKTOKEN_CACHE_DIR=... python bench/niah_speed.py [--tokenizer tiktoken:o200k_base]
+        [--haystack FILE]
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def render(out: Path, tokenizer: str, lengths: str, depths: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokenizer", default="tiktoken:o200k_base")
+    parser.add_argument("--haystack", action="append", default=[],
+                        help="a haystack text file (default RULER's noise); repeatable")
     args = parser.parse_args()
     from mmconvert.corpora import LoadReport, LoadRequest, resolve
     from mmconvert.corpora.niah import NiahCorpusOptions, NiahOptions
@@ -42,7 +45,7 @@ def main() -> None:
     start = time.perf_counter()
     options = NiahOptions(lengths=LENGTHS.split(","), depths=[float(d) for d in
                                                                DEPTHS.split(",")],
-                          length_tokenizer=args.tokenizer)
+                          length_tokenizer=args.tokenizer, haystack=args.haystack)
     items = resolve("niah").load(LoadRequest(options=NiahCorpusOptions(niah=options)),
                                  LoadReport())
     built = time.perf_counter() - start
@@ -61,6 +64,16 @@ def main() -> None:
         error = abs(niah["depth_reached"] - niah["depth"])
         by_length[niah["length"]] = max(by_length.get(niah["length"], 0.0), error)
     print("depth error by length: " + ", ".join(f"{k} {v:.2f}" for k, v in by_length.items()))
+    # the gap in tokens: those before the needle against the asked share of the haystack's
+    gaps = {}
+    for item in items:
+        niah = item.metadata["niah"]
+        gap = abs(niah["tokens_before_needle"] - niah["depth"] / 100 * niah["length_reached"])
+        gaps[niah["length"]] = max(gaps.get(niah["length"], 0.0), gap)
+    print("largest gap between asked and reached depth, tokens, by length: "
+          + ", ".join(f"{k} {v:.0f}" for k, v in gaps.items())
+          + f"; flagged (over 5 points off): "
+          f"{sum(1 for i in items if i.metadata['niah'].get('depth_off'))}")
     with tempfile.TemporaryDirectory() as folder:
         base = render(Path(folder) / "1k", args.tokenizer, "1k", "50")
         long = render(Path(folder) / "32k", args.tokenizer, "32k", "50")

@@ -261,7 +261,7 @@ class Niah(Corpus):
                 for sample in range(options.needle_samples):
                     items.append(self.item(pieces, ends, counter, length, label, depth, sample,
                                            needles, options.needle_kind, request.seed,
-                                           sources, repeats, turns))
+                                           sources, repeats, turns, options.depths))
                     report.rows += 1
         return items
 
@@ -317,7 +317,8 @@ class Niah(Corpus):
     def item(self, pieces: list[str], ends: list[int], counter: Counter, length: int,
              label: str, depth: float, sample: int, needles: list[str], kind: NeedleKind,
              seed: int, sources: list[str], repeats: int,
-             turns: list[dict[str, str]] | None = None) -> Item:
+             turns: list[dict[str, str]] | None = None,
+             depths: list[float] | None = None) -> Item:
         cell = f"{label}-{depth:g}-{sample}"
         draw = rng(seed, "niah", cell)
         template = draw.choice(needles)
@@ -341,7 +342,7 @@ class Niah(Corpus):
         taken = max(1, bisect.bisect_right(ends, length - needed))
         while True:
             hay = pieces[:taken]
-            at = round(depth / 100 * len(hay))
+            at = boundary_at(ends[:taken], depth)
             spots = [at] + [draw.randint(0, len(hay)) for _ in texts[1:]]
             context, offsets = _assemble(hay, texts, spots, separator)
             reached = counter(context)
@@ -354,17 +355,23 @@ class Niah(Corpus):
                             "keys" if len(asked) > 1 else "one"].format(
             keys=" and ".join(dict.fromkeys(placed[i][0] for i in asked)))
         answer = [placed[i][1] for i in asked]
+        reached_depth = round(100 * before / reached, 3) if reached else 0.0
+        off = abs(reached_depth - depth) > DEPTH_TOLERANCE
         metadata = {"niah": {
             "length": label, "length_target": length, "length_reached": reached,
-            **counter.record(), "depth": depth,
-            "depth_reached": round(100 * before / reached, 3) if reached else 0.0,
+            **counter.record(), "depth": depth, "depth_reached": reached_depth,
+            "tokens_before_needle": before,
+            **({"depth_off": True} if off else {}),
             "kind": kind, "sample": sample, "template": template,
             "needles": [{"key": k, "value": v, "text": t, "offset": o, "asked": i in asked}
                         for i, ((k, v), t, o) in enumerate(zip(placed, texts, offsets,
                                                                 strict=True))],
             "haystack": sources, "haystack_repeats": repeats, "sentences": len(hay)},
-            # eval's two-way breakdown (results.json's grid, a table and heat maps)
-            "grid": {"length": label, "depth": depth}}
+            # eval's two-way breakdown (results.json's grid, a table and heat maps), by the
+            # depth reached, in the bin of the asked depth nearest to it
+            "grid": {"length": label, "depth": nearest(reached_depth, depths)},
+            **({"grid_flag": f"the needle is at {reached_depth:g} % of the tokens, asked "
+                             f"{depth:g} %"} if off else {})}
         if turns is not None:  # the dialogue the document renderer draws, needles in place
             metadata["niah"]["haystack_unit"] = "turn"
             metadata["turns"] = [turn for turn, _ in _interleave(turns[:len(hay)],
@@ -390,6 +397,28 @@ class Niah(Corpus):
     def scoring(self, row: dict[str, Any]) -> dict[str, Any]:
         """RULER's string_match_all: the share of the asked values the answer holds."""
         return {"kind": "free", "metric": "ruler:string_match_all"}
+
+
+# a needle further than this from its asked depth (points) is flagged (``depth_off``)
+DEPTH_TOLERANCE = 5.0
+
+
+def boundary_at(ends: list[int], depth: float) -> int:
+    """The piece boundary (0: before the first, ``len(ends)``: after the last) whose share
+    of the haystack's tokens (or words) before it is nearest ``depth`` percent: ``ends[i]`` is
+    the count to the end of piece i. The first of two as near."""
+    total = ends[-1] if ends else 0
+    goal = depth / 100 * total
+    before = [0, *ends]
+    return min(range(len(before)), key=lambda i: (abs(before[i] - goal), i))
+
+
+def nearest(value: float, grid: list[float] | None) -> float:
+    """The value of ``grid`` nearest ``value`` (the lower of two as near); ``value`` itself
+    when there is no grid."""
+    if not grid:
+        return value
+    return min(grid, key=lambda g: (abs(g - value), g))
 
 
 def _interleave(hay: list, needles: list, spots: list[int]):

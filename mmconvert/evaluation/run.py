@@ -575,6 +575,9 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     if options.tokenizer or options.ratio_models:
         results["compression"] = compression_of(todo.rows, options, outcomes)
     if "grid" in results:
+        results["grid"]["flagged"] = [
+            {"id": row["id"], "reason": row["metadata"]["grid_flag"]} for row in todo.rows
+            if (row.get("metadata") or {}).get("grid_flag")]
         results["grid"]["heat_maps"] = [p.name for p in grid_heat_maps(results, out)] or \
             "none: matplotlib is missing (pip install 'mmconvert[stats]')"
     write_json(out / "results.json", results, indent=1)

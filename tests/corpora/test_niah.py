@@ -171,8 +171,14 @@ def test_a_dialogue_haystack_places_needles_between_turns_and_draws_a_dialogue(t
         niah = item.metadata["niah"]
         turns = item.metadata["turns"]
         (at,) = [i for i, t in enumerate(turns) if t["role"] == "user"]
-        hay = len(turns) - 1
-        assert at == round(niah["depth"] / 100 * hay)  # between turns, at the depth asked
+        # between turns, at the boundary whose share of the haystack's words is nearest the
+        # depth asked
+        from itertools import accumulate
+
+        from mmconvert.corpora.niah import boundary_at
+
+        hay = [f"{t['role']}: {t['content']}" for i, t in enumerate(turns) if i != at]
+        assert at == boundary_at(list(accumulate(len(h.split()) for h in hay)), niah["depth"])
         assert turns[at]["content"] == niah["needles"][0]["text"].removeprefix("user: ")
         assert item.context == "\n\n".join(f"{t['role']}: {t['content']}" for t in turns)
         offset = niah["needles"][0]["offset"]
@@ -202,3 +208,27 @@ def test_a_dialogue_haystack_places_needles_between_turns_and_draws_a_dialogue(t
     assert run("qa", "check", out, "--checks", "text_layer").exit_code == 0
     (event,) = JsonlLog(out / "qa.jsonl").read()
     assert event["verdict"] == "accept"
+
+
+def test_a_needle_sits_at_the_asked_share_of_the_tokens_not_of_the_sentences(tmp_path):
+    """A haystack of sentences of very different lengths: the needle lands at the sentence
+    boundary nearest the asked share of the words (RULER's depth, in tokens or words), the row
+    records the depth asked and reached, the grid bins the reached one, and a needle that
+    cannot come near its depth (few boundaries) is flagged."""
+    long = " ".join(["word"] * 60) + "."
+    text = " ".join([long] * 4 + ["Short one."] * 40)  # 240 words, then 80
+    hay = tmp_path / "hay.txt"
+    hay.write_text(text)
+    made, _ = items(lengths=["400"], depths=[25, 50, 75], haystack=[str(hay)])
+    for item in made:
+        niah = item.metadata["niah"]
+        share = 100 * niah["tokens_before_needle"] / niah["length_reached"]
+        assert abs(share - niah["depth_reached"]) < 0.01
+        # by sentences, 25 % of 44 was the 11th sentence: past all four long ones, 76 % of the
+        # words; by words it is the second long sentence's end
+        assert abs(niah["depth_reached"] - niah["depth"]) < 8, niah
+        assert item.metadata["grid"]["depth"] == niah["depth"]
+    tight, _ = items(lengths=["200"], depths=[40], haystack=[str(hay)])
+    (item,) = tight
+    assert item.metadata["niah"]["depth_off"] is True  # boundaries at 0, 30 %, 60 %, ...
+    assert item.metadata["grid_flag"].startswith("the needle is at ")
