@@ -147,11 +147,18 @@ def gpt_4o(width: int, height: int) -> int:
     return openai_tiles(width, height)
 
 
+CLAUDE_LONG_EDGE = 1568
+CLAUDE_MAX_TOKENS = 1600
+
+
 def claude(width: int, height: int) -> int:
-    """Anthropic Claude: the long edge scaled down to 1568 px, then about width x height / 750
-    tokens (Anthropic's published estimate)."""
-    scale = min(1.0, 1568 / max(width, height))
-    return math.ceil(round(width * scale) * round(height * scale) / 750)
+    """Anthropic Claude: an image whose long edge is over 1568 px, or that would take over
+    about 1,600 tokens, scaled down (its aspect kept) until it is within both; then about
+    width x height / 750 tokens (Anthropic's published estimate), at most 1,600."""
+    scale = min(1.0, CLAUDE_LONG_EDGE / max(width, height),
+                math.sqrt(CLAUDE_MAX_TOKENS * 750 / (width * height)))
+    tokens = math.ceil(round(width * scale) * round(height * scale) / 750)
+    return min(tokens, CLAUDE_MAX_TOKENS)
 
 
 def openai_patches(width: int, height: int, *, patch: int = 32, cap: int = 1536) -> int:
@@ -307,8 +314,9 @@ RULE_SOURCES = {
     "llava-1.5": ("LLaVA-1.5: 336 px CLIP-L/14, 576 tokens", "2026-11-24"),
     "gpt-4o": ("OpenAI's image pricing guide: 85 + 170 a 512 px tile at detail high",
                "2026-11-24"),
-    "claude": ("Anthropic's vision guide: long edge to 1568 px, width x height / 750",
-               "2026-11-24"),
+    "claude": ("Anthropic's vision guide (docs.claude.com/en/docs/vision): a long edge over "
+               "1568 px or over ~1,600 tokens scaled down, aspect kept, then width x height "
+               "/ 750", "2026-11-25"),
 }
 
 def fixed(tokens: int, what: str):

@@ -28,6 +28,10 @@ def run(*args):
     (gpt_4o, (1024, 1024), 765),  # OpenAI's worked examples
     (gpt_4o, (2048, 4096), 1105),
     (claude, (1000, 1000), 1334),  # Anthropic's table
+    (claude, (1092, 1092), 1590),  # the table's largest 1:1 size, within both limits
+    # an A4 page at 150 PPI: 2,319 by the long edge alone; downscaled to ~1,600 tokens
+    (claude, (1240, 1754), 1600),
+    (claude, (2000, 2000), 1599),
 ])
 def test_token_rules(rule, size, tokens):
     assert rule(*size) == tokens

@@ -49,28 +49,47 @@ def compare(folders: list[Path]) -> dict[str, Any]:
                        **{c: overall[c]["score"] for c in results["conditions"]},
                        "delta": overall.get("delta"), "delta_ci95": overall.get("delta_ci95"),
                        "lost_in_images": sorted(lost)})
+    for model, label in zip(models, labels(models), strict=True):
+        model["label"] = label
     pairs = []
     for a, b in combinations(range(len(models)), 2):
         lost_a, lost_b = set(models[a]["lost_in_images"]), set(models[b]["lost_in_images"])
         union = lost_a | lost_b
-        pairs.append({"a": models[a]["model"], "b": models[b]["model"],
+        pairs.append({"a": models[a]["label"], "b": models[b]["label"],
                       "both": len(lost_a & lost_b), "either": len(union),
                       "jaccard": round(len(lost_a & lost_b) / len(union), 4) if union else None})
     return {"runs": sorted(runs), "common_items": len(common), "models": models,
             "mismatch": pairs}
 
 
+def labels(models: list[dict[str, Any]]) -> list[str]:
+    """A distinct name for each evaluation: its model's, then with its folder's name when
+    two evaluated the same model, then with the folder's whole path when those match too."""
+    names = [m["model"] for m in models]
+    out = []
+    for m in models:
+        if names.count(m["model"]) == 1:
+            out.append(m["model"])
+            continue
+        folder = Path(m["folder"])
+        twins = [Path(o["folder"]).name for o in models if o["model"] == m["model"]]
+        out.append(f"{m['model']} ({folder.name if twins.count(folder.name) == 1 else folder})")
+    return out
+
+
 def compare_table(result: dict[str, Any]) -> str:
     def cell(value) -> str:
         return f"{value:8.1f}" if isinstance(value, (int, float)) else f"{'-':>8}"
 
+    width = max(32, *(len(m["label"]) + 2 for m in result["models"]))  # names whole
+
     lines = [f"{result['common_items']} item(s) in common"
              + ("" if len(result["runs"]) == 1 else f" (runs: {', '.join(result['runs'])})"),
-             f"{'model':<32}{'image':>8}{'text':>8}{'delta':>8}  {'95% CI':>16}"
+             f"{'model':<{width}}{'image':>8}{'text':>8}{'delta':>8}  {'95% CI':>16}"
              f"{'lost in images':>16}"]
     for m in result["models"]:
         ci = m.get("delta_ci95")
-        lines.append(f"{m['model'][:32]:<32}{cell(m.get('image'))}{cell(m.get('text'))}"
+        lines.append(f"{m['label']:<{width}}{cell(m.get('image'))}{cell(m.get('text'))}"
                      f"{cell(m.get('delta'))}  "
                      + (f"[{ci[0]:6.1f}, {ci[1]:6.1f}]" if ci else f"{'-':>16}")
                      + f"{len(m['lost_in_images']):>16}")

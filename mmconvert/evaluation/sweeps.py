@@ -16,8 +16,6 @@ from ..stats import write_figure
 from .run import EvalOptions, evaluate, plan
 from .stats import bootstrap_mean
 
-NEUTRAL = {"scale": 1.0, "rotate": 0.0}  # the base run's value on these axes
-
 
 def variants(sweep: Path) -> tuple[Path, list[dict[str, Any]]]:
     try:
@@ -71,14 +69,45 @@ def evaluate_sweep(sweep: Path, out: Path, options: EvalOptions, *, dry_run: boo
                      "delta": overall.get("delta"), "delta_ci95": overall.get("delta_ci95"),
                      "n": overall[results["conditions"][0]]["n"]})
     result = {"sweep": str(sweep.resolve()), "model": options.model, "points": rows,
-              "plots": [str(p) for p in plot(rows, out)]}
+              "plots": [str(p) for p in plot(rows, out, base_values(base, rows))]}
     write_json(out / "sweep_results.json", result, indent=1)
     return result
 
 
-def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """One PNG per axis: the image score with its interval against the axis value, the text
-    score as a line."""
+def base_values(base: Path, rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Each axis's value at the base run: its PPI for ``ppi``, a transform's ``identity``
+    (the value that changes nothing: scale 1, rotation 0, blur 0) for its axis; None for an
+    axis the base has no value on (a JPEG quality: the base is not a JPEG)."""
+    from ..postprocess.transforms import in_order
+    from ..renderers import run_renderer
+    from ..runfolder import open_run
+
+    info = open_run(base).info()
+    values: dict[str, float | None] = {}
+    for axis in {r["axis"] for r in rows if r["axis"]}:
+        if axis == "ppi":
+            values[axis] = run_renderer(base, info).base_ppi(info.get("config") or {})
+        else:
+            values[axis] = next((t.identity for t in in_order() if t.axis == axis), None)
+    return values
+
+
+def axis_points(rows: list[dict[str, Any]], axis: str, at: float | None
+                ) -> list[dict[str, Any]]:
+    """The points of one axis's plot, by value: its variants, and the base run at its own
+    value ``at`` on the axis when it has one."""
+    base = next(r for r in rows if r["name"] == "base")
+    points = [r for r in rows if r["axis"] == axis and isinstance(r["value"], (int, float))]
+    if isinstance(at, (int, float)):
+        points.append({**base, "value": at})
+    return sorted(points, key=lambda r: r["value"])
+
+
+def plot(rows: list[dict[str, Any]], out: Path,
+         bases: dict[str, float | None] | None = None) -> list[Path]:
+    """One PNG per axis: the image score with its interval against the axis value, the base
+    run among them (at its own value on the axis, else as a dotted line of its score with its
+    interval, which no value of the axis has), the text score as a line."""
     try:
         import matplotlib
 
@@ -89,10 +118,8 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     base = next(r for r in rows if r["name"] == "base")
     made = []
     for axis in sorted({r["axis"] for r in rows if r["axis"]}):
-        points = [r for r in rows if r["axis"] == axis and isinstance(r["value"], (int, float))]
-        if axis in NEUTRAL:
-            points.append({**base, "value": NEUTRAL[axis]})
-        points.sort(key=lambda r: r["value"])
+        at = (bases or {}).get(axis)
+        points = axis_points(rows, axis, at)
         if not points or any(r.get("image") is None for r in points):
             continue
         figure, ax = plt.subplots(figsize=(6, 4))
@@ -101,6 +128,14 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         lows = [r["image"] - (r["image_ci95"] or [r["image"]] * 2)[0] for r in points]
         highs = [(r["image_ci95"] or [r["image"]] * 2)[1] - r["image"] for r in points]
         ax.errorbar(xs, ys, yerr=[lows, highs], marker="o", capsize=4, label="image (95 % CI)")
+        if isinstance(at, (int, float)) and base.get("image") is not None:
+            ax.plot([at], [base["image"]], marker="*", markersize=14, linestyle="none",
+                    color="black", label=f"base ({axis} {at:g})")
+        elif base.get("image") is not None:  # the base has no value on this axis
+            ax.axhline(base["image"], color="black", linestyle=":",
+                       label=f"base image (no {axis})")
+            if base.get("image_ci95"):
+                ax.axhspan(*base["image_ci95"], color="black", alpha=0.08)
         if base.get("text") is not None:
             ax.axhline(base["text"], color="grey", linestyle="--", label="text twin")
         ax.set_xlabel(axis)

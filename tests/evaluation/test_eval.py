@@ -288,6 +288,21 @@ def test_sweeps_plot_and_compare_finds_the_shared_losses(demo, server, tmp_path)
                                      "either": len(lost), "jaccard": 1.0}]
     result = run("eval", "compare", second)
     assert result.exit_code == 2 and "two or more eval folders" in result.output
+    # the same model evaluated twice: each row named by its folder too
+    import shutil
+
+    third = tmp_path / "again" / "ev-3"
+    shutil.copytree(second, third)
+    twice = run("eval", "compare", out / "base", second, third)
+    assert twice.exit_code == 0, twice.output
+    assert "reader-2 (ev-2)" in twice.output and "reader-2 (ev-3)" in twice.output
+    # the sweep's plot holds the base run, at its scale of 1
+    from mmconvert.evaluation.sweeps import axis_points, base_values
+
+    bases = base_values(demo, record["points"])
+    assert bases == {"scale": 1.0}
+    points = axis_points(record["points"], "scale", bases["scale"])
+    assert [(p["name"], p["value"]) for p in points] == [("scale-0.5", 0.5), ("base", 1.0)]
 
 
 def test_occlusions_score_spans_with_three_conditions(tmp_path):

@@ -20,6 +20,7 @@ class Blur(Transform):
     example = "1.5"
     primary = "sigma"
     axis = folder = "blur"
+    identity = 0.0
 
     def apply(self, image, params: dict[str, Any]):
         from PIL import ImageFilter

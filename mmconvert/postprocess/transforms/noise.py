@@ -30,6 +30,7 @@ class Noise(Transform):
     example = "8"
     primary = "level"
     axis = folder = "noise"
+    identity = 0.0
 
     def sample(self, draw, image) -> dict[str, Any]:
         return {"seed": draw.getrandbits(63)}
