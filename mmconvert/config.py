@@ -236,12 +236,12 @@ def load_yaml(path: Path) -> dict[str, Any]:
 
     try:
         data = read_yaml(path.read_text(encoding="utf-8")) or {}
-    except ValueError as err:  # an alias, or a file too big to be options
-        raise UsageError(f"--config {path}: {err}") from None
     except OSError as err:
         raise UsageError(f"--config {path}: cannot read ({err.strerror})") from None
     except UnicodeDecodeError as err:
         raise UsageError(f"--config {path}: not UTF-8 text (byte {err.start})") from None
+    except ValueError as err:  # an alias, or a file too big to be options
+        raise UsageError(f"--config {path}: {err}") from None
     except RecursionError:
         raise UsageError(f"--config {path}: nested too deeply to be a config") from None
     except yaml.YAMLError as err:

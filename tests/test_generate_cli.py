@@ -223,6 +223,7 @@ def test_a_request_that_times_out_fails_after_its_tries(fake, tmp_path):
                       "--timeout", 0.4)
     assert result.exit_code == 0, result.output
     (failure,) = skipped(out)
+    assert len(failure.pop("source_sha256")) == 64  # a mended item is tried again on resume
     assert failure == {"id": "item-0001", "stage": "generate",
                        "reason": "image API: timed out after 2 tries (0.4 s each)"}
 

@@ -412,3 +412,42 @@ def test_vlmevalkit_rows_as_the_kit_reads_them(occlusions, tmp_path):
     babi = rows(out)
     assert table.loc[0, "question"] == babi[0]["prompt"] != babi[0]["question"]
     assert babi[0]["question"] in table.loc[0, "question"]
+
+
+def test_the_exported_inspect_task_runs_in_inspect_and_scores_as_eval(page_run, tmp_path,
+                                                                      monkeypatch):
+    """inspect_task.py of an hf export, run by inspect_ai itself against a local server: each
+    item asked as its images, scored by the export's copy of the scorer, the same scores
+    mmconvert eval gives the same replies."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from mmconvert.evaluation.scoring import score_row
+    from tests.openai_server import FakeOpenAI
+
+    out = tmp_path / "hf"
+    assert run("export", page_run, "--format", "hf", "--out", out).exit_code == 0
+    replies = {0: "Answer: A", 1: "The answer is (B).", 2: "A or B?"}
+    fake = FakeOpenAI(answer=lambda body: replies[len(fake.requests("chat")) % 3],
+                      models=("reader",))
+    url = fake.start()
+    try:
+        model = get_model("openai-api/local/reader", base_url=url, api_key="none",
+                          memoize=False)
+        monkeypatch.chdir(out)  # inspect finds a task file by a relative path
+        (log,) = inspect_eval("inspect_task.py", model=model,
+                              log_dir=str(tmp_path / "logs"), display="none",
+                              max_connections=1, task_args={"condition": "image"})
+    finally:
+        fake.stop()
+    assert log.status == "success", log.error
+    by_id = {row["id"]: row for row in rows(page_run)}
+    assert len(log.samples) == len(by_id)
+    for sample in log.samples:
+        score = sample.scores["mmconvert_scorer"]
+        expected = score_row(by_id[sample.id], sample.output.completion)
+        assert (score.value, score.metadata["parsed"]) == (expected.value, expected.parsed)
+    # the image condition sends the pages, and the prompt asks for a letter
+    first = fake.requests("chat")[0].body["messages"][-1]["content"]
+    assert any(part.get("type") == "image_url" for part in first)
