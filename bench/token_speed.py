@@ -88,7 +88,7 @@ def stats_on(items: int) -> None:
 
 
 def rules_against_transformers() -> None:
-    from mmconvert import stats as rules
+    from mmconvert import vision_tokens as rules
     from tests.test_stats import sizes_16_to_8k
 
     sizes = sizes_16_to_8k()

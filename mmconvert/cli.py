@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from ._version import __version__
 from .api.prices import BudgetReached
 from .errors import MMConvertError, UsageError
 
@@ -365,7 +365,7 @@ def list_parts(kind):
         parts(EXECUTORS, lambda name, cls: f"  {name:<14} {cls.description}")
     if kind in (None, "styles"):
         from .renderers.fonts import PAGE_FONTS
-        from .renderers.styles import describe_preset, presets
+        from .renderers.style_files import describe_preset, presets
 
         click.echo("styles (render --style NAME, or a style file):")
         for name, path in presets().items():

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from .api.prices import BudgetReached
 from .config import (
     ApiOptions,
@@ -39,6 +39,7 @@ from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
 from .jobs import job_for
 from .manifest import MANIFEST, sync, write_json
+from .progress import progress_bar
 from .renderers import renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
@@ -376,25 +377,6 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
                                 show_progress(execution.progress), passed)
     finally:
         results.close()  # a sink that stops early (``--limit``) cancels the work under way
-
-
-def progress_bar(results, total: int | None, show: bool,
-                 passed: Callable[[], int] | None = None):
-    """``results`` as they come, with a progress bar on stderr when ``show`` (a count when
-    ``total`` is not known). ``passed()``: the items counted though they give no result (a
-    resumed run's items already done), so far."""
-    from tqdm import tqdm
-
-    with tqdm(total=total, unit="item", disable=not show or total == 0,
-              file=sys.stderr) as bar:
-        made = 0
-        try:
-            for result in results:
-                made += 1
-                yield result
-                bar.update(made + (passed() if passed else 0) - bar.n)
-        finally:  # also when the sink stops early (--limit)
-            bar.update(made + (passed() if passed else 0) - bar.n)
 
 
 def _versions() -> dict[str, str]:

@@ -369,7 +369,7 @@ def test_every_registered_part_has_golden_hashes():
 
 
 def test_every_shipped_style_has_golden_hashes_and_readbench_is_the_default_look():
-    from mmconvert.renderers.styles import presets
+    from mmconvert.renderers.style_files import presets
 
     table = read_table()
     missing = [name for name in presets() if f"style:{name}" not in table]

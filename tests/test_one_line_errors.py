@@ -150,7 +150,7 @@ def test_a_local_copy_without_a_split_the_task_reads_names_it(tmp_path):
 
 
 def test_stats_models_default_is_what_the_help_says(tmp_path):
-    from mmconvert.stats import EXTRA_RULES, TOKEN_RULES
+    from mmconvert.vision_tokens import EXTRA_RULES, TOKEN_RULES
 
     help_text = " ".join(run("stats", "--help").output.split())
     assert "nine rules" in help_text and len(TOKEN_RULES) == 9

@@ -11,7 +11,8 @@ from PIL import Image
 from mmconvert.cli import main
 from mmconvert.manifest import JsonlLog
 from mmconvert.qa.checks import expected_text, word_count
-from mmconvert.stats import claude, gather, gpt_4o, internvl, qwen2_vl
+from mmconvert.stats import gather
+from mmconvert.vision_tokens import claude, gpt_4o, internvl, qwen2_vl
 from tests.conftest import REDUX_CSV
 
 
@@ -252,7 +253,7 @@ def test_qwen3_vl_tokens_equal_transformers_processor_on_1000_sizes():
         Qwen2VLImageProcessorPil,
     )
 
-    from mmconvert.stats import qwen3_vl
+    from mmconvert.vision_tokens import qwen3_vl
 
     processor = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, min_pixels=65_536,
                                          max_pixels=16_777_216)
@@ -268,7 +269,7 @@ def test_glm4v_tokens_equal_transformers_processor_on_1000_sizes():
     """GLM-4.1V (Glyph's base): Glm4vImageProcessorPil at its defaults."""
     from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
 
-    from mmconvert.stats import glm4v
+    from mmconvert.vision_tokens import glm4v
 
     processor = Glm4vImageProcessorPil()
     refused = 0
@@ -282,7 +283,7 @@ def test_glm4v_tokens_equal_transformers_processor_on_1000_sizes():
 
 
 def test_every_rule_names_its_source_and_the_date_it_was_checked():
-    from mmconvert.stats import (
+    from mmconvert.vision_tokens import (
         EXTRA_RULES,
         EXTRA_SOURCES,
         RULE_ALIASES,
@@ -306,7 +307,7 @@ def test_idefics3_tokens_equal_transformers_processor_on_1000_sizes():
         SmolVLMImageProcessorPil,
     )
 
-    from mmconvert.stats import idefics3
+    from mmconvert.vision_tokens import idefics3
 
     processor = SmolVLMImageProcessorPil()
     assert processor.size["longest_edge"] == 4 * 364
@@ -323,7 +324,7 @@ def test_pixtral_tokens_equal_transformers_processor_on_1000_sizes():
         get_resize_output_image_size,
     )
 
-    from mmconvert.stats import pixtral
+    from mmconvert.vision_tokens import pixtral
 
     pixel = np.zeros((1, 1, 3), dtype=np.uint8)
     for width, height in sizes_16_to_8k():
@@ -344,7 +345,7 @@ def test_llava_onevision_tokens_equal_transformers_processor_on_1000_sizes():
         LlavaOnevisionProcessor,
     )
 
-    from mmconvert.stats import llava_onevision
+    from mmconvert.vision_tokens import llava_onevision
 
     processor = LlavaOnevisionProcessor.__new__(LlavaOnevisionProcessor)
     processor.image_processor = LlavaOnevisionImageProcessorPil()
@@ -370,7 +371,7 @@ def test_llama4_tokens_equal_transformers_processor_on_1000_sizes():
     from transformers.image_processing_utils import SizeDict
     from transformers.models.llama4.processing_llama4 import Llama4Processor
 
-    from mmconvert.stats import llama4
+    from mmconvert.vision_tokens import llama4
 
     try:
         import torchvision.transforms.v2  # noqa: F401
@@ -405,7 +406,7 @@ def test_deepseek_ocr_2_tokens_equal_transformers_processor_on_1000_sizes():
         get_optimal_tiled_canvas,
     )
 
-    from mmconvert.stats import deepseek_ocr_2
+    from mmconvert.vision_tokens import deepseek_ocr_2
 
     settings = DeepseekOcr2ImageProcessorPil()
     assert (settings.min_patches, settings.max_patches, settings.tile_size) == (2, 6, 768)
@@ -434,7 +435,7 @@ def test_deepseek_ocr_2_tokens_equal_transformers_processor_on_1000_sizes():
     ("gemini-3", (4000, 4000), 1120),
 ])
 def test_rules_without_a_transformers_processor(model, size, tokens):
-    from mmconvert.stats import token_rule
+    from mmconvert.vision_tokens import token_rule
 
     assert token_rule(model)(*size) == tokens
 

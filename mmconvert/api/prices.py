@@ -81,7 +81,7 @@ class PriceTable:
         tile rule with the model's ``image_tiles`` (base and tile tokens), or its patch rule
         with its ``image_patches`` multiplier (the billed tokens rounded up); None when the
         table gives the model no image rule."""
-        from ..stats import openai_patches, openai_tiles
+        from ..vision_tokens import openai_patches, openai_tiles
 
         entry = self.models.get(model) or {}
         if entry.get("image_tiles"):

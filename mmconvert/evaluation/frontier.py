@@ -69,7 +69,7 @@ class FrontierOptions(EvalOptions):
     @field_validator("ratio_model")
     @classmethod
     def _rule(cls, name: str) -> str:
-        from ..stats import token_rule
+        from ..vision_tokens import token_rule
 
         token_rule(name)  # an unknown model: one line with a did-you-mean
         return name
@@ -91,7 +91,7 @@ def style_points(options: FrontierOptions) -> list[Point]:
     """The frontier's styles: ``--grid``'s combinations over ``--style`` (its ranges drawn
     once), or ``--points`` draws from it; the same values twice are one point."""
     from ..postprocess.sweep import parse_vary
-    from ..renderers.styles import load, plain_value
+    from ..renderers.style_files import load, plain_value
 
     check_grid_fields(options.grid)
     style, fixed = load(options.style)
@@ -139,7 +139,8 @@ def compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, 
     """The point's compression for ``model``: its items' text tokens over their vision tokens
     (``stats.item_tokens``, as ``mmconvert stats`` counts them), pooled (the sample's totals)
     and per item (the median)."""
-    from ..stats import item_tokens, rules_for, summarise
+    from ..stats import item_tokens, summarise
+    from ..vision_tokens import rules_for
 
     rules = rules_for([model])
     items = [item_tokens(row, rules, tokenizer) for row in rows]

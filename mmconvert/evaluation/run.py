@@ -101,7 +101,7 @@ class EvalOptions(BaseModel):
     @field_validator("ratio_models")
     @classmethod
     def _known(cls, names: list[str] | None) -> list[str] | None:
-        from ..stats import token_rule
+        from ..vision_tokens import token_rule
 
         for name in names or []:
             token_rule(name)  # an unknown model: one line with a did-you-mean
@@ -167,7 +167,7 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     """Requests, vision tokens under each stats rule, and the estimated cost (the shipped
     price table; None for a model it does not list)."""
     from ..api.prices import PriceTable, estimate_tokens
-    from ..stats import TOKEN_RULES, image_tokens
+    from ..vision_tokens import TOKEN_RULES, image_tokens
 
     rows, unscored = [], []
     for row in select_rows(run, options):
@@ -621,8 +621,9 @@ def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
     under each model's rule and, with ``--tokenizer``, text tokens and the ratio (text tokens
     over vision tokens), overall and per subset, as ``mmconvert stats`` counts them, and the
     image score by ratio: the items in four bins of equal count per model."""
-    from ..stats import compression, item_tokens, rules_for, summarise
+    from ..stats import compression, item_tokens, summarise
     from ..tokens import load_tokenizer
+    from ..vision_tokens import rules_for
 
     tokenizer = load_tokenizer(options.tokenizer) if options.tokenizer else None
     rules = rules_for(options.ratio_models)

@@ -150,7 +150,7 @@ def _written(fmt: str, writer, source: RunSource, staging: Path, out: Path, name
 
 def _record(source: RunSource, summary: ExportSummary, name: str,
             paths: str) -> dict[str, Any]:
-    from .. import __version__
+    from .._version import __version__
 
     return {"format": summary.format, "name": name, "run": str(source.run.resolve()),
             "mmconvert": __version__, "items": summary.exported,

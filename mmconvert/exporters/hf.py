@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from .source import Record, RunSource
 
 SPLIT = "test"

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
+from ..progress import progress_bar
 from ..rows import SCHEMA
 from ..runfolder import Failed, Made, RunFolder, identity_of, source_prints
 from .imaging import decode

@@ -27,13 +27,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ..converter import progress_bar
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..manifest import MANIFEST, write_json
 from ..options import OPTIONS, cli
+from ..progress import progress_bar
 from ..renderers import row_renderer, run_renderer
-from ..renderers.page import PPI
 from ..rows import SCHEMA
 from ..runfolder import (
     LOCK,
@@ -47,6 +46,7 @@ from ..runfolder import (
     read_recorded,
     source_prints,
 )
+from ..units import PPI
 from .apply import apply_steps, history, renamed
 from .imaging import RESAMPLING, decode
 from .transforms import in_order as transforms_in_order

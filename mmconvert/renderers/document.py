@@ -44,11 +44,12 @@ from ..options import OPTIONS
 from ..prompts import Prompts
 from ..rows import LayoutRef, QuestionRow, RunPath
 from ..runfolder import Output, item_file
+from ..units import POINTS_PER_INCH
 from .base import Renderer, item_from_row, question_beside_options
 from .drawing import set_png_ppi
 from .fonts import font_bytes, font_chain, page_font
 from .layout import control_characters, normalise
-from .page import MAX_ITEM_MEGAPIXELS, POINTS_PER_INCH, PageOptions, image_fields, label_fields
+from .page import MAX_ITEM_MEGAPIXELS, PageOptions, image_fields, label_fields
 from .styled import StyledConfig, StyledJob, style_field
 from .target import TargetOptions
 

@@ -46,7 +46,7 @@ def fill_black(device, text) -> None:
 def fill_text(device, text, colour: str, gray: bool) -> None:
     """Draw ``text`` in ``colour`` (#rrggbb; on a gray device, a gray's level) on ``device``
     and finish the device."""
-    from .style import rgb
+    from ..units import rgb
 
     m = mupdf()
     values = list(rgb(colour))
@@ -57,7 +57,7 @@ def fill_text(device, text, colour: str, gray: bool) -> None:
 
 def paint(pix, colour: str, gray: bool) -> None:
     """Fill a new pixmap with the page's colour (#rrggbb)."""
-    from .style import is_gray
+    from ..units import is_gray
 
     m = mupdf()
     if is_gray(colour):

@@ -8,6 +8,7 @@ next 0.5 in stop. Text must already be normalised (see ``normalise``).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 
@@ -421,3 +422,33 @@ def paginate(lines: list[Line], lines_per_page: int, pitch: float) -> PageLayout
         if not pages[-1]:
             pages.pop()
     return PageLayout(pages or [[]], pitch)
+
+
+def _joins_without_space(before: str, after: str) -> bool:
+    """Lines of Chinese or Japanese are joined with no space between them."""
+    return bool(before and after) and (unicodedata.east_asian_width(before[-1]) in "WF"
+                                       or unicodedata.east_asian_width(after[0]) in "WF")
+
+
+def flow(text: str, newlines: str, marker: str, gap: int = 0) -> str:
+    """A field's text as the page sets it: ``keep``: every newline a line break; ``reflow``:
+    a blank line ends a paragraph, and the newlines inside one become spaces (none between
+    CJK lines), so hard-wrapped text fills the line; ``marker``: each newline drawn as
+    ``marker`` and the text run on (Glyph's newline markup). ``gap``: blank lines set
+    between paragraphs (kept or reflowed)."""
+    if "\n" not in text:
+        return text
+    if newlines == "keep":
+        return text.replace("\n", "\n" * (gap + 1)) if gap else text
+    if newlines == "marker":
+        return text.replace("\n", marker)
+    paragraphs = []
+    for paragraph in re.split(r"\n[ \t]*\n\s*", text):
+        lines = [line.strip(" \t") for line in paragraph.split("\n")]
+        joined = ""
+        for line in lines:
+            if not line:
+                continue
+            joined += ("" if not joined or _joins_without_space(joined, line) else " ") + line
+        paragraphs.append(joined)
+    return ("\n" * (gap + 1)).join(p for p in paragraphs if p)

@@ -8,10 +8,9 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     Field,
     ValidationError,
@@ -26,6 +25,7 @@ from ..options import OPTIONS, cli, first_error
 from ..prompts import Prompts
 from ..rows import PageRow
 from ..runfolder import Output, item_file
+from ..units import POINTS_PER_INCH, PPI, Colour, Inches, Points, is_gray, page_size
 from .base import Renderer, item_from_row, question_beside_options
 from .drawing import color_params, fill_text, mupdf, paint, paint_box, set_png_ppi, show_runs
 from .fonts import FontChain, font_manifest, page_chain, page_font
@@ -36,6 +36,7 @@ from .layout import (
     Run,
     align,
     control_characters,
+    flow,
     marked_run,
     normalise,
     paginate,
@@ -43,7 +44,6 @@ from .layout import (
 )
 from .pdfwriter import PdfLine, PdfPage, write_pdf
 from .shaping import ShapingLineBreaker, first_strong_rtl
-from .style import Colour, Inches, Points, flow, is_gray, page_size
 from .styled import StyledConfig, StyledJob, style_field
 from .target import TargetOptions
 
@@ -51,19 +51,8 @@ if TYPE_CHECKING:
     from ..config import ApiOptions
     from ..corpora import Corpus
 
-POINTS_PER_INCH = 72.0
 # the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
 MAX_ITEM_MEGAPIXELS = 2_000
-
-
-def _ppi(value: float) -> float:
-    """The one PPI rule, for render, sweep and every other command that takes a PPI."""
-    if not 10 < value <= 1200:  # NaN fails too
-        raise ValueError(f"{value:g} is not a PPI over 10 and at most 1200")
-    return value
-
-
-PPI = Annotated[float, AfterValidator(_ppi)]
 
 
 class PageOptions(BaseModel):

@@ -18,10 +18,10 @@ import hashlib
 import zlib
 from dataclasses import dataclass, field
 
+from ..units import rgb
 from .fonts import SILENT, FontChain
 from .layout import marked_run
 from .shaping import glyph_clusters
-from .style import rgb
 
 _COMPRESSION = 6
 REPLACEMENT = "\ufffd"

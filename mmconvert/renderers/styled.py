@@ -18,7 +18,7 @@ from ..config import RunConfig
 from ..errors import ItemError
 from ..jobs import Job
 from ..options import cli, first_error
-from .styles import Style
+from .style_files import Style
 from .target import TOLERANCE, TargetOptions, fit
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class StyledConfig(RunConfig):
         renderer's field, for the document) is left out, and the style records it."""
         if not isinstance(data, dict) or not isinstance(data.get("style"), str):
             return data
-        from .styles import load
+        from .style_files import load
 
         style, fixed = load(data["style"])
         section = cls.STYLED
@@ -111,8 +111,8 @@ class StyledJob(Job):
         self.target = target if target.wanted else None
         self.tokenizer = None
         if self.target is not None:
-            from ..stats import token_rule
             from ..tokens import load_tokenizer
+            from ..vision_tokens import token_rule
 
             self.rule = token_rule(target.ratio_model)
             if target.tokenizer:
@@ -156,7 +156,7 @@ class StyledJob(Job):
         """The item's renderer at the font size that meets the run's target, and the row's
         record of it (the target, what was met, the layouts it took; a reason when the
         bounds keep it off target, which ``--on-error skip`` skips)."""
-        from ..stats import image_tokens
+        from ..vision_tokens import image_tokens
 
         base = renderer.options
         text_tokens = (self.tokenizer.count(renderer.shown_text(item, part))

@@ -67,7 +67,7 @@ class TargetOptions(BaseModel):
             raise ValueError(f"min_font_size {self.min_font_size:g} is over max_font_size "
                              f"{self.max_font_size:g}")
         if self.ratio_model:
-            from ..stats import token_rule
+            from ..vision_tokens import token_rule
 
             token_rule(self.ratio_model)  # an unknown model: one line with a did-you-mean
         return self

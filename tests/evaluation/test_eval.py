@@ -195,7 +195,7 @@ def test_each_model_prices_images_by_its_own_rule_or_says_it_cannot(demo):
     """gpt-4o-mini bills an image at 2,833 + 5,667 a tile, not gpt-4o's 85 + 170: its images
     are priced by its own rule; a model the table gives no image rule has them left out of
     the estimate, said so, and --budget refused (never priced by another model's rule)."""
-    from mmconvert.stats import openai_tiles
+    from mmconvert.vision_tokens import openai_tiles
 
     shown = [image for row in rows(demo) for image in row["images"]]
     mini = sum(openai_tiles(i["width"], i["height"], 2833, 5667) for i in shown)
@@ -204,7 +204,7 @@ def test_each_model_prices_images_by_its_own_rule_or_says_it_cannot(demo):
     result = run("eval", demo, "--model", "gpt-4o-mini", "--dry-run")
     assert f"{mini:,} image tokens by gpt-4o-mini's own rule" in result.output
     # gpt-4.1-mini bills 32 px patches (at most 1,536) times 1.62, rounded up
-    from mmconvert.stats import openai_patches
+    from mmconvert.vision_tokens import openai_patches
 
     patches = sum(-(-openai_patches(i["width"], i["height"]) * 162 // 100) for i in shown)
     result = run("eval", demo, "--model", "gpt-4.1-mini", "--dry-run")

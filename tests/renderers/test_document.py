@@ -249,7 +249,7 @@ def test_a_style_file_draws_documents_and_names_the_fields_it_leaves_out(docs, t
 
 
 def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
-    from mmconvert.stats import image_tokens, token_rule
+    from mmconvert.vision_tokens import image_tokens, token_rule
 
     out = tmp_path / "budget"
     result = run("render", docs, "--renderer", "document", "--render", "context",

@@ -15,7 +15,7 @@ from PIL import Image
 from mmconvert.errors import UsageError
 from mmconvert.qa.textlayer import check_pdf
 from mmconvert.renderers.page import PageJob, PageOptions, PageRenderer, RenderConfig, pixels
-from mmconvert.renderers.styles import load, presets
+from mmconvert.renderers.style_files import load, presets
 from tests.conftest import make_item
 from tests.test_cli import run
 

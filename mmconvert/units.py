@@ -1,13 +1,13 @@
-"""The values a page style is made of: lengths with units, colours, named page sizes, and how
-a source's newlines are kept. ``styles.py`` reads style files and draws them per item."""
+"""The units a page style is made of and the one PPI rule: lengths with units, colours, named
+page sizes, the PPI every command takes (``renderers.style_files`` reads style files and draws
+them per item)."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import AfterValidator, BeforeValidator
 
 POINTS_PER = {"pt": 1.0, "in": 72.0, "mm": 72 / 25.4, "cm": 72 / 2.54}
 
@@ -92,31 +92,14 @@ def page_size(value: str) -> tuple[float, float]:
     return width, height
 
 
-def _joins_without_space(before: str, after: str) -> bool:
-    """Lines of Chinese or Japanese are joined with no space between them."""
-    return bool(before and after) and (unicodedata.east_asian_width(before[-1]) in "WF"
-                                       or unicodedata.east_asian_width(after[0]) in "WF")
+POINTS_PER_INCH = 72.0
 
 
-def flow(text: str, newlines: str, marker: str, gap: int = 0) -> str:
-    """A field's text as the page sets it: ``keep``: every newline a line break; ``reflow``:
-    a blank line ends a paragraph, and the newlines inside one become spaces (none between
-    CJK lines), so hard-wrapped text fills the line; ``marker``: each newline drawn as
-    ``marker`` and the text run on (Glyph's newline markup). ``gap``: blank lines set
-    between paragraphs (kept or reflowed)."""
-    if "\n" not in text:
-        return text
-    if newlines == "keep":
-        return text.replace("\n", "\n" * (gap + 1)) if gap else text
-    if newlines == "marker":
-        return text.replace("\n", marker)
-    paragraphs = []
-    for paragraph in re.split(r"\n[ \t]*\n\s*", text):
-        lines = [line.strip(" \t") for line in paragraph.split("\n")]
-        joined = ""
-        for line in lines:
-            if not line:
-                continue
-            joined += ("" if not joined or _joins_without_space(joined, line) else " ") + line
-        paragraphs.append(joined)
-    return ("\n" * (gap + 1)).join(p for p in paragraphs if p)
+def _ppi(value: float) -> float:
+    """The one PPI rule, for render, sweep and every other command that takes a PPI."""
+    if not 10 < value <= 1200:  # NaN fails too
+        raise ValueError(f"{value:g} is not a PPI over 10 and at most 1200")
+    return value
+
+
+PPI = Annotated[float, AfterValidator(_ppi)]
