@@ -33,7 +33,7 @@ from tests.openai_server import FakeOpenAI  # noqa: E402
 
 
 def scoring_seconds(count: int = 10_000) -> float:
-    from mmconvert.evaluation.scoring import score_row
+    from mmconvert.scoring.spec import score_row
 
     rng = random.Random(0)
     rows = [

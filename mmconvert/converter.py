@@ -34,7 +34,6 @@ from .config import (
 )
 from .corpora import resolve
 from .errors import ItemError, MMConvertError, UsageError
-from .evaluation.scoring import unscorable
 from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
 from .jobs import job_for
@@ -43,6 +42,7 @@ from .progress import progress_bar
 from .renderers import renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
+from .scoring.spec import unscorable
 from .selection import load_selection, stream_selection
 from .shards import is_sharded
 

@@ -198,7 +198,7 @@ def read_item(run: Path, row: dict[str, Any]) -> dict[str, Any]:
 
 def summary_of(items: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     """The mean character accuracy (percent) of the items read, with its 95 % interval."""
-    from .stats import bootstrap_mean
+    from .paired import bootstrap_mean
 
     values = [i["accuracy"] for i in items if i["accuracy"] is not None]
     interval = bootstrap_mean(values, seed) if values else None

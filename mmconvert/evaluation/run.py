@@ -32,17 +32,16 @@ from ..manifest import JsonlLog, write_json
 from ..options import OPTIONS, cli
 from ..renderers import renderer_class
 from ..runfolder import LOCK, locked, open_run, read_recorded
-from .scoring import (
+from ..scoring.spec import (
     Scored,
     free_form,
-    judge_prompt,
     metric_name,
-    read_judgement,
     score_row,
     spec_of,
     unscorable,
 )
-from .stats import mcnemar_exact, paired_bootstrap
+from .judge import judge_prompt, read_judgement
+from .paired import mcnemar_exact, paired_bootstrap
 
 Condition = Literal["image", "text", "text-image"]
 CONDITIONS: tuple[Condition, ...] = ("image", "text", "text-image")

@@ -13,8 +13,8 @@ from ..errors import SourceError
 from ..manifest import JsonlLog, write_json
 from ..postprocess.sweep import SWEEP
 from ..stats import write_figure
+from .paired import bootstrap_mean
 from .run import EvalOptions, evaluate, plan
-from .stats import bootstrap_mean
 
 
 def variants(sweep: Path) -> tuple[Path, list[dict[str, Any]]]:

@@ -46,7 +46,7 @@ class Record:
     @property
     def scoring(self) -> dict[str, Any]:
         """The item's scoring spec: what ``mmconvert_answers.score`` scores a reply by."""
-        from ..evaluation.scoring import spec_of
+        from ..scoring.spec import spec_of
 
         return spec_of(self.row)
 
@@ -89,7 +89,7 @@ class RunSource:
     # before the first row
     params: dict[str, Any] | None = None
     max_options: int = 0
-    # each exported item's scoring spec (``evaluation.scoring.spec_of``), in export order:
+    # each exported item's scoring spec (``scoring.spec.spec_of``), in export order:
     # noted as its images are checked, written to the export's scoring.jsonl
     scoring: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 

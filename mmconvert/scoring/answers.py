@@ -6,7 +6,7 @@ This module imports nothing from mmconvert and nothing outside Python's standard
 for a metric that names its package (LongBench's Chinese and ROUGE metrics, VCR's spaCy
 tokens, lm-eval's own filters): every export copies it as it is, so a reply has one score
 everywhere. What it scores an item against is the item's *scoring spec*, a JSON object that
-mmconvert writes beside every exported item (``evaluation.scoring.spec_of``):
+mmconvert writes beside every exported item (``scoring.spec.spec_of``):
 
 - ``kind``: ``choice`` (an option letter), ``free`` (accepted strings), ``spans`` (VCR's
   covered spans) or ``lm-eval`` (a generation task's own filters and metrics);

@@ -16,9 +16,9 @@ pytest.importorskip("lm_eval")
 
 from mmconvert.corpora import LoadReport, LoadRequest, resolve  # noqa: E402
 from mmconvert.corpora.lmeval import task_manager  # noqa: E402
-from mmconvert.evaluation.scoring import score_row, unscorable  # noqa: E402
 from mmconvert.items import LETTERS  # noqa: E402
 from mmconvert.manifest import JsonlLog  # noqa: E402
+from mmconvert.scoring.spec import score_row, unscorable  # noqa: E402
 from tests.conftest import FIXTURES  # noqa: E402
 from tests.test_cli import run  # noqa: E402
 

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from mmconvert.evaluation.scoring import score_row  # noqa: E402
 from mmconvert.manifest import JsonlLog  # noqa: E402
+from mmconvert.scoring.spec import score_row  # noqa: E402
 from tests.conftest import FIXTURES  # noqa: E402
 from tests.test_cli import run  # noqa: E402
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mmconvert.evaluation.scoring import read_judgement, score_row, spec_of
-from mmconvert.evaluation.stats import mcnemar_exact, paired_bootstrap
+from mmconvert.evaluation.judge import read_judgement
+from mmconvert.evaluation.paired import mcnemar_exact, paired_bootstrap
 from mmconvert.scoring.answers import (
     babilong,
     extract_choice,
@@ -14,6 +14,7 @@ from mmconvert.scoring.answers import (
     ruler_match,
     score,
 )
+from mmconvert.scoring.spec import score_row, spec_of
 
 OPTIONS = ["red", "blue", "green", "yellow"]
 

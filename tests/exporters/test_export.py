@@ -423,7 +423,7 @@ def test_the_exported_inspect_task_runs_in_inspect_and_scores_as_eval(page_run, 
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
 
-    from mmconvert.evaluation.scoring import score_row
+    from mmconvert.scoring.spec import score_row
     from tests.openai_server import FakeOpenAI
 
     out = tmp_path / "hf"

@@ -1,5 +1,6 @@
 """How a model's answer to one item of a run is scored: the item's scoring spec, made from its
-manifest row, and the one scorer every harness uses (``scoring.answers``).
+manifest row (``spec_of``), and the one scorer every harness uses (``scoring.answers``); which
+items cannot be scored at all (``unscorable``), which a run says as it renders them.
 
 - Multiple choice: the option letter in the forms real models write (``answers.
   extract_choice``); a reply that names none, or two, is *unparsed*: scored 0, counted apart.
@@ -21,12 +22,11 @@ spec gives the same score as ``eval``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..scoring import answers as scorer
-from ..scoring.answers import LETTERS
+from . import answers as scorer
+from .answers import LETTERS
 
 DEFAULT_METRIC = "exact_match"
 
@@ -100,7 +100,7 @@ def free_form(row: dict[str, Any]) -> bool:
 
 def score_spans(response: str, spans: list[str], language: str, protocol: str) -> Scored:
     """VCR: the spans' mean exact match; their mean Jaccard index in ``extra``."""
-    from ..scoring.vcr import score_item
+    from .vcr import score_item
 
     scored = score_item(spans, response, language, protocol=protocol)
     exact = [s.exact_match for s in scored.spans]
@@ -123,34 +123,3 @@ def unscorable(row: dict[str, Any]) -> str | None:
     if options and answers[0] not in LETTERS[:len(options)]:
         return f"answer {answers[0]!r} names none of its {len(options)} options"
     return None
-
-
-# --- a judge model for free-form answers (VisTW-Dialogue style) ----------------------------
-
-RUBRIC = """You are grading a model's answer to a question against the reference answer.
-
-Question:
-{question}
-
-Reference answer:
-{reference}
-
-Model's answer:
-{answer}
-
-Score the answer from 0 to 10: 10 when it is correct and complete, 5 when it is partly correct,
-0 when it is wrong, off-topic or a refusal. Judge only the content, not the style or length.
-Reply with one line of the form "SCORE: N"."""
-
-
-def judge_prompt(row: dict[str, Any], response: str) -> str:
-    return RUBRIC.format(question=row.get("question") or row.get("text_prompt") or "",
-                         reference=" / ".join(accepted(row)) or "(none given)",
-                         answer=response)
-
-
-def read_judgement(reply: str) -> Scored:
-    found = re.findall(r"SCORE\s*[:：]\s*(\d+(?:\.\d+)?)", reply, flags=re.IGNORECASE)
-    if not found or float(found[-1]) > 10:
-        return Scored(0.0, None, parsed=False, extra={"judge": reply[:300]})
-    return Scored(float(found[-1]) / 10, found[-1], extra={"judge": reply[:300]})
