@@ -36,10 +36,9 @@ from .corpora import resolve
 from .errors import ItemError, MMConvertError, UsageError
 from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
-from .jobs import job_for
 from .manifest import MANIFEST, sync, write_json
 from .progress import progress_bar
-from .renderers import renderer_class
+from .renderers import job_for, renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
 from .scoring.spec import unscorable

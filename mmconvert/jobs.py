@@ -84,10 +84,3 @@ def question_fields(item: Item, prompt_style: str, prompt: str,
     return {"prompt_style": prompt_style, "prompt": prompt, "text_prompt": text_prompt,
             "question": item.question, "context": item.context, "options": item.options,
             "answer": item.answer, "metadata": item.metadata}
-
-
-def job_for(config: Stored, api: ApiOptions | None = None) -> Job:
-    """The job of the renderer ``config`` names."""
-    from .renderers import renderer_class
-
-    return renderer_class(config.renderer).job(config, api)

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Selection
+from .config import DedupOptions, Selection
 from .corpora import Corpus, LoadReport, resolve
 from .corpora.base import load_items, load_request, shuffle_options
-from .corpora.dedup import DedupOptions, DedupReport, dedup_positions
+from .corpora.dedup import DedupReport, dedup_positions
 from .items import Item
 from .seeds import rng
 

@@ -57,6 +57,15 @@ COMPRESSION = {"id": "zstd", "row": "zstd", "images.list.element.path": "zstd",
                "files.list.element.bytes": "zstd"}
 
 
+def row_group_starts(metadata) -> list[int]:
+    """The first row of each row group of a Parquet file (its ``FileMetaData``)."""
+    starts, at = [], 0
+    for group in range(metadata.num_row_groups):
+        starts.append(at)
+        at += metadata.row_group(group).num_rows
+    return starts
+
+
 def shard_name(index: int) -> str:
     return f"{SHARDS}/shard-{index:06d}.parquet"
 
@@ -374,8 +383,6 @@ class ShardReader:
         self.broken: dict[Path, str] = {}  # shards that could not be read, and why
 
     def _refresh(self) -> None:
-        from .corpora.sources import row_group_starts
-
         present = set(shard_files(self.root))
         for gone in [path for path in self._seen if path not in present]:  # removed since
             self._forget(gone)

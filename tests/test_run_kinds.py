@@ -10,8 +10,7 @@ import pytest
 import mmconvert
 from mmconvert.config import run_config
 from mmconvert.errors import UsageError
-from mmconvert.jobs import job_for
-from mmconvert.renderers import DEFAULT, RENDERERS
+from mmconvert.renderers import DEFAULT, RENDERERS, job_for
 from tests.conftest import FIXTURES
 from tests.test_cli import run
 

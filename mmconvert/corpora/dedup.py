@@ -20,42 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
-
+from ..config import DedupField, DedupOptions
 from ..errors import UsageError
 from ..items import Item
-from ..options import OPTIONS, cli
 
 if TYPE_CHECKING:
     import numpy as np
-
-DedupField = Literal["context", "question", "options", "all"]
-
-
-class DedupOptions(BaseModel):
-    """``--dedup`` and the ``dedup`` command."""
-
-    model_config = OPTIONS
-
-    model: str = Field("BAAI/bge-m3", description="sentence-transformers model name or local "
-                                                  "folder",
-                       json_schema_extra=cli("--embedding-model"))
-    threshold: float = Field(0.85, gt=0, le=1, description="cosine similarity at or above "
-                                                           "which items are duplicates",
-                             json_schema_extra=cli("--dedup-threshold"))
-    field: DedupField = Field("context", description="text compared for duplicates",
-                              json_schema_extra=cli("--dedup-field"))
-    index: Literal["exact", "faiss"] = Field(
-        "exact", description="exact: a blocked search; faiss: an index for large corpora",
-        json_schema_extra=cli("--dedup-index"))
-    batch_size: int = Field(32, ge=1, description="embedding batch size")
-    device: str | None = Field(None, description="embedding device",
-                               json_schema_extra=cli(default="cuda or mps when present"))
-
-    def identity(self) -> dict:
-        """What changes the result (batch size and device do not)."""
-        return self.model_dump(mode="json", exclude={"batch_size", "device"})
-
 
 @dataclass
 class Removal:

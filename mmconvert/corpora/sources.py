@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import HubUnavailableError, ItemError, SourceError, first_line
 from ..items import StoredImage
+from ..shards import row_group_starts
 
 TABLE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 _SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.-]+?)-\d{5}-of-\d{5}$")
@@ -258,15 +259,6 @@ def _parquet_row(path: str, row: int, column: str):
         _ROW_GROUPS.clear()  # one row group held at a time
         _ROW_GROUPS[key] = (start, values)
     return values[row - start]
-
-
-def row_group_starts(metadata) -> list[int]:
-    """The first row of each row group of a Parquet file (its ``FileMetaData``)."""
-    starts, at = [], 0
-    for group in range(metadata.num_row_groups):
-        starts.append(at)
-        at += metadata.row_group(group).num_rows
-    return starts
 
 
 def count_rows(path: Path) -> int:

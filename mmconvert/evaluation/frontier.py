@@ -356,7 +356,7 @@ def table(result: dict[str, Any]) -> str:
 def check_grid_fields(grid: list[str] | None) -> None:
     """A grid field that is no page style field: one line with a did-you-mean."""
     from ..postprocess.sweep import parse_vary
-    from ..renderers.page import PageOptions
+    from ..renderers.page_options import PageOptions
 
     for text in grid or []:
         name, _ = parse_vary(text, "--grid")

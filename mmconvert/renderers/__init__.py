@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from ..registry import Registry
 
 if TYPE_CHECKING:
+    from ..config import ApiOptions, Stored
+    from ..jobs import Job
     from .base import Renderer
 
 RENDERERS: Registry[type[Renderer]] = Registry("renderer", "mmconvert.renderers",
@@ -60,3 +62,8 @@ def run_renderer(folder: Path, info: dict[str, Any]) -> type[Renderer]:
 def from_row(row: dict[str, Any]) -> Renderer:
     """The renderer that drew ``row``, built from its recorded name and parameters."""
     return row_renderer(row).from_params(row["renderer"]["params"])
+
+
+def job_for(config: Stored, api: ApiOptions | None = None) -> Job:
+    """The job of the renderer ``config`` names."""
+    return renderer_class(config.renderer).job(config, api)

@@ -49,7 +49,8 @@ from .base import Renderer, item_from_row, question_beside_options
 from .drawing import set_png_ppi
 from .fonts import font_bytes, font_chain, page_font
 from .layout import control_characters, normalise
-from .page import MAX_ITEM_MEGAPIXELS, PageOptions, image_fields, label_fields
+from .page import MAX_ITEM_MEGAPIXELS, image_fields, label_fields
+from .page_options import PageOptions
 from .styled import StyledConfig, StyledJob, style_field
 from .target import TargetOptions
 

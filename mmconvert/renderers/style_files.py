@@ -139,7 +139,7 @@ def _read(path: Path, raw: bytes) -> dict[str, Any]:
 @lru_cache(maxsize=64)
 def _field_model(name: str):
     """A model of one page style field (its type and bounds), to check a value alone."""
-    from .page import PageOptions
+    from .page_options import PageOptions
 
     info = PageOptions.model_fields[name]
     return create_model(f"One_{name}", __config__=OPTIONS,
@@ -202,7 +202,7 @@ def _parse_field(where: str, name: str, spec: Any, is_list: bool) -> Draw | Any:
 def load(ref: str) -> tuple[Style, dict[str, Any]]:
     """A style named by a preset name or a file path: the Style (its draws) and its fixed
     values. One line naming the file and the field on any problem."""
-    from .page import PageOptions
+    from .page_options import PageOptions
 
     shipped = presets()
     if ref in shipped:
@@ -250,7 +250,7 @@ _WORST = {"font_size": max, "line_spacing": max, "line_pitch": max, "margin": ma
 
 def _room_at_worst(where: str, style: Style, fixed: dict[str, Any]) -> None:
     """Refuse, before drawing, a style whose tightest page has no room for text."""
-    from .page import PageOptions
+    from .page_options import PageOptions
 
     values = dict(fixed)
     for name, draw in style.draws.items():
