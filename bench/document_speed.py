@@ -80,7 +80,7 @@ def pages(out: Path) -> int:
 
 
 def startup() -> float:
-    from mmconvert.renderers.document import Browser
+    from mmconvert.renderers.document.browser import Browser
 
     started = time.perf_counter()
     browser = Browser()

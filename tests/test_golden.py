@@ -249,7 +249,7 @@ def read_table() -> dict[str, dict[str, str]]:
 
 def chromium_version() -> str | None:
     from mmconvert.errors import UsageError
-    from mmconvert.renderers.document import browser_version
+    from mmconvert.renderers.document.browser import browser_version
 
     try:
         return browser_version()

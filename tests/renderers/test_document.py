@@ -428,7 +428,7 @@ def test_code_is_coloured_on_many_threads_at_once():
 
     script = (
         "import threading\n"
-        "from mmconvert.renderers.document import highlight\n"
+        "from mmconvert.renderers.document.markup import highlight\n"
         "barrier, errors = threading.Barrier(16), []\n"
         "def colour():\n"
         "    barrier.wait()\n"
@@ -453,8 +453,11 @@ def test_right_to_left_text_layers_read_in_reading_order_and_draw_the_same(tmp_p
     import pymupdf
 
     from mmconvert.items import Item
-    from mmconvert.renderers import document
-    from mmconvert.renderers.document import Browser, DocumentRenderer, rasterise
+    from mmconvert.renderers.document import DocumentRenderer
+    from mmconvert.renderers.document.browser import Browser
+    from mmconvert.renderers.document.css import faces, page_html
+    from mmconvert.renderers.document.markup import RenderState, fields_html
+    from mmconvert.renderers.document.pdf import rasterise
 
     arabic = ("القاهرة هي عاصمة مصر وأكبر مدنها، ويبلغ عدد سكانها 22 مليون نسمة تقريبا. "
               "تقع على ضفاف نهر النيل في شمال البلاد. ") * 4
@@ -481,10 +484,10 @@ def test_right_to_left_text_layers_read_in_reading_order_and_draw_the_same(tmp_p
                 context=items["mixed"])
     renderer = DocumentRenderer()
     drawn = renderer.draw(item, "context")
-    raw, _ = Browser.get().pdf(document.page_html(
-        document.fields_html(item, "context", document.RenderState(renderer.options, None)),
-        renderer.options, document.faces(renderer.options)),
-        {f"/fonts/{f.key}": f.data for f in document.faces(renderer.options)})
+    raw, _ = Browser.get().pdf(page_html(
+        fields_html(item, "context", RenderState(renderer.options, None)),
+        renderer.options, faces(renderer.options)),
+        {f"/fonts/{f.key}": f.data for f in faces(renderer.options)})
     with pymupdf.open(stream=raw, filetype="pdf") as doc:
         assert "/ReversedChars" in doc.xref_stream(doc[0].get_contents()[0]).decode("latin-1")
     # the same pixels, but where the joined glyphs of a word overlap: drawn in another

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mmconvert.manifest import JsonlLog
-from mmconvert.renderers.document import DocumentOptions, RenderState, markdown_html
+from mmconvert.renderers.document import DocumentOptions
+from mmconvert.renderers.document.markup import RenderState, markdown_html
 from tests.test_cli import run
 
 if not (os.environ.get("MMCONVERT_CHROMIUM") or shutil.which("chromium")
@@ -51,7 +52,7 @@ def test_every_math_delimiter_is_typeset_in_every_position(delimiter, position):
     state = RenderState(DocumentOptions(), None)
     html = markdown_html(text, state)
     assert "<math" in html and state.math_errors == [], html
-    from mmconvert.renderers.document import visible_text
+    from mmconvert.renderers.document.text import visible_text
 
     shown = visible_text(html)
     assert "\\" not in shown and "$" not in shown and "x^2" not in shown, shown
@@ -168,9 +169,10 @@ def test_without_the_embedding_check_the_browser_still_opens_no_connection(
     numeric address as well (defence in depth beneath the element check)."""
     from mmconvert.items import Item
     from mmconvert.renderers import document
+    from mmconvert.renderers.document import markup
 
     at, accepted = listener
-    monkeypatch.setattr(document, "embedding", lambda body: None)
+    monkeypatch.setattr(markup, "embedding", lambda body: None)
     renderer = document.DocumentRenderer(DocumentOptions(markup="html"))
     for name, html in loading_markup(at).items():
         if name == "meta-refresh":
@@ -187,8 +189,9 @@ def test_a_document_that_would_move_the_page_leaves_it_where_it_is(monkeypatch):
     and the next item is drawn on the same page."""
     from mmconvert.items import Item
     from mmconvert.renderers import document
+    from mmconvert.renderers.document import markup
 
-    monkeypatch.setattr(document, "embedding", lambda body: None)
+    monkeypatch.setattr(markup, "embedding", lambda body: None)
     renderer = document.DocumentRenderer(DocumentOptions(markup="html"))
     moving = Item(id="moving", corpus="c", subset="s", split="t",
                   context='<meta http-equiv="refresh" content="0;url=https://elsewhere.test/">'
@@ -262,7 +265,8 @@ def test_a_killed_chromium_is_its_items_error_and_the_next_item_gets_a_new_one()
 
     from mmconvert.errors import ItemError
     from mmconvert.items import Item
-    from mmconvert.renderers.document import Browser, DocumentRenderer
+    from mmconvert.renderers.document import DocumentRenderer
+    from mmconvert.renderers.document.browser import Browser
 
     renderer = DocumentRenderer(DocumentOptions())
     first = Item(id="first", corpus="c", subset="s", split="t", context="One.")

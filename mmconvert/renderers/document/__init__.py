@@ -1,0 +1,364 @@
+"""The document renderer: an item's text as Markdown (or HTML), typeset by Chromium.
+
+Markdown is CommonMark with GitHub's tables and strikethrough, task lists and footnotes
+(markdown-it-py and its plugins); code blocks are coloured by Pygments in a monospaced face;
+LaTeX math (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``) becomes MathML (latex2mathml),
+which the browser typesets; formulas that do not parse are drawn as their source in the code
+face and recorded in the row (``math_errors``). Links are shown as text. A list of chat turns
+(``[{"role", "content"}]``) is drawn as a dialogue, a speaker label a turn, on alternating
+backgrounds.
+
+Chromium (Debian's, through Playwright; one browser a worker, kept open) turns the page into a
+PDF, which PyMuPDF rasterises at the run's PPI: a PPI sweep re-draws the stored PDF, which is
+also the row's vector PDF with its text layer. The browser runs with JavaScript off, with no
+system font (its fontconfig sees only mmconvert's font folder) and with no network: every
+request goes to one handler that serves mmconvert's own fonts and the images the item names
+from its own folder, and refuses (and records in the row) anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+
+from ...errors import ItemError, MMConvertError, UsageError
+from ...items import Item, RenderPart
+from ...jobs import question_fields, row_head
+from ...options import OPTIONS
+from ...prompts import Prompts
+from ...rows import LayoutRef, QuestionRow, RunPath
+from ...runfolder import Output, item_file
+from ..base import Renderer, item_from_row, question_beside_options
+from ..page_options import PageOptions
+from ..styled import StyledConfig, StyledJob, style_field
+from ..target import TargetOptions
+from .browser import Browser, DocumentTooDeep, browser_version, chromium_path
+from .css import css_text, faces, font_records, page_html
+from .markup import RenderState, fields_html
+from .pdf import normalise_pdf, page_pixels, rasterise
+from .text import references, visible_text
+
+if TYPE_CHECKING:
+    from ...config import ApiOptions
+    from ...corpora import Corpus
+
+# the page style fields the document shares with the page renderer
+SHARED = ("ppi", "font", "font_size", "line_spacing", "line_pitch", "letter_spacing", "margin",
+          "margin_top", "margin_right", "margin_bottom", "margin_left", "page_size",
+          "page_width", "page_height", "columns", "column_gap", "align", "first_line_indent",
+          "left_indent", "right_indent", "paragraph_gap", "paragraph_color", "text_color",
+          "background", "color", "crop_pad", "render")
+# what the OCR check does not ask Tesseract to read (``DocumentRenderer.ocr_text``)
+UNREAD_BY_OCR = frozenset({"math", "table"})
+
+
+class _DocumentBase(BaseModel):
+    model_config = OPTIONS
+
+    markup: Literal["markdown", "html"] = Field(
+        "markdown", description="what the item's text is: markdown (CommonMark with GitHub "
+                                "tables, task lists, footnotes and LaTeX math) or html")
+    css: Path | None = Field(None, description="a CSS file added after mmconvert's own "
+                                                "(fonts, sizes and colours of anything else)")
+    code_style: str = Field("default", description="the Pygments style of code blocks")
+    crop: Literal["none", "bottom", "content"] = Field(
+        "none", description="none: whole pages (VTCBench's); bottom: the last page cut below "
+                            "its last line; content: also every page cut right of its widest "
+                            "line (four right margins past it, or --crop-pad; ReadBench's)")
+    dialogue_colors: list[str] = Field(
+        default_factory=lambda: ["#eef3f8", "#f7f7f2"], min_length=1,
+        description="backgrounds the turns of a dialogue alternate between")
+
+    @field_validator("font", check_fields=False)  # the shared fields come in below
+    @classmethod
+    def _absolute(cls, refs: list[str]) -> list[str]:
+        return PageOptions._absolute(refs)
+
+    @field_validator("css")
+    @classmethod
+    def _readable(cls, path: Path | None) -> Path | None:
+        if path is None:
+            return None
+        css_text(path)  # one line for a file that is not there, too big, or not CSS text
+        return path.resolve()
+
+    @field_validator("code_style")
+    @classmethod
+    def _pygments_style(cls, name: str) -> str:
+        from pygments.styles import get_all_styles
+
+        known = sorted(get_all_styles())
+        if name not in known:
+            from ...errors import did_you_mean
+
+            raise ValueError(f"no Pygments style {name!r}{did_you_mean(name, known)}")
+        return name
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_page_size(cls, data: Any) -> Any:
+        return PageOptions._named_page_size(data)
+
+    def margins(self) -> tuple[float, float, float, float]:
+        """(top, right, bottom, left) in points."""
+        return PageOptions.margins(self)  # type: ignore[arg-type]
+
+    def with_values(self, values: dict[str, Any]):
+        """These options with ``values`` over them, validated."""
+        return PageOptions.with_values(self, values)  # type: ignore[arg-type]
+
+
+DocumentOptions = create_model(
+    "DocumentOptions", __base__=_DocumentBase, __doc__="How a document is typeset: the page "
+    "style fields it shares with the page renderer, and its own.",
+    **{name: (PageOptions.model_fields[name].annotation, PageOptions.model_fields[name])
+       for name in SHARED})
+
+
+class DocumentConfig(StyledConfig):
+    """A ``render --renderer document`` run."""
+
+    STYLED = "document"
+    renderer: Literal["document"] = "document"
+    style: str | dict[str, Any] | None = style_field()
+    document: DocumentOptions = Field(default_factory=DocumentOptions)
+    target: TargetOptions = Field(default_factory=TargetOptions)
+    prompt_style: Literal["cot", "direct"] = Field(
+        "cot", description="prompt style of the manifest's prompts")
+
+
+class DocumentRow(QuestionRow):
+    layout: LayoutRef  # the vector PDF, which any PPI is drawn from
+    pdf: RunPath | None = None  # a sweep's variant keeps it as its layout alone
+    math_errors: list[dict[str, str]] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    # a run with a target (--target-ratio, --vision-budget): what each item met
+    target: dict[str, Any] | None = None
+
+
+@dataclass
+class Drawn:
+    """What the browser made of one item."""
+
+    pdf: bytes
+    pages: list[tuple[bytes, int, int]]  # PNG, width, height
+    math_errors: list[dict[str, str]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+# --- the renderer --------------------------------------------------------------------------
+
+class DocumentRenderer(Renderer):
+    """Typesets an item's Markdown or HTML in Chromium: tables, code, math, columns."""
+
+    name = "document"
+    version = "1"
+    config_model = DocumentConfig
+    row_model = DocumentRow
+    options_model = DocumentOptions
+    unit = "page"
+    roles = shown_roles = ocr_roles = paper_roles = ("page",)
+    checks = frozenset({"ocr", "text_layer", "image"})
+    redraws = True
+    help = """Render CORPUS's items as typeset documents: Markdown (or --markup html) with
+    tables, code, LaTeX math, lists, quotes, columns and dialogues, through Chromium.
+
+    \b
+    Examples:
+      mmconvert render items.jsonl --renderer document --render context
+      mmconvert render items.jsonl --renderer document --markup html --columns 2 --css my.css
+    """
+
+    @classmethod
+    def job(cls, config: DocumentConfig, api: ApiOptions | None = None, *,
+            dry_run: bool = False) -> DocumentJob:
+        return DocumentJob(config)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> DocumentRenderer:
+        return cls(cls.options_from(params))
+
+    @classmethod
+    def expected_text(cls, row: dict[str, Any]) -> str:
+        return cls._shown(row)
+
+    @classmethod
+    def ocr_text(cls, row: dict[str, Any]) -> str:
+        """The shown text without formulas and tables: Tesseract reads neither typeset math
+        nor ruled cells (it drops whole rows of a correct table, bench/ocr_calibration.py);
+        the text-layer check reads those exactly."""
+        return cls._shown(row, UNREAD_BY_OCR)
+
+    @classmethod
+    def _shown(cls, row: dict[str, Any], unread: frozenset[str] = frozenset()) -> str:
+        params = row["renderer"]["params"]
+        state = RenderState(cls.options_from(params), None)
+        # an image the row refused shows its alternative text; one drawn shows no text
+        refused = set(row.get("refused") or ())
+        state.image = (lambda src, alt: f"[{alt or 'image'}]"  # type: ignore[method-assign]
+                       if f"image {src}" in refused else "")
+        return visible_text(fields_html(item_from_row(row), params.get("render") or "options",
+                                        state), unread)
+
+    @classmethod
+    def text_question(cls, row: dict[str, Any]) -> str | None:
+        return question_beside_options(row)
+
+    @classmethod
+    def base_ppi(cls, config: dict[str, Any]) -> float | None:
+        return (config.get("document") or {}).get("ppi")
+
+    @classmethod
+    def read_layout(cls, data: bytes) -> bytes:
+        return data  # the stored layout is the PDF itself
+
+    def __init__(self, options=None, folder: Path | None = None):
+        self.options = options or DocumentOptions()
+        self.folder = folder  # the item's folder: the images it may show
+        self._typeset: tuple[tuple[str, str], Drawn] | None = None  # the last item's PDF
+
+    def insets(self) -> tuple[float, float, float]:
+        """The margins no glyph may cross, less one CSS pixel (0.75 pt): Chromium lays a
+        page out in whole pixels, and a line may end up to one past the margin in points."""
+        top, right, bottom, left = self.options.margins()
+        pad = self.options.crop_pad
+        if self.options.crop != "none" and pad is not None:  # a cut closer than a margin
+            bottom = min(bottom, pad)
+            if self.options.crop == "content":
+                right = min(right, pad)
+        return (left - 0.75, right - 0.75, bottom - 0.75)
+
+    def typeset(self, item: Item, part: RenderPart) -> Drawn:
+        """The item's PDF from the browser (its pages not yet drawn); the last item's is
+        kept, so that a target's search and the drawing that follows typeset it once."""
+        key = (item.id, part)
+        if self._typeset is not None and self._typeset[0] == key:
+            return self._typeset[1]
+        state = RenderState(self.options, self.folder)
+        body = fields_html(item, part, state)
+        face_list = faces(self.options)
+        try:
+            document = page_html(body, self.options, face_list)
+        except ValueError as err:  # the --css file changed since the options were read
+            raise UsageError(f"--css: {err}") from None
+        files = {f"/fonts/{face.key}": face.data for face in face_list}
+        try:
+            pdf, fetched = Browser.get().pdf(document, files)
+        except MMConvertError:
+            raise
+        except DocumentTooDeep as err:
+            raise ItemError(str(err), where=item.origin or item.id, field=part,
+                            item_id=item.id, stage="render") from None
+        except Exception as err:  # noqa: BLE001 - Playwright's errors: one line, this item
+            from ...errors import first_line
+
+            raise ItemError(f"Chromium could not draw the item ({first_line(err, 200)})",
+                            where=item.origin or item.id, field=part, item_id=item.id,
+                            stage="render") from None
+        # what the item's HTML names and the browser asked for, none of it loaded
+        refused = list(dict.fromkeys([*state.refused, *references(body), *fetched]))
+        typeset = Drawn(normalise_pdf(pdf, self.options), [], state.math_errors, refused)
+        self._typeset = (key, typeset)
+        return typeset
+
+    def draw(self, item: Item, part: RenderPart) -> Drawn:
+        """The item's PDF (from the browser) and its pages at the options' PPI."""
+        typeset = self.typeset(item, part)
+        self._typeset = None
+        try:
+            pages = rasterise(typeset.pdf, self.options.ppi, self.options.color)
+        except ValueError as err:  # past the pixel limit, refused before drawing
+            raise ItemError(str(err), where=item.origin or item.id, field="context",
+                            item_id=item.id, stage="render") from None
+        return Drawn(typeset.pdf, pages, typeset.math_errors, typeset.refused)
+
+    def shown_text(self, item: Item, part: RenderPart) -> str:
+        """The text the item's pages show (a target's text tokens; ``expected_text``)."""
+        return visible_text(fields_html(item, part, RenderState(self.options, self.folder)))
+
+    def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
+        """The sizes of the item's pages in pixels (a target's vision tokens): typeset, not
+        drawn."""
+        return page_pixels(self.typeset(item, part).pdf, self.options.ppi)
+
+    def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
+        from ..page import PageImage
+
+        return [[PageImage(png, w, h) for png, w, h in rasterise(pdf, ppi, self.options.color)]
+                for ppi in ppis]
+
+    def row_params(self, part: RenderPart) -> dict[str, Any]:
+        return {**self.options.model_dump(mode="json"), "render": part}
+
+
+class DocumentJob(StyledJob):
+    """``render --renderer document``: each item typeset by the worker's browser."""
+
+    def __init__(self, config: DocumentConfig):
+        self.config = config
+        chromium_path()  # no browser: one line before the first item
+        try:
+            import playwright  # noqa: F401
+        except ImportError:
+            raise UsageError("the document renderer needs Playwright: pip install "
+                             "'mmconvert[document]'") from None
+        corpus = Path(config.corpus)
+        self.folder = (config.source if config.source and Path(config.source).is_dir()
+                       else corpus.parent if corpus.is_file() else None)
+        self.renderer = self.make_renderer(config.document)
+        self.prompts = Prompts(config.prompt_dir)
+        self.start_style()
+
+    def make_renderer(self, options) -> DocumentRenderer:
+        return DocumentRenderer(options, self.folder)
+
+    def part(self, item: Item, corpus: Corpus) -> RenderPart:
+        return self.config.document.render or corpus.part_for(item)
+
+    def fonts(self) -> list[dict[str, str]]:
+        records = font_records(self.config.document.font)
+        for fonts in self.drawn_fonts():
+            records += font_records(fonts)
+        return list({record["sha256"]: record for record in records}.values())
+
+    def report(self, rows) -> dict[str, Any]:
+        return {**super().report(rows),
+                "browser": {"name": "chromium", "version": browser_version(),
+                            "path": chromium_path()}}
+
+    def resuming(self, info: dict[str, Any]) -> None:
+        """A run drawn by another Chromium is not resumed with this one: its pages would
+        not match."""
+        recorded = (info.get("browser") or {}).get("version")
+        if recorded and recorded != browser_version():
+            raise UsageError(f"this run was drawn by Chromium {recorded} and this is "
+                             f"{browser_version()}: the pages would differ; use --overwrite "
+                             "to draw it again, or --out for a new run")
+
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        config, output = self.config, Output()
+        renderer, target = self.styled_renderer(item, part)
+        drawn = renderer.draw(item, part)
+        prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
+        images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), png,
+                               "page", width, height, ppi=renderer.options.ppi)
+                  for number, (png, width, height) in enumerate(drawn.pages, start=1)]
+        rel = item_file("pdf", item.id, ".pdf")
+        stored = output.file(rel, drawn.pdf)
+        row = row_head(item, renderer, renderer.row_params(part), config.seed)
+        row["images"] = images
+        if target is not None:
+            row["target"] = target
+        row["layout"] = {"path": rel, "pages": len(images), "lines": 0, **stored}
+        row["pdf"] = rel
+        if drawn.math_errors:
+            row["math_errors"] = drawn.math_errors
+        if drawn.refused:
+            row["refused"] = drawn.refused
+        row.update(question_fields(item, config.prompt_style, prompt, text_prompt))
+        output.row = row
+        return output
+

@@ -1,0 +1,257 @@
+"""Chromium, through Playwright: one browser a worker, kept open and started again if it
+dies, with JavaScript off, no system font and no network (every request goes to one handler
+that serves mmconvert's fonts and the item's own images, and refuses anything else)."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import html
+import os
+import queue
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from ...errors import UsageError
+from .css import HOST
+
+# elements open at once that Chromium's HTML parser nests (past it, it sets them beside their
+# parents: the page no longer draws what the HTML says)
+MAX_DOM_DEPTH = 512
+
+
+def chromium_path() -> str:
+    """Debian's chromium (or MMCONVERT_CHROMIUM); one line naming the package otherwise."""
+    given = os.environ.get("MMCONVERT_CHROMIUM")
+    if given and not Path(given).is_file():
+        raise UsageError(f"MMCONVERT_CHROMIUM={given}: no such file; the document renderer "
+                         "needs Chromium: apt-get install chromium (scripts/install-debian.sh)")
+    path = given or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        raise UsageError("the document renderer needs Chromium: apt-get install chromium "
+                         "(scripts/install-debian.sh), or set MMCONVERT_CHROMIUM to its path")
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def browser_version() -> str:
+    """The version Chromium reports (``chromium --version``), without starting a page."""
+    import subprocess
+
+    out = subprocess.run([chromium_path(), "--version"], capture_output=True, text=True,
+                         check=False, timeout=60).stdout
+    found = re.search(r"\d+(\.\d+)+", out)
+    return found.group(0) if found else out.strip() or "unknown"
+
+
+# the browser's system fonts: mmconvert's own font folder, nothing of the machine's (with no
+# font at all Chromium draws no text, web fonts included)
+_FONTCONFIG = """<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>{fonts}</dir><cachedir>{cache}</cachedir></fontconfig>
+"""
+
+
+class Browser:
+    """One headless Chromium for this process, kept open until it exits. Playwright's sync
+    API binds a browser to the thread that started it and runs an event loop there, so the
+    browser lives on a thread of its own: a caller's thread (or its asyncio loop, or another
+    Playwright in the same process) is never touched. Pages are drawn one at a time."""
+
+    _lock = threading.Lock()
+    _shared: Browser | None = None
+
+    def __init__(self):
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            raise UsageError("the document renderer needs Playwright: pip install "
+                             "'mmconvert[document]'") from None
+        self._tasks: queue.Queue = queue.Queue()
+        self._started: queue.Queue = queue.Queue()  # None, or why Chromium would not start
+        # the document being drawn: the files it may load, the requests refused
+        self._files: dict[str, bytes] = {}
+        self._refused: list[str] = []
+        self._thread = threading.Thread(target=self._serve, args=(chromium_path(),),
+                                        name="mmconvert-chromium", daemon=True)
+        self._thread.start()
+        error = self._started.get()
+        if error is not None:
+            raise error
+
+    def _serve(self, executable: str) -> None:
+        """The browser's thread: start Chromium, then draw what is asked until told to
+        stop. A drawing that fails (a page that navigated away, a Chromium that died) is
+        that item's error; the next one gets a fresh page, in a fresh Chromium when the old
+        one is gone."""
+        from playwright.sync_api import sync_playwright
+
+        from ...errors import first_line
+        from ..fonts import FONT_DIR
+
+        playwright = None
+        try:  # whatever stops the start is told to the caller, who waits for it
+            self.folder = tempfile.TemporaryDirectory(prefix="mmconvert-chromium-")
+            conf = Path(self.folder.name) / "fonts.conf"
+            conf.write_text(_FONTCONFIG.format(fonts=html.escape(str(FONT_DIR)),
+                                               cache=html.escape(self.folder.name)))
+            playwright = sync_playwright().start()
+            env = {**os.environ, "FONTCONFIG_FILE": str(conf)}
+            browser = self._launch(playwright, executable, env)
+            page = self._page(browser)
+        except Exception as err:  # noqa: BLE001 - the browser's own reason, on one line
+            if playwright is not None:
+                playwright.stop()
+            if hasattr(self, "folder"):
+                self.folder.cleanup()
+            self._started.put(UsageError(f"Chromium would not start ({first_line(err, 200)})"))
+            return
+        self.version = browser.version
+        self._started.put(None)
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                break
+            work, answer = task
+            try:
+                if page.is_closed() or page.url != f"{HOST}/blank.html":
+                    page = self._page(browser)  # the last document left it unusable
+                result = work(page)
+                if page.url != f"{HOST}/blank.html":  # the document moved the page
+                    raise RuntimeError(f"the document navigated the page to {page.url}")
+                answer.put((True, result))
+            except Exception as err:  # noqa: BLE001 - handed to the caller's thread
+                answer.put((False, err))
+                try:  # a fresh page for the next item; a fresh Chromium if this one died
+                    if not browser.is_connected():
+                        browser = self._launch(playwright, executable, env)
+                    else:
+                        page.context.close()
+                    page = self._page(browser)
+                except Exception as again:  # noqa: BLE001 - every later item says why
+                    page = _DeadPage(again)
+        try:
+            browser.close()
+            playwright.stop()
+        finally:
+            self.folder.cleanup()
+
+    @staticmethod
+    def _launch(playwright, executable: str, env: dict[str, str]):
+        """Chromium with no network: every host name resolves to nothing (an address given
+        as numbers too), so no connection can leave it, whatever a document names; and none
+        of its own background traffic."""
+        return playwright.chromium.launch(
+            executable_path=executable, env=env,
+            args=["--no-sandbox", "--disable-gpu", "--font-render-hinting=none",
+                  "--host-resolver-rules=MAP * ~NOTFOUND", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-quic",
+                  "--no-first-run"])
+
+    def _page(self, browser):
+        """A page with JavaScript off, every request going to one handler (the blank page
+        every document is written into, the files of the document being drawn, and nothing
+        else), at the blank page."""
+        page = browser.new_context(java_script_enabled=False).new_page()
+        page.route("**/*", self._route)
+        page.goto(f"{HOST}/blank.html")
+        return page
+
+    def _call(self, work):
+        answer: queue.Queue = queue.Queue()
+        self._tasks.put((work, answer))
+        ok, value = answer.get()
+        if not ok:
+            raise value
+        return value
+
+    @classmethod
+    def _forked(cls) -> None:
+        """In a forked worker: the parent's browser thread is not here; start afresh."""
+        cls._shared = None
+        cls._lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> Browser:
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = Browser()
+                atexit.register(cls._shared.close)
+            return cls._shared
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._tasks.put(None)
+            self._thread.join(timeout=30)
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url == f"{HOST}/blank.html":
+            return route.fulfill(status=200, body=b"<!doctype html><html></html>",
+                                 content_type="text/html; charset=utf-8")
+        path = url[len(HOST):] if url.startswith(HOST + "/") else None
+        if path in self._files:
+            return route.fulfill(status=200, body=self._files[path])
+        self._refused.append(url)
+        if route.request.is_navigation_request():
+            # "no content": the page stays where it is (an abort would leave it on an error
+            # page, and the next document with it)
+            return route.fulfill(status=204, body=b"")
+        return route.abort()
+
+    def pdf(self, document: str, files: dict[str, bytes]) -> tuple[bytes, list[str]]:
+        """``document`` (an HTML page: its head and body) as a PDF; ``files``: what the page
+        may load, by path under HOST. Every other request is refused and named in the list
+        returned.
+
+        The document is written into the page the browser keeps (its scripts never run: the
+        page's JavaScript is off, and Playwright's own evaluation, which writes it, runs
+        apart), so the faces it names are fetched once a process, not once an item; the PDF
+        is made once its fonts are loaded and its images decoded."""
+        def draw(page) -> bytes:
+            deepest = page.evaluate("""html => {
+                document.documentElement.innerHTML = html;
+                let deepest = 0;
+                for (const leaf of document.querySelectorAll('body *')) {
+                    if (leaf.childElementCount) continue;
+                    let depth = 0;
+                    for (let e = leaf; e; e = e.parentElement) depth++;
+                    deepest = Math.max(deepest, depth);
+                }
+                const images = [...document.images].map(i => i.decode().catch(() => null));
+                return Promise.all([document.fonts.ready, ...images]).then(() => deepest);
+            }""", document)
+            if deepest >= MAX_DOM_DEPTH:  # the parser stopped nesting: not what was written
+                raise DocumentTooDeep(f"the document nests {deepest} elements deep; Chromium "
+                                      f"nests at most {MAX_DOM_DEPTH} (it puts deeper ones "
+                                      "beside their parents)")
+            return page.pdf(prefer_css_page_size=True, print_background=True,
+                            display_header_footer=False)
+
+        with self._lock:
+            self._files, self._refused = files, []
+            pdf = self._call(draw)
+            return pdf, list(self._refused)
+
+
+class DocumentTooDeep(ValueError):
+    """An item's HTML nested deeper than the browser builds it."""
+
+
+class _DeadPage:
+    """What draws when no fresh page could be had: every drawing fails with the reason."""
+
+    url = ""
+
+    def __init__(self, reason: BaseException):
+        self.reason = reason
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"Chromium could not be started again ({self.reason})")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=Browser._forked)

@@ -1,0 +1,146 @@
+"""The package's layers: no module imports one from a higher layer, at the top of the file or
+inside a function, except for the declared exceptions below, each with its reason. Imports
+under ``if TYPE_CHECKING:`` are annotations only and do not count.
+
+``python -m tests.test_layers`` prints the figures: each layer's modules, the upward imports
+and the exceptions.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mmconvert"
+
+# lowest first; a module is in the first layer whose pattern matches its dotted name
+LAYERS: list[tuple[str, str]] = [
+    # what everything may use: errors, option models' base, items, the manifest's files,
+    # registries, the standalone scorer (shipped inside exports, so it imports nothing)
+    ("foundation", r"errors|options|seeds|items|registry|manifest|units|progress|_version"
+                   r"|scoring\.answers|scoring\.vcr_official|exporters\.templates(\..*)?"),
+    # the run's records and settings: rows, run folders, configs, the job contract, executors,
+    # the API client, prompts, token counting, the registries of parts by name
+    ("storage", r"rows|shards|runfolder|config|jobs|executors(\..*)?|api(\..*)?|prompts|tokens"
+                r"|vision_tokens|qa\.events|renderers|postprocess\.transforms"),
+    # what a renderer draws with
+    ("drawing", r"renderers\.(fonts|layout|shaping|drawing|pdfwriter|spans|scripts|style_values"
+                r"|style_files|styled|target|base|page_options)"
+                r"|postprocess\.(imaging|transforms\.base)"),
+    # the parts: corpora, renderers, transforms, exporters, and what scores an item
+    ("parts", r"corpora(\.(?!commands)[a-z_]+)?|renderers\.[a-z_.]+"
+              r"|postprocess\.transforms\.[a-z_]+|postprocess\.apply|exporters|exporters\.(?!commands)[a-z_]+|scoring"
+              r"|scoring\.(vcr|spec)"),
+    # a run of parts: selection, the converter, sweeps and chains, QA, stats
+    ("runs", r"selection|converter|postprocess|postprocess\.(sweep|chain)|qa|qa\.(checks|ocr"
+             r"|textlayer|summary)|stats"),
+    # what a user types: the CLI, its flags, the commands and evaluation
+    ("commands", r"|cli|flags|reference|__main__|evaluation(\..*)?|qa\.(review|commands)"
+                 r"|(corpora|postprocess|exporters|scoring)\.commands"),
+]
+
+# (importer, imported): reason. Each is an import from a lower layer to a higher one that is
+# there on purpose; a new one needs its reason here.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("mmconvert.config", "mmconvert.corpora.niah"):
+        "Selection holds niah's options until each corpus's options are its own section",
+}
+
+
+def layer_of(module: str) -> int:
+    name = module.removeprefix("mmconvert").removeprefix(".")
+    for index, (_, pattern) in enumerate(LAYERS):
+        if re.fullmatch(pattern, name):
+            return index
+    raise AssertionError(f"{module} is in no layer: add it to tests/test_layers.py's LAYERS")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of import nodes inside ``if TYPE_CHECKING:`` blocks."""
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                for sub in ast.walk(child):
+                    if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                        inside.add(id(sub))
+    return inside
+
+
+def imports() -> list[tuple[str, str, int]]:
+    """(importer, imported module, line) for every import of the package by itself."""
+    known = modules()
+    found = []
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    package = module.split(".")
+                    if path.name != "__init__.py":
+                        package.pop()
+                    package = package[:len(package) - node.level + 1]
+                    base = ".".join(package + ([node.module] if node.module else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                           for alias in node.names]
+            for target in targets:
+                while target not in known and "." in target:
+                    target = target.rsplit(".", 1)[0]
+                if target in known:
+                    found.append((module, target, node.lineno))
+    return found
+
+
+def upward() -> list[tuple[str, str, int]]:
+    return sorted((a, b, line) for a, b, line in imports() if layer_of(b) > layer_of(a))
+
+
+def test_every_module_has_a_layer():
+    for module in modules():
+        layer_of(module)
+
+
+def test_no_lower_layer_imports_a_higher_one():
+    wrong = [f"{a}:{line} imports {b} ({LAYERS[layer_of(a)][0]} → {LAYERS[layer_of(b)][0]})"
+             for a, b, line in upward() if (a, b) not in EXCEPTIONS]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_each_exception_is_still_needed():
+    pairs = {(a, b) for a, b, _ in upward()}
+    assert not set(EXCEPTIONS) - pairs, set(EXCEPTIONS) - pairs
+
+
+def main() -> None:
+    by_layer: dict[int, list[str]] = {}
+    for module in sorted(modules()):
+        by_layer.setdefault(layer_of(module), []).append(module)
+    for index, (name, _) in enumerate(LAYERS):
+        print(f"{name}: {len(by_layer.get(index, []))} modules")
+    found = upward()
+    print(f"upward imports: {len({(a, b) for a, b, _ in found})} module pairs "
+          f"({len(found)} statements)")
+    for a, b, line in found:
+        reason = EXCEPTIONS.get((a, b))
+        print(f"  {a}:{line} → {b}" + (f"  [declared: {reason}]" if reason else "  [NOT DECLARED]"))
+
+
+if __name__ == "__main__":
+    main()
