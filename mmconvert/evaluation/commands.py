@@ -24,7 +24,8 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
     if len(targets) != 1:
         raise UsageError("mmconvert eval takes one RUN_DIR or SWEEP_DIR (or: compare DIR...)")
     from ..postprocess.sweep import SWEEP
-    from .run import evaluate, plan, table
+    from .results import table
+    from .run import evaluate, plan
 
     source = Path(targets[0])
     label = "".join(c if c.isalnum() or c in ".-" else "_" for c in options.model)

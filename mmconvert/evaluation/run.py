@@ -12,14 +12,8 @@ inspect task; the scorer is ``scoring``'s family rules. mmconvert reads the logs
 from __future__ import annotations
 
 import base64
-import functools
-import json
 import os
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,18 +29,22 @@ from ..runfolder import LOCK, locked, open_run, read_recorded
 from ..scoring.spec import (
     Scored,
     free_form,
-    metric_name,
     score_row,
     spec_of,
     unscorable,
 )
+from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
 from .judge import judge_prompt, read_judgement
-from .paired import mcnemar_exact, paired_bootstrap
-
-Condition = Literal["image", "text", "text-image"]
-CONDITIONS: tuple[Condition, ...] = ("image", "text", "text-image")
-SERVICE = "MMCONVERT"  # inspect's openai-api/<service>/<model> reads <SERVICE>_BASE_URL, _API_KEY
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+from .results import (
+    CONDITIONS,
+    Condition,
+    Outcome,
+    compression_of,
+    grid_cell,
+    grid_heat_maps,
+    scoring_summary,
+    summarise,
+)
 
 
 class EvalOptions(BaseModel):
@@ -212,102 +210,6 @@ def max_tokens(row: dict[str, Any], options: EvalOptions) -> int:
     return 64 if row.get("prompt_style") == "direct" else 1024
 
 
-# --- the endpoint -----------------------------------------------------------------------------
-
-
-def api_key(options: EvalOptions) -> str:
-    """The key, from the environment only; a local endpoint needs none."""
-    key = os.environ.get(options.api_key_env)
-    if key:
-        return key
-    if any(f"//{host}" in options.base_url for host in LOCAL_HOSTS):
-        return "none"
-    raise UsageError(f"no API key: set {options.api_key_env} (the key is read from the "
-                     "environment only), or pass --api-key-env with the variable that holds it")
-
-
-class _SameOrigin(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect only to the origin (scheme, host, port) it came from: the key in
-    the request's Authorization header is never sent to another."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
-        if (old.scheme, old.hostname, old.port) != (new.scheme, new.hostname, new.port):
-            raise MMConvertError(f"{req.full_url} redirects to another origin ({new.scheme}://"
-                                 f"{new.netloc}); the API key is not sent there: give "
-                                 "--base-url the endpoint itself")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-MODELS_BYTES = 1 << 20  # a /models listing is a few KB; more is not read
-
-
-def within(work, seconds: float):
-    """``work()``'s result, or its exception, if it ends within ``seconds``; a TimeoutError
-    otherwise (``work`` goes on, on a daemon thread, until its own socket gives up)."""
-    import queue
-    import threading
-
-    done: queue.Queue = queue.Queue()
-
-    def run() -> None:
-        try:
-            done.put((True, work()))
-        except BaseException as err:  # noqa: BLE001 - handed to the caller
-            done.put((False, err))
-
-    threading.Thread(target=run, name="mmconvert-models", daemon=True).start()
-    try:
-        ok, value = done.get(timeout=seconds)
-    except queue.Empty:
-        raise TimeoutError(f"no answer within {seconds} s") from None
-    if not ok:
-        raise value
-    return value
-
-
-def check_endpoint(options: EvalOptions, key: str) -> None:
-    """One free request (``GET /models``) before any paid one: an unreachable endpoint, a
-    rejected key and an unknown model are one line each. A redirect to another origin is
-    refused (the key would go with it), and the answer is read within ``--timeout``."""
-    url = options.base_url.rstrip("/") + "/models"
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
-    opener = urllib.request.build_opener(_SameOrigin)
-    limit = min(options.timeout, 15)
-
-    def fetch() -> bytes:
-        with opener.open(request, timeout=limit) as answer:
-            return answer.read(MODELS_BYTES)
-
-    try:
-        # the socket's timeout bounds each read, not the answer: a server that sends a byte
-        # now and then held this past 150 s at --timeout 10; the whole answer is waited for
-        # ``limit`` seconds at most
-        listed = json.loads(within(fetch, limit) or b"{}")
-    except TimeoutError:
-        raise MMConvertError(f"{url}: no complete answer within {limit} s (--timeout); is "
-                             "it an OpenAI-compatible endpoint?") from None
-    except urllib.error.HTTPError as err:
-        if err.code in (401, 403):
-            raise UsageError(f"{options.base_url} rejected the API key in "
-                             f"{options.api_key_env} (HTTP {err.code})") from None
-        return  # a server without /models: the model is checked by the first request
-    except (urllib.error.URLError, OSError) as err:
-        reason = getattr(err, "reason", err)
-        raise MMConvertError(f"cannot reach {options.base_url} ({reason})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return
-    data = listed.get("data") if isinstance(listed, dict) else None
-    names = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) \
-        else []
-    if names and options.model not in names:
-        from ..errors import did_you_mean
-
-        raise UsageError(f"{options.base_url} serves no model {options.model!r} (it serves "
-                         f"{', '.join(names[:8])}{'…' if len(names) > 8 else ''})"
-                         f"{did_you_mean(options.model, names)}")
-
-
 # --- the inspect tasks ------------------------------------------------------------------------
 
 
@@ -365,114 +267,6 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
     return tasks
 
 
-def inspect_model(name: str, base_url: str):
-    """inspect's OpenAI-compatible provider for ``name`` at ``base_url``; the key comes from the
-    environment (``MMCONVERT_API_KEY``, set for this process only). Its ``openai`` client does
-    not retry (``max_retries=0``): inspect's retry layer alone does, as many times as
-    ``--max-retries`` says (the client's own two retries multiplied them: 3 attempts at
-    ``--max-retries 0``)."""
-    from inspect_ai.model import get_model
-
-    return get_model(f"openai-api/{SERVICE.lower()}/{name}", base_url=base_url, memoize=False,
-                     max_retries=0, http_client=capped_http_client(MAX_REPLY_BYTES, base_url))
-
-
-# the most of one reply that is read (and so kept, in inspect's cache and logs and in
-# responses.jsonl): a chat completion at any --max-tokens is far smaller; a server that sends
-# more (50 MB replies kept whole took 764 MB for 8) fails that request instead
-MAX_REPLY_BYTES = 4 * 1024 * 1024
-
-
-def capped_http_client(cap: int, base_url: str | None = None):
-    """The HTTP client inspect's provider would make, its transports wrapped so that no reply
-    body past ``cap`` bytes is read, and no request goes to an origin other than
-    ``base_url``'s (a redirect there is refused before anything is sent: the prompts and
-    images, and the key, stay with the endpoint the user named)."""
-    import httpx2
-    from openai import DefaultAsyncHttpxClient
-
-    try:  # inspect's own defaults (timeouts, limits, proxies), where this inspect has them
-        from inspect_ai._util.http_defaults_httpx2 import default_client_kwargs
-
-        kwargs = default_client_kwargs()
-    except ImportError:
-        kwargs = {}
-    capped = _capped_transport_class()
-    origin = _origin(base_url) if base_url else None
-    kwargs["transport"] = capped(kwargs.get("transport") or httpx2.AsyncHTTPTransport(), cap,
-                                 origin)
-    kwargs["mounts"] = {key: None if mount is None else capped(mount, cap, origin)
-                        for key, mount in (kwargs.get("mounts") or {}).items()}
-    return DefaultAsyncHttpxClient(**kwargs)
-
-
-class ReplyTooLarge(Exception):
-    """A reply body past the cap: the request fails (and is retried as any failure is)."""
-
-
-class OtherOrigin(Exception):
-    """A request to an origin other than the endpoint's (a redirect followed): not sent."""
-
-
-REDIRECTED = "redirected to another origin"
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    """(scheme, host, port) of ``url``, the port the scheme's when it names none."""
-    parts = urllib.parse.urlsplit(str(url))
-    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    return parts.scheme, (parts.hostname or "").lower(), port
-
-
-@functools.lru_cache(maxsize=1)
-def _capped_transport_class():
-    """A transport class over httpx2's (imported here: only ``eval`` needs it) that reads no
-    reply body past its ``cap``."""
-    import httpx2
-
-    class CappedStream(httpx2.AsyncByteStream):
-        def __init__(self, stream, cap: int):
-            self.stream, self.cap = stream, cap
-
-        async def __aiter__(self):
-            read = 0
-            async for chunk in self.stream:
-                read += len(chunk)
-                if read > self.cap:
-                    raise ReplyTooLarge(f"the reply is over {self.cap // (1024 * 1024)} MiB; "
-                                        "not read further")
-                yield chunk
-
-        async def aclose(self):
-            await self.stream.aclose()
-
-    class CappedTransport(httpx2.AsyncBaseTransport):
-        def __init__(self, inner, cap: int, origin=None):
-            self.inner, self.cap, self.origin = inner, cap, origin
-
-        async def handle_async_request(self, request):
-            if self.origin is not None and _origin(request.url) != self.origin:
-                scheme, host, port = _origin(request.url)
-                raise OtherOrigin(f"the endpoint {REDIRECTED} ({scheme}://{host}:{port}); "
-                                  "nothing was sent there: give --base-url the endpoint "
-                                  "itself")
-            response = await self.inner.handle_async_request(request)
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > self.cap:
-                await response.aclose()
-                raise ReplyTooLarge(f"the reply declares {int(declared):,} bytes, over "
-                                    f"{self.cap // (1024 * 1024)} MiB; not read")
-            return httpx2.Response(response.status_code, headers=response.headers,
-                                   stream=CappedStream(response.stream, self.cap),
-                                   extensions=response.extensions, request=request)
-
-        async def aclose(self):
-            await self.inner.aclose()
-
-    return CappedTransport
-
-
-
 def _generate_config(rows: list[dict[str, Any]], options: EvalOptions):
     from inspect_ai.model import GenerateConfig
 
@@ -481,30 +275,6 @@ def _generate_config(rows: list[dict[str, Any]], options: EvalOptions):
 
 
 # --- running and reading back -----------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    id: str
-    condition: Condition
-    subset: str
-    pages: int
-    response: str | None
-    scored: Scored | None
-    error: str | None = None
-    # the item's cell of a two-way grid (metadata.grid: {row name: value, column name: value},
-    # a haystack's length and depth), or None
-    cell: tuple[tuple[str, str], tuple[str, str]] | None = None
-
-    def as_row(self) -> dict[str, Any]:
-        scored = self.scored
-        return {"id": self.id, "condition": self.condition, "subset": self.subset,
-                "pages": self.pages, "response": self.response,
-                "answer": scored.answer if scored else None,
-                "parsed": scored.parsed if scored else False,
-                "score": scored.value if scored else None,
-                **({"extra": scored.extra} if scored and scored.extra else {}),
-                **({"error": self.error} if self.error else {})}
 
 
 def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none",
@@ -583,77 +353,6 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     return results
 
 
-def scoring_summary(rows: list[dict[str, Any]], outcomes: list[Outcome],
-                    options: EvalOptions) -> dict[str, Any]:
-    """What the items were scored by: the extractor's version, each metric and its items,
-    the metric of each subset; for lm-eval generation tasks, every filter's metrics per
-    condition (percent) and the task's primary one, as lm-eval's own table has them."""
-    from ..scoring.answers import VERSION
-
-    names = {row["id"]: metric_name(row, options.protocol) for row in rows}
-    by_subset: dict[str, set[str]] = defaultdict(set)
-    for row in rows:
-        by_subset[row.get("subset") or ""].add(names[row["id"]])
-    out: dict[str, Any] = {
-        "extractor": f"mmconvert.scoring.answers {VERSION}",
-        "metrics": dict(sorted(Counter(names.values()).items())),
-        "by_subset": {k: sorted(v)[0] if len(v) == 1 else sorted(v)
-                      for k, v in sorted(by_subset.items())},
-        **({"judge": options.judge_model} if options.judge_model else {})}
-    filters: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    primary = None
-    for o in outcomes:
-        if o.scored is not None and "lm_eval" in o.scored.extra:
-            for key, value in o.scored.extra["lm_eval"].items():
-                filters[o.condition][key].append(value)
-            primary = primary or o.scored.extra.get("primary")
-    if filters:
-        out["lm_eval"] = {"primary": primary, **{
-            condition: {key: round(100 * sum(v) / len(v), 4) for key, v in sorted(keys.items())}
-            for condition, keys in filters.items()}}
-    return out
-
-
-def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
-                   outcomes: list[Outcome] = ()) -> dict[str, Any]:
-    """What the evaluated items' images cost beside what they score: vision tokens per item
-    under each model's rule and, with ``--tokenizer``, text tokens and the ratio (text tokens
-    over vision tokens), overall and per subset, as ``mmconvert stats`` counts them, and the
-    image score by ratio: the items in four bins of equal count per model."""
-    from ..stats import compression, item_tokens, summarise
-    from ..tokens import load_tokenizer
-    from ..vision_tokens import rules_for
-
-    tokenizer = load_tokenizer(options.tokenizer) if options.tokenizer else None
-    rules = rules_for(options.ratio_models)
-    items = [item_tokens(row, rules, tokenizer) for row in rows]
-    out = {"vision_tokens_per_item": {name: summarise([i["tokens"][name] for i in items])
-                                      for name in rules}}
-    if tokenizer is not None:
-        out.update(compression(items, tokenizer, list(rules)))
-        scores = {o.id: o.scored.value for o in outcomes
-                  if o.condition == "image" and o.scored is not None}
-        out["image_score_by_ratio"] = {name: score_by_ratio(items, scores, name)
-                                       for name in rules}
-    return out
-
-
-def score_by_ratio(items: list[dict[str, Any]], scores: dict[str, float], name: str,
-                   bins: int = 4) -> list[dict[str, Any]]:
-    """The image score (percent) of the scored items in ``bins`` bins of (nearly) equal count
-    by their ratio for model ``name``, lowest ratio first; an item without a ratio or a score
-    is in none."""
-    pairs = sorted((i["ratio"][name], scores[i["id"]]) for i in items
-                   if i["ratio"][name] is not None and i["id"] in scores)
-    out = []
-    for k in range(min(bins, len(pairs))):
-        part = pairs[k * len(pairs) // bins:(k + 1) * len(pairs) // bins]
-        if part:
-            out.append({"ratio": [part[0][0], part[-1][0]], "n": len(part),
-                        "score": round(100 * sum(v for _, v in part) / len(part), 4)})
-    return out
-
-
 def condition_worker():
     """The executor's worker: one task is ``run_condition``'s arguments."""
     return lambda task: run_condition(*task)
@@ -711,15 +410,6 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
     return [found[(row["id"], c)] for row in rows for c in CONDITIONS if (row["id"], c) in found]
 
 
-def grid_cell(row: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]] | None:
-    """((row name, value), (column name, value)) of an item's ``metadata.grid``, or None."""
-    grid = (row.get("metadata") or {}).get("grid")
-    if not isinstance(grid, dict) or len(grid) != 2:
-        return None
-    return tuple((str(name), f"{value:g}" if isinstance(value, float) else str(value))
-                 for name, value in grid.items())  # type: ignore[return-value]
-
-
 _RETRIED = re.compile(r"RetryError\W+<Future at \w+ state=\w+ raised (\w+)>")
 
 
@@ -745,184 +435,3 @@ def request_error(message: str, timeout: int | None, traceback: str = "") -> str
 def one_line(message: str) -> str:
     text = " ".join(str(message).split())
     return text[:300]
-
-
-def summarise(outcomes: list[Outcome], conditions: list[Condition], options: EvalOptions,
-              run: Path, unscored: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    """results.json: per condition the score (percent), n, unparsed share and errors; the
-    paired image - text delta with its bootstrap interval and, for right/wrong scores, the
-    exact McNemar p; the same per subset and per page count; the items with no gold answer,
-    which no figure counts."""
-    def group(members: list[Outcome]) -> dict[str, Any]:
-        by_condition: dict[str, dict[str, Outcome]] = defaultdict(dict)
-        for o in members:
-            by_condition[o.condition][o.id] = o
-        out: dict[str, Any] = {}
-        for condition in conditions:
-            done = [o for o in by_condition[condition].values() if o.scored is not None]
-            values = [o.scored.value for o in done]
-            unparsed = sum(1 for o in done if not o.scored.parsed)
-            out[condition] = {
-                "score": round(100 * sum(values) / len(values), 4) if values else None,
-                "n": len(values), "unparsed": unparsed,
-                "unparsed_share": round(100 * unparsed / len(values), 4) if values else None,
-                "errors": sum(1 for o in by_condition[condition].values() if o.scored is None)}
-            f1 = [o.scored.extra["f1"] for o in done if "f1" in o.scored.extra]
-            if f1 and len(f1) == len(done):  # SQuAD's token F1 beside its exact match
-                out[condition]["f1"] = round(100 * sum(f1) / len(f1), 4)
-            spans = [o.scored.extra for o in done if "jaccard" in o.scored.extra]
-            if spans:  # occlusions: VCR's figures, over spans as its tables are
-                for name in ("exact_match", "jaccard"):
-                    flat = [v for extra in spans for v in extra[name]]
-                    out[condition][f"{name}_spans"] = round(100 * sum(flat) / len(flat), 4)
-        if "image" in conditions and "text" in conditions:
-            paired = [i for i, o in by_condition["image"].items()
-                      if o.scored is not None and i in by_condition["text"]
-                      and by_condition["text"][i].scored is not None]
-            image = [by_condition["image"][i].scored.value for i in paired]
-            text = [by_condition["text"][i].scored.value for i in paired]
-            out["paired_n"] = len(paired)
-            if paired:
-                out["delta"] = round(100 * (sum(image) - sum(text)) / len(paired), 4)
-                low, high = paired_bootstrap(image, text, seed=options.seed)
-                out["delta_ci95"] = [round(100 * low, 4), round(100 * high, 4)]
-                if all(v in (0.0, 1.0) for v in image + text):
-                    out["mcnemar_p"] = mcnemar_exact([v == 1.0 for v in image],
-                                                     [v == 1.0 for v in text])
-            else:
-                out["delta"], out["delta_ci95"] = None, None
-        return out
-
-    by_subset: dict[str, list[Outcome]] = defaultdict(list)
-    by_pages: dict[int, list[Outcome]] = defaultdict(list)
-    by_cell: dict[tuple, list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        by_subset[o.subset].append(o)
-        by_pages[o.pages].append(o)
-        if o.cell is not None:
-            by_cell[o.cell].append(o)
-    judge = ({"model": options.judge_model, "rubric": "0-10, SCORE: N (scoring.RUBRIC)",
-              "applies_to": "items without options, spans or a paper's scorer"}
-             if options.judge_model else None)
-    return {"run": str(run.resolve()), "model": options.model, "base_url": options.base_url,
-            "conditions": list(conditions), "protocol": options.protocol, "seed": options.seed,
-            "judge": judge,
-            "unscored": {"n": len(unscored or []), "items": unscored or []},
-            "overall": group(outcomes),
-            "subsets": {name: group(members) for name, members in sorted(by_subset.items())},
-            "pages": {str(n): group(members) for n, members in sorted(by_pages.items())},
-            **({"grid": grid_of(by_cell, group)} if by_cell else {})}
-
-
-def grid_of(by_cell: dict[tuple, list[Outcome]], group) -> dict[str, Any]:
-    """The figures of each cell of a two-way grid (a haystack's length × depth), rows and
-    columns in the items' order."""
-    keys = list(by_cell)
-    rows = list(dict.fromkeys(r for (_, r), _ in keys))
-    columns = list(dict.fromkeys(c for _, (_, c) in keys))
-    (row_name, _), (column_name, _) = keys[0]
-    return {"rows": row_name, "columns": column_name, "row_values": rows,
-            "column_values": columns,
-            "cells": {r: {c: group(by_cell[((row_name, r), (column_name, c))])
-                          for c in columns if ((row_name, r), (column_name, c)) in by_cell}
-                      for r in rows}}
-
-
-def grid_table(results: dict[str, Any], condition: str) -> str:
-    """A grid's scores for ``condition`` as a text table: a row per row value, a column per
-    column value."""
-    grid = results["grid"]
-    head = f"{grid['rows'] + ' / ' + grid['columns']:<18}" + "".join(
-        f"{c:>8}" for c in grid["column_values"])
-    lines = [f"{condition}: score by {grid['rows']} and {grid['columns']}", head]
-    for r in grid["row_values"]:
-        cells = grid["cells"].get(r, {})
-        lines.append(f"{r:<18}" + "".join(
-            f"{cells[c][condition]['score']:8.1f}" if c in cells and
-            cells[c][condition]["score"] is not None else f"{'-':>8}"
-            for c in grid["column_values"]))
-    return "\n".join(lines)
-
-
-def grid_heat_maps(results: dict[str, Any], out: Path) -> list[Path]:
-    """A heat map of each condition's grid scores (``grid-<condition>.png``); none without
-    matplotlib (the ``[stats]`` extra), which the caller says."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
-    from ..stats import write_figure
-
-    grid = results["grid"]
-    written = []
-    for condition in results["conditions"]:
-        values = [[(grid["cells"].get(r, {}).get(c) or {}).get(condition, {}).get("score")
-                   for c in grid["column_values"]] for r in grid["row_values"]]
-        data = [[float("nan") if v is None else v for v in line] for line in values]
-        figure, axes = plt.subplots(figsize=(1.0 + 0.6 * len(grid["column_values"]),
-                                             1.2 + 0.5 * len(grid["row_values"])))
-        shown = axes.imshow(data, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
-        axes.set_xticks(range(len(grid["column_values"])), grid["column_values"])
-        axes.set_yticks(range(len(grid["row_values"])), grid["row_values"])
-        axes.set_xlabel(grid["columns"])
-        axes.set_ylabel(grid["rows"])
-        axes.set_title(f"{results['model']}: {condition}")
-        for i, line in enumerate(values):
-            for j, v in enumerate(line):
-                if v is not None:
-                    axes.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=7)
-        figure.colorbar(shown, ax=axes, label="score (%)")
-        figure.tight_layout()
-        path = out / f"grid-{condition}.png"
-        write_figure(figure, path, metadata={"Software": None})
-        plt.close(figure)
-        written.append(path)
-    return written
-
-
-def table(results: dict[str, Any]) -> str:
-    """The figures as an aligned text table."""
-    conditions = results["conditions"]
-
-    def cell(value, width=8):
-        if isinstance(value, (int, float)):
-            return f"{value:{width}.1f}"
-        return f"{'-':>{width}}"
-
-    names = ["all", *(f"subset {k}" for k in results["subsets"]),
-             *(f"{k} page(s)" for k in results["pages"])]
-    width = max(24, *map(len, names)) + 1  # subset names whole, never cut
-    head = f"{'group':<{width}}" + "".join(f"{c:>12}" for c in conditions) + f"{'n':>6}"
-    paired = "image" in conditions and "text" in conditions
-    if paired:
-        head += f"{'delta':>8}  {'95% CI':>16}{'McNemar p':>11}"
-    lines = [f"{results['model']} on {results['run']}", head]
-
-    def line(name: str, group: dict[str, Any]) -> str:
-        text = f"{name:<{width}}" + "".join(cell(group[c]["score"], 12) for c in conditions)
-        text += f"{group[conditions[0]]['n']:>6}"
-        if paired:
-            ci = group.get("delta_ci95")
-            text += cell(group.get("delta"), 8) + (
-                f"  [{ci[0]:6.1f}, {ci[1]:6.1f}]" if ci else f"{'-':>18}")
-            p = group.get("mcnemar_p")
-            text += f"{p:>11.4f}" if p is not None else f"{'-':>11}"
-        return text
-
-    lines.append(line("all", results["overall"]))
-    lines += [line(f"subset {k}", v) for k, v in results["subsets"].items()]
-    lines += [line(f"{k} page(s)", v) for k, v in results["pages"].items()]
-    unparsed = ", ".join(f"{c} {results['overall'][c]['unparsed_share'] or 0:.1f} %"
-                         for c in conditions)
-    errors = sum(results["overall"][c]["errors"] for c in conditions)
-    if "grid" in results:
-        lines += ["", *(grid_table(results, c) for c in conditions), ""]
-    lines.append(f"unparsed answers (scored 0): {unparsed}; {errors} request(s) failed")
-    unscored = (results.get("unscored") or {}).get("n")
-    if unscored:
-        lines.append(f"{unscored} item(s) unscored: no gold answer to score against (not "
-                     "sent, not in n or the score; see results.json)")
-    return "\n".join(lines)

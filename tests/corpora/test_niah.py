@@ -146,7 +146,7 @@ def test_eval_reports_accuracy_by_length_and_depth(tmp_path):
                    for d in ("0", "50", "100"))
     assert grid["heat_maps"] == ["grid-image.png", "grid-text.png"]
     assert (tmp_path / "ev" / "grid-image.png").read_bytes()[:4] == b"\x89PNG"
-    from mmconvert.evaluation.run import table
+    from mmconvert.evaluation.results import table
 
     shown = table(results).splitlines()
     at = shown.index("image: score by length and depth")
