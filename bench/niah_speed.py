@@ -40,13 +40,13 @@ def main() -> None:
                         help="a haystack text file (default RULER's noise); repeatable")
     args = parser.parse_args()
     from mmconvert.corpora import LoadReport, LoadRequest, resolve
-    from mmconvert.corpora.niah import NiahCorpusOptions, NiahOptions
+    from mmconvert.corpora.niah import NiahOptions
 
     start = time.perf_counter()
     options = NiahOptions(lengths=LENGTHS.split(","), depths=[float(d) for d in
                                                                DEPTHS.split(",")],
                           length_tokenizer=args.tokenizer, haystack=args.haystack)
-    items = resolve("niah").load(LoadRequest(options=NiahCorpusOptions(niah=options)),
+    items = resolve("niah").load(LoadRequest(options=options),
                                  LoadReport())
     built = time.perf_counter() - start
     short = max(i.metadata["niah"]["length_target"] - i.metadata["niah"]["length_reached"]

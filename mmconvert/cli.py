@@ -87,7 +87,14 @@ class Main(click.Group):
         return None
 
     def resolve_command(self, ctx, args):
-        """``render --renderer NAME ...``: the command of renderer NAME, under ``render``."""
+        """``render --renderer NAME ...``: the command of renderer NAME, under ``render``; a
+        command that reads a corpus takes the named corpus's own flags."""
+        name, command, rest = self._resolve(ctx, args)
+        if isinstance(command, CorpusCommand):
+            command = command.for_corpus(rest)
+        return name, command, rest
+
+    def _resolve(self, ctx, args):
         if args and args[0] == "render":
             for position, arg in enumerate(args[1:-1], start=1):
                 if arg == "--renderer":
@@ -182,6 +189,41 @@ def execution_flags(default_out: str, skip=()):
     return flags
 
 
+class CorpusCommand(click.Command):
+    """A command whose CORPUS argument brings its own flags: the corpus's options model's
+    (``flags.corpus_flags``). ``make(options_model)`` builds the command with them; this one,
+    made with none, lists no corpus flag and says where they are."""
+
+    def __init__(self, *args, make, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.make = make
+
+    def for_corpus(self, args: list[str]) -> click.Command:
+        """The command with the flags of the corpus ``args`` name (itself when they name none
+        this version knows)."""
+        from .flags import first_argument
+
+        model = corpus_options_model(first_argument(self.params, list(args)))
+        return self if model is None else self.make(model)
+
+
+CORPUS_FLAGS_NOTE = ("CORPUS's own options (mmconvert list corpora) are flags once it is "
+                     "named: mmconvert {command} CORPUS --help lists them.")
+
+
+def corpus_options_model(name: str | None):
+    """The options model of the corpus called ``name``, or None (none named, or not a
+    corpus: the run says so in its own words)."""
+    from .corpora import resolve
+
+    if not name:
+        return None
+    try:
+        return type(resolve(name)).options_model
+    except (MMConvertError, OSError, ValueError):
+        return None
+
+
 @functools.cache
 def lazy_command(name: str) -> click.Command:
     """Command ``name`` of ``LAZY``, built once a process from its package's module."""
@@ -190,11 +232,12 @@ def lazy_command(name: str) -> click.Command:
 
 
 @functools.cache
-def run_command(renderer_name: str, name: str) -> click.Command:
+def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Command:
     """The command of a renderer: CORPUS, its config's flags (the selection's, its options'),
+    the flags of CORPUS's options (``corpus_options``: its options model, once it is named),
     where and how it runs, and for a paid renderer the API's flags and ``--dry-run``."""
     from .config import ApiOptions
-    from .flags import fill, flag_names, model_flags
+    from .flags import corpus_flags, fill, flag_names, model_flags
     from .renderers import DEFAULT, renderer_class
 
     try:
@@ -209,7 +252,7 @@ def run_command(renderer_name: str, name: str) -> click.Command:
                              context_settings={"ignore_unknown_options": True})
     suffix = "" if renderer.name == DEFAULT else f"-{renderer.name}"
     config_model = renderer.config_model
-    config_flags = model_flags(config_model)
+    config_flags = model_flags(config_model) + corpus_flags(corpus_options)
     api_flags = model_flags(ApiOptions) if renderer.paid else []
     exec_flags = execution_flags(f"runs/<corpus>{suffix}")
     names = flag_names(config_flags + api_flags + exec_flags)
@@ -244,15 +287,27 @@ def run_command(renderer_name: str, name: str) -> click.Command:
         params.append(click.Option(["--dry-run"], is_flag=True,
                                    help="Print the prompts, counts and estimated cost; call "
                                         "nothing, write nothing."))
-    return click.Command(name, callback=reports_errors(callback),
+    return CorpusCommand(name, callback=reports_errors(callback),
                          help=renderer.help or renderer.__doc__,
-                         params=params + [f.option for f in config_flags + exec_flags + api_flags])
+                         epilog=None if corpus_options else CORPUS_FLAGS_NOTE.format(
+                             command=name),
+                         params=params + [f.option for f in config_flags + exec_flags + api_flags],
+                         make=lambda model: run_command(renderer_name, name, model))
 
 
-def command(name: str, callback, flags=(), params=(), help: str | None = None) -> click.Command:
-    """A command of ``params`` and the generated ``flags``, its errors one line."""
-    return click.Command(name, callback=reports_errors(callback), help=help or callback.__doc__,
-                         params=[*params, *(f.option for f in flags)])
+def command(name: str, callback, flags=(), params=(), help: str | None = None,
+            corpus: tuple | None = None) -> click.Command:
+    """A command of ``params`` and the generated ``flags``, its errors one line. ``corpus``:
+    (the options model its flags are for, or None; ``make``, the command for another) for a
+    command whose CORPUS argument brings its own flags."""
+    params = [*params, *(f.option for f in flags)]
+    if corpus is None:
+        return click.Command(name, callback=reports_errors(callback),
+                             help=help or callback.__doc__, params=params)
+    model, make = corpus
+    return CorpusCommand(name, callback=reports_errors(callback), help=help or callback.__doc__,
+                         params=params, make=make,
+                         epilog=None if model else CORPUS_FLAGS_NOTE.format(command=name))
 
 
 def progress_option(help="Progress bar (default: when stderr is a terminal)."):

@@ -9,7 +9,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from .corpora.niah import NiahOptions
 from .errors import UsageError
 from .executors import LOCAL
 from .options import OPTIONS, cli, first_error
@@ -66,18 +65,9 @@ class Selection(BaseModel):
                                       json_schema_extra=cli("--subset"))
     split: str | None = Field(None, description="split to load",
                               json_schema_extra=cli(default="the corpus' own, e.g. test"))
-    keep_flagged: bool = Field(False, description="MMLU-Redux: keep rows whose error_type is "
-                                                  "not ok")
-    language: str | None = Field(None, description="the items' language: en or zh for logiqa "
-                                                   "and logiqa2; en, zh or all for longbench; "
-                                                   "the captions' for captions")
-    max_length: int | None = Field(
-        None, ge=1, description="LongBench: keep rows whose length is below this",
-        json_schema_extra=cli(default="8192, through the 4k-8k bin"))
-    all_captions: bool = Field(False, description="captions: every caption of an image, not "
-                                                  "only the first")
-    niah: NiahOptions | None = Field(
-        None, description="niah: the haystack set (render niah)")
+    corpus_options: dict[str, Any] = Field(
+        default_factory=dict, description="the corpus's own options, checked by its options "
+        "model (mmconvert render CORPUS --help lists its flags)", json_schema_extra=cli(off=True))
     shuffle_options: bool = Field(
         False, description="reorder each item's options with a seed from --seed and its id "
                            "(the manifest keeps the original order and answer)")
@@ -94,6 +84,11 @@ class Selection(BaseModel):
         "fail", description="on a bad row: stop (fail) or record it in skipped.jsonl and go "
                             "on (skip)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_corpus_options(cls, data: Any) -> Any:
+        return legacy_corpus_options(data) if isinstance(data, dict) else data
+
     def identity(self) -> dict[str, Any]:
         """What decides the run folder's content (a re-run with another identity is refused).
         ``on_error`` does not: re-running a failed run with ``--on-error skip`` is the
@@ -102,9 +97,30 @@ class Selection(BaseModel):
                                    ("source", "prompt_dir"))
         if self.dedup is not None:
             data["dedup"] = self.dedup.identity()
-        if self.niah is None:  # as folders made before haystack sets existed recorded it
-            data.pop("niah", None)
         return data
+
+
+# the corpus options a selection held itself before each corpus's options were its own
+# section (``corpus_options``): a config or run.json that names them still reads
+LEGACY_CORPUS_OPTIONS = ("keep_flagged", "language", "max_length", "all_captions", "niah")
+
+
+def legacy_corpus_options(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the old top-level corpus options moved into ``corpus_options``: those
+    given (not None or False, their old defaults), and ``niah``'s haystack set as its
+    fields."""
+    if not any(key in data for key in LEGACY_CORPUS_OPTIONS):
+        return data
+    data = dict(data)
+    moved = dict(data.get("corpus_options") or {})
+    for key in LEGACY_CORPUS_OPTIONS:
+        value = data.pop(key, None)
+        if key == "niah" and isinstance(value, dict):
+            moved.update(value)
+        elif value is not None and value is not False:
+            moved[key] = value
+    data["corpus_options"] = moved
+    return data
 
 
 class Stored(Selection):

@@ -33,6 +33,7 @@ from .config import (
     show_progress,
 )
 from .corpora import resolve
+from .corpora.base import corpus_identity, upgraded_identity
 from .errors import ItemError, MMConvertError, UsageError
 from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
@@ -186,10 +187,16 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
     summary = RunSummary(out=execution.out)
 
     corpus = resolve(config.corpus)
+    # the corpus options as its model reads them, defaults included (what run.json records)
+    config = config.model_copy(update={
+        "corpus_options": corpus_identity(corpus, config.corpus_options)})
     job = job_for(config, api)  # fails early on bad options, model, key
     summary.unit = job.unit
     folder = RunFolder(execution.out)
-    folder.check(config.identity(), execution.overwrite)
+
+    def upgrade(recorded):
+        return upgraded_identity(recorded, corpus)
+    folder.check(config.identity(), execution.overwrite, upgrade)
 
     # a folder with rows: the selection's ids are kept, to check its manifest against
     resuming = not execution.overwrite and folder.manifest.path.is_file() and \
@@ -216,7 +223,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
         summary.notes.append(note)
 
     with folder.lock():  # one run at a time per folder; nothing is written before this
-        folder.check(config.identity(), execution.overwrite)  # again, under the lock
+        folder.check(config.identity(), execution.overwrite, upgrade)  # again, under the lock
         if not execution.overwrite:  # a run the job cannot continue alike: one line
             job.resuming(folder.info())
         kept = folder.create(execution.overwrite)

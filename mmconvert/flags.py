@@ -69,11 +69,11 @@ def unwrap(annotation: Any) -> tuple[Any, bool]:
             return annotation, optional
 
 
-def _click_type(annotation: Any) -> click.ParamType | None:
+def _click_type(annotation: Any, choices: bool = True) -> click.ParamType | None:
     if isinstance(annotation, list):  # a union of several kinds: taken as text
         return click.STRING
     if get_origin(annotation) is Literal:
-        return click.Choice([str(a) for a in get_args(annotation)])
+        return click.Choice([str(a) for a in get_args(annotation)]) if choices else click.STRING
     return {int: click.INT, float: click.FLOAT, str: click.STRING,
             Path: click.Path(path_type=Path)}.get(annotation)
 
@@ -101,9 +101,10 @@ def help_text(info, note: str = "") -> str:
 
 def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
                 skip: Iterable[str] = (), rename: dict[str, str] | None = None,
-                prefix: str = "", note: str = "") -> list[Flag]:
+                prefix: str = "", note: str = "", choices: bool = True) -> list[Flag]:
     """The flags of ``model``'s fields (and of the models its fields hold), ``skip`` (dotted
-    paths) left out, ``rename`` (dotted path to flag) renamed, ``note`` before each help."""
+    paths) left out, ``rename`` (dotted path to flag) renamed, ``note`` before each help;
+    ``choices=False``: a field of a few values takes text, which the model checks."""
     from .config import submodel
 
     skip, rename = set(skip), rename or {}
@@ -121,7 +122,7 @@ def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
                     help=note + _sentence(info.description) + "."),
                     enable=True))
             flags += model_flags(inner, full, skip=skip, rename=rename, note=note,
-                                 prefix=prefix + data.get("prefix", ""))
+                                 prefix=prefix + data.get("prefix", ""), choices=choices)
             continue
         flag = rename.get(dotted) or data.get("flag") or \
             "--" + prefix + name.replace("_", "-")
@@ -139,7 +140,7 @@ def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
                 option = click.Option([f"{flag}/{negative}", param], **common)
         elif get_origin(annotation) is list:
             element, _ = unwrap(get_args(annotation)[0])
-            kind = _click_type(element) or click.STRING
+            kind = _click_type(element, choices) or click.STRING
             if data.get("split"):
                 option = click.Option(names, type=click.STRING, **common)
             else:
@@ -147,7 +148,7 @@ def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
             flags.append(Flag(full, option, split=element if data.get("split") else None))
             continue
         else:
-            kind = _click_type(annotation)
+            kind = _click_type(annotation, choices)
             if kind is None:  # a mapping or other structure: a config file's only
                 continue
             option = click.Option(names, type=kind, **common)
@@ -194,3 +195,46 @@ def given_names(flags: list[Flag], given: dict[str, Any]) -> list[str]:
 def flag_names(flags: list[Flag]) -> dict[str, str]:
     """Field name to flag, for ``config.build``'s messages."""
     return {f.path[-1]: f.name for f in flags if not f.enable}
+
+
+def corpus_flags(options_model: type[BaseModel] | None) -> list[Flag]:
+    """The flags of a corpus's options (``corpus_options.<field>``), and, hidden, those of
+    every other registered corpus: given to a corpus that does not take them, they are one
+    line naming the corpus's own (``corpora.base.check_corpus_options``), not click's "no
+    such option". The corpus's model checks the values, so a choice takes text here."""
+    from .corpora import CORPORA
+    from .errors import UsageError
+
+    own = model_flags(options_model, ("corpus_options",), choices=False) \
+        if options_model is not None else []
+    names = {flag.name for flag in own}
+    others: list[Flag] = []
+    for corpus in CORPORA.names():
+        try:
+            model = CORPORA.get(corpus).options_model
+        except UsageError:  # a broken plugin: its one line when it is used
+            continue
+        for flag in model_flags(model, ("corpus_options",), choices=False):
+            if flag.name not in names:
+                names.add(flag.name)
+                flag.option.hidden = True
+                others.append(flag)
+    return own + others
+
+
+def first_argument(params: list[click.Parameter], args: list[str]) -> str | None:
+    """The first positional argument in ``args`` for a command of ``params`` (an option's
+    value skipped): the CORPUS a command's corpus flags follow."""
+    takes_value = {name for param in params if isinstance(param, click.Option)
+                   and not param.is_flag and not param.count
+                   for name in param.opts + param.secondary_opts}
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        if arg == "--":
+            return args[position + 1] if position + 1 < len(args) else None
+        if arg.startswith("-") and arg != "-":
+            position += 2 if arg in takes_value else 1
+            continue
+        return arg
+    return None

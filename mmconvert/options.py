@@ -39,6 +39,13 @@ def cli(flag: str | None = None, *, short: str | None = None, default: str | Non
     return {"cli": {k: v for k, v in given.items() if v is not None}}
 
 
+def flag_of(name: str, info) -> str:
+    """The flag of field ``name`` (its ``FieldInfo``): ``cli``'s ``flag``, or ``--<name>``."""
+    extra = info.json_schema_extra
+    data = extra.get("cli") or {} if isinstance(extra, dict) else {}
+    return data.get("flag") or "--" + name.replace("_", "-")
+
+
 # the largest options file read (a --config, a style file): a few KB in practice
 MAX_OPTIONS_BYTES = 1 << 20
 

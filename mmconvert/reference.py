@@ -104,7 +104,35 @@ def reference() -> str:
                   "|---|---|---|---|"]
         _keys(lines, renderer.config_model)
         lines.append("")
+    _corpus_options(lines)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _corpus_options(lines: list[str]) -> None:
+    """Each built-in corpus's own options: its flags once it is named, and its keys under
+    ``corpus_options:``."""
+    from .corpora import CORPORA
+    from .flags import meta, model_flags
+    from .registry import BUILT_IN
+
+    lines += ["# Corpus options", "",
+              "A corpus's own options are flags once it is named (`mmconvert render CORPUS "
+              "--help`) and the keys of a config's `corpus_options:` section. A corpus not "
+              "listed takes none.", ""]
+    for name in CORPORA.names():
+        model = CORPORA.get(name).options_model
+        if CORPORA.provider(name) != BUILT_IN or not model.model_fields:
+            continue
+        lines += [f"## corpus `{name}`", "", "| flag | key | type | default | what |",
+                  "|---|---|---|---|---|"]
+        flags = {flag.path[-1]: flag.name for flag in model_flags(model, choices=False)}
+        for key, info in model.model_fields.items():
+            default = info.get_default(call_default_factory=True)
+            default = meta(info).get("default") if default in (None, [], False) else default
+            lines.append(f"| `{flags.get(key, '')}` | `{key}` | {_cell(_kind(info.annotation))} "
+                         f"| {'' if default is None else _cell(str(default))} "
+                         f"| {_cell(info.description)} |")
+        lines.append("")
 
 
 if __name__ == "__main__":  # pragma: no cover

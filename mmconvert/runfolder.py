@@ -324,8 +324,11 @@ class RunFolder:
         self._shards: ShardWriter | None = None  # inside ``sharded``
         self.shards_removed = 0  # by ``resume``: torn or unrecorded shards
 
-    def check(self, identity: dict[str, Any], overwrite: bool) -> None:
-        """Refuse a folder that holds another run (unless ``overwrite``) or other files."""
+    def check(self, identity: dict[str, Any], overwrite: bool,
+              upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        """Refuse a folder that holds another run (unless ``overwrite``) or other files.
+        ``upgrade``: the recorded identity as this version records it (a folder made by an
+        earlier version resumes)."""
         info_path = self.path / RUN_INFO
         foreign = (not info_path.exists() and self.path.is_dir()
                    and any(p.name != LOCK for p in self.path.iterdir()))
@@ -339,6 +342,8 @@ class RunFolder:
             try:
                 previous = json.loads(read_bytes(info_path).decode("utf-8")).get("config")
                 previous = identity_of(previous or {})
+                if upgrade is not None:
+                    previous = upgrade(previous)
             except (json.JSONDecodeError, AttributeError):
                 raise RunFolderError(f"{info_path}: damaged; use --overwrite to start "
                                      "again") from None

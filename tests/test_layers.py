@@ -42,10 +42,7 @@ LAYERS: list[tuple[str, str]] = [
 
 # (importer, imported): reason. Each is an import from a lower layer to a higher one that is
 # there on purpose; a new one needs its reason here.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("mmconvert.config", "mmconvert.corpora.niah"):
-        "Selection holds niah's options until each corpus's options are its own section",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def layer_of(module: str) -> int:

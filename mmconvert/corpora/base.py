@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import ItemError, MMConvertError, SourceError, UsageError, first_line
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
-from ..options import OPTIONS, first_error
+from ..options import OPTIONS, first_error, flag_of
 from ..seeds import rng
 from .sources import (
     Row,
@@ -62,42 +62,80 @@ class LoadReport:
 
 
 class CorpusOptions(BaseModel):
-    """Options that only some corpora take. Each corpus names its own model (a subclass);
-    ``extra="forbid"`` makes an option that does not apply a one-line error."""
+    """The options of one corpus: each corpus names its own model (a subclass), whose fields
+    are the ``corpus_options`` section of a config and, once the corpus is named on the
+    command line, its flags (``--<field>``, as ``options.cli`` says). ``extra="forbid"`` makes
+    an option that does not apply a one-line error."""
 
     model_config = OPTIONS
 
 
-# the Selection fields that are corpus options, and their flags
-CORPUS_OPTIONS = {"keep_flagged": "--keep-flagged", "language": "--language",
-                  "max_length": "--max-length", "all_captions": "--all-captions",
-                  "niah": "--haystack/--needle/--lengths/--depths"}
-
-
 def load_request(corpus: Corpus, values: dict[str, Any]) -> LoadRequest:
     """The request to load ``corpus`` with ``values`` (a selection's fields): the request's
-    own fields, and the corpus options given, as the corpus' own model."""
+    own fields, and its ``corpus_options`` as the corpus' own model."""
+    from ..config import legacy_corpus_options
+
+    values = legacy_corpus_options(values)
     own = {f.name for f in fields(LoadRequest)} - {"options"}
     return LoadRequest(**{k: v for k, v in values.items() if k in own},
-                       options=check_corpus_options(corpus, values))
+                       options=check_corpus_options(corpus, values.get("corpus_options") or {}))
 
 
-def check_corpus_options(corpus: Corpus, values: dict[str, Any]) -> CorpusOptions:
-    """The corpus options given (not None or False) validated by the corpus' own model."""
-    given = {k: v for k, v in values.items() if k in CORPUS_OPTIONS and v not in (None, False)}
+def check_corpus_options(corpus: Corpus, given: dict[str, Any]) -> CorpusOptions:
+    """The corpus options ``given`` validated by the corpus' own model; an option given (not
+    None or False) that the corpus does not take is one line naming its flag and the
+    corpus's own."""
     model = corpus.options_model
-    unknown = [k for k in given if k not in model.model_fields]
+    values = {k: v for k, v in given.items() if k in model.model_fields}
+    unknown = [k for k, v in given.items() if k not in model.model_fields
+               and v is not None and v is not False]
     if unknown:
-        takes = [CORPUS_OPTIONS[k] for k in model.model_fields]
-        raise UsageError(f"{CORPUS_OPTIONS[unknown[0]]} does not apply to {corpus.name} ("
+        takes = [flag_of(k, info) for k, info in model.model_fields.items()]
+        raise UsageError(f"{option_flag(unknown[0])} does not apply to {corpus.name} ("
                          + (f"its options: {', '.join(takes)}" if takes else
                             "it takes no corpus options") + ")")
     try:
-        return model.model_validate(given)
+        return model.model_validate(values)
     except ValidationError as err:
         first = first_error(err)
-        flag = CORPUS_OPTIONS.get(str(first["loc"][0]), str(first["loc"][0]))
+        name = str(first["loc"][0]) if first["loc"] else ""
+        flag = flag_of(name, model.model_fields[name]) if name in model.model_fields else name
         raise UsageError(f"{corpus.name}: {flag}: {first['msg']}") from None
+
+
+def option_flag(name: str) -> str:
+    """The flag of corpus option ``name``: as the registered corpora that take it name it."""
+    from . import CORPORA
+
+    for corpus in CORPORA.names():
+        try:
+            model = CORPORA.get(corpus).options_model
+        except UsageError:  # a broken plugin: its own line when it is used
+            continue
+        if name in model.model_fields:
+            return flag_of(name, model.model_fields[name])
+    return f"corpus_options.{name}"
+
+
+def corpus_identity(corpus: Corpus, given: dict[str, Any]) -> dict[str, Any]:
+    """The corpus options as a run records them: every field of the corpus's model, the
+    defaults included, so that one run given them and one left at their defaults match."""
+    return check_corpus_options(corpus, given).model_dump(mode="json")
+
+
+def upgraded_identity(recorded: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
+    """A run's recorded identity as this version records it: a run folder made when the
+    selection held the corpus options itself (or before it recorded them) resumes."""
+    from ..config import legacy_corpus_options
+
+    upgraded = legacy_corpus_options(recorded)
+    if upgraded is recorded and "corpus_options" in recorded:
+        return recorded
+    try:
+        options = corpus_identity(corpus, upgraded.get("corpus_options") or {})
+    except UsageError:  # not this corpus's: the identities differ, as they do
+        return upgraded
+    return {**upgraded, "corpus_options": options}
 
 
 class Corpus:

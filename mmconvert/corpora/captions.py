@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from ..errors import ItemError, SourceError
 from ..items import Item, StoredImage, check_name, id_width, row_id, safe_name
+from ..options import cli
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, text_field
 from .sources import (
     ParquetCell,
@@ -49,8 +52,10 @@ class Part:
 
 
 class CaptionsOptions(CorpusOptions):
-    language: str | None = None
-    all_captions: bool = False
+    language: str | None = Field(None, description="the captions' language",
+                                 json_schema_extra=cli(default="en"))
+    all_captions: bool = Field(False, description="every caption of an image, not only the "
+                                                  "first")
 
 
 class Captions(Corpus):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import click
@@ -9,11 +10,13 @@ import click
 from ..cli import CONFIG, command, progress_option, read_config
 
 
-def dedup_command() -> click.Command:
+@functools.cache
+def dedup_command(corpus_options=None) -> click.Command:
+    """``dedup``, with the flags of CORPUS's options (``corpus_options``, its options model)."""
     from ..config import Selection
-    from ..flags import fill, flag_names, model_flags
+    from ..flags import corpus_flags, fill, flag_names, model_flags
 
-    flags = model_flags(Selection)
+    flags = model_flags(Selection) + corpus_flags(corpus_options)
 
     def dedup(out, progress, corpus, config_file, **given):
         """Find exact and near-duplicate items of CORPUS and write a report.
@@ -46,4 +49,5 @@ def dedup_command() -> click.Command:
         click.Argument(["corpus"]), CONFIG,
         click.Option(["--out", "-o"], type=click.Path(path_type=Path),
                      help="Report file to write (default: runs/<corpus>-dedup.json)."),
-        progress_option("Progress bars (default: when stderr is a terminal).")])
+        progress_option("Progress bars (default: when stderr is a terminal).")],
+        corpus=(corpus_options, dedup_command))

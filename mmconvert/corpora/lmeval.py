@@ -33,8 +33,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from ..errors import ItemError, SourceError, UsageError, did_you_mean, first_line
 from ..items import LETTERS, Item, RenderPart, safe_name
+from ..options import cli
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, options_field
 
 TAKES = ("multiple_choice", "generate_until")
@@ -49,7 +52,9 @@ PASSAGE_CHARS = 400
 
 
 class LmEvalOptions(CorpusOptions):
-    language: str | None = None
+    language: str | None = Field(None, description="the items' language (the prompts of "
+                                                   "lang-<language>/ first)",
+                                 json_schema_extra=cli(default="en"))
 
 
 @functools.lru_cache(maxsize=1)

@@ -8,8 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from ..errors import ItemError, SourceError, UsageError
 from ..items import Item, id_width, row_id
+from ..options import cli
 from .base import (
     Corpus,
     CorpusOptions,
@@ -46,7 +49,9 @@ def strip_letters(options: list[str]) -> list[str]:
 
 
 class LogiQAOptions(CorpusOptions):
-    language: Literal["en", "zh"] | None = None
+    language: Literal["en", "zh"] | None = Field(None, description="the items' language: en "
+                                                                   "or zh",
+                                                 json_schema_extra=cli(default="en"))
 
 
 class _LogiQABase(Corpus):

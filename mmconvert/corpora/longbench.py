@@ -12,6 +12,7 @@ from pydantic import Field
 
 from ..errors import ItemError
 from ..items import Item, is_safe_id
+from ..options import cli
 from .base import CorpusOptions, LoadReport, LoadRequest, SubsetCorpus, text_field
 
 # (upper bound, label): a row falls in the first bin whose bound exceeds its length
@@ -42,8 +43,12 @@ def length_bin(length: int) -> str:
 
 
 class LongBenchOptions(CorpusOptions):
-    language: Literal["en", "zh", "all"] | None = None
-    max_length: int | None = Field(None, ge=1)
+    language: Literal["en", "zh", "all"] | None = Field(
+        None, description="the configs' language: en, zh or all",
+        json_schema_extra=cli(default="en"))
+    max_length: int | None = Field(
+        None, ge=1, description="keep rows whose length is below this",
+        json_schema_extra=cli(default="8192, through the 4k-8k bin"))
 
 
 class LongBench(SubsetCorpus):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from pydantic import Field
+
 from ..errors import ItemError, ItemFiltered
 from ..items import Item
 from .base import (
@@ -87,7 +89,9 @@ def normalise_error_type(value: str | None) -> str:
 
 
 class ReduxOptions(CorpusOptions):
-    keep_flagged: bool = False
+    keep_flagged: bool = Field(False, description="keep rows whose error_type is not ok (a "
+                                                  "wrong ground truth takes the annotated "
+                                                  "correct answer)")
 
 
 class MMLURedux(SubsetCorpus):

@@ -36,11 +36,11 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
 from ..errors import SourceError, UsageError
 from ..items import Item, RenderPart
-from ..options import OPTIONS, cli
+from ..options import cli
 from ..seeds import rng
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest
 from .files import turn_text
@@ -69,10 +69,8 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n")
 DEPTHS = [float(d) for d in range(0, 101, 10)]
 
 
-class NiahOptions(BaseModel):
+class NiahOptions(CorpusOptions):
     """``render niah``'s haystacks, needles, lengths and depths."""
-
-    model_config = OPTIONS
 
     haystack: list[str] = Field(
         default_factory=list, description="the haystack's text: a text file, or a file or "
@@ -194,10 +192,6 @@ def check_template(template: str) -> str:
     return template
 
 
-class NiahCorpusOptions(CorpusOptions):
-    niah: NiahOptions = Field(default_factory=NiahOptions)
-
-
 class Counter:
     """Lengths in tokens of a tokenizer, or in words."""
 
@@ -224,7 +218,7 @@ def sentences(text: str) -> list[str]:
 class Niah(Corpus):
     name = "niah"
     description = "needle-in-a-haystack sets: --haystack, --needle, --lengths, --depths"
-    options_model = NiahCorpusOptions
+    options_model = NiahOptions
     render_part = "context"
     default_split = "test"
 
@@ -232,7 +226,7 @@ class Niah(Corpus):
         return "context"
 
     def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
-        options = self.options_of(request).niah
+        options = self.options_of(request)
         counter = Counter(options.length_tokenizer)
         if options.haystack_unit == "turn":
             turns, sources = self.turns(options, request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -17,11 +18,13 @@ from ..cli import (
 from ..errors import UsageError
 
 
-def sweep_command() -> click.Command:
-    """Its axes, the base render's flags (one a sweep axis also names gets ``--base-``) and
-    where it runs."""
+@functools.cache
+def sweep_command(corpus_options=None) -> click.Command:
+    """Its axes, the base render's flags (one a sweep axis also names gets ``--base-``), the
+    flags of a corpus SOURCE's options (``corpus_options``, its options model) and where it
+    runs."""
     from ..config import Selection
-    from ..flags import fill, flag_names, given_names, model_flags
+    from ..flags import corpus_flags, fill, flag_names, given_names, model_flags
     from ..renderers import DEFAULT, renderer_class
     from .sweep import SweepOptions, parse_vary
 
@@ -31,7 +34,7 @@ def sweep_command() -> click.Command:
     taken = {f.name for f in axes}
     clash = {".".join(f.path): "--base-" + f.name.removeprefix("--")
              for f in model_flags(base_model, skip=skip) if f.name in taken}
-    selection = model_flags(Selection)
+    selection = model_flags(Selection) + corpus_flags(corpus_options)
     render = model_flags(base_model, skip=skip, rename=clash, note="A corpus SOURCE: ")
     execution = execution_flags("runs/<source>-sweep", skip={"executor", "address"}) \
         + execution_flags("", skip={"out", "workers", "overwrite", "progress", "on_change"})
@@ -93,7 +96,7 @@ def sweep_command() -> click.Command:
         click.Option(["--vary-style", "styled"], multiple=True, metavar="FIELD:V1,V2",
                      help="A page style field to draw the items again with, a variant a value, "
                           "e.g. font_size:9,10,14 or align:justify; repeatable (the guide's "
-                          "page styles).")])
+                          "page styles).")], corpus=(corpus_options, sweep_command))
 
 
 def transform_command() -> click.Command:

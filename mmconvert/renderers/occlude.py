@@ -589,7 +589,8 @@ class OccludeJob(Job):
 
     def __init__(self, config: OccludeConfig):
         self.config = config
-        self.renderer = CaptionOccluder(config.occlude, language=config.language)
+        self.renderer = CaptionOccluder(config.occlude,
+                                         language=config.corpus_options.get("language"))
         self.prompts = Prompts(config.prompt_dir)
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mmconvert.corpora import LoadReport, LoadRequest, resolve
-from mmconvert.corpora.niah import NiahCorpusOptions, NiahOptions, sentences
+from mmconvert.corpora.niah import NiahOptions, sentences
 from mmconvert.manifest import JsonlLog
 from tests.conftest import FIXTURES
 from tests.test_cli import run
@@ -21,8 +21,7 @@ TIKTOKEN = "tiktoken:o200k_base"
 
 def items(seed: int = 0, source: Path | None = None, **options):
     report = LoadReport()
-    request = LoadRequest(seed=seed, source=source, options=NiahCorpusOptions(
-        niah=NiahOptions(**options)))
+    request = LoadRequest(seed=seed, source=source, options=NiahOptions(**options))
     return resolve("niah").load(request, report), report
 
 

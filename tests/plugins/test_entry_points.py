@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULE = '''
 from pydantic import Field
 
-from mmconvert.corpora.base import Corpus
+from mmconvert.corpora.base import Corpus, CorpusOptions
 from mmconvert.items import Item
 from mmconvert.postprocess.transforms.base import Transform, TransformOptions
 
@@ -43,16 +43,23 @@ class Invert(Transform):
         return Image.blend(image, ImageOps.invert(image), self.options.strength)
 
 
+class RiddlesOptions(CorpusOptions):
+    only: str | None = Field(None, description="only the riddle with this id")
+
+
 class Riddles(Corpus):
     name = "riddles"
     description = "two riddles from a plugin (MCQ)"
+    options_model = RiddlesOptions
 
     def load(self, request, report):
         report.rows = 2
-        return [Item(id=f"riddles-{n:03d}", corpus=self.name, subset="riddles", split="test",
-                     question=q, options=["a shadow", "an echo", "a map"], answer=a)
-                for n, (q, a) in enumerate([("What follows you at noon?", "A"),
-                                            ("What answers without a mouth?", "B")])]
+        only = self.options_of(request).only
+        items = [Item(id=f"riddles-{n:03d}", corpus=self.name, subset="riddles", split="test",
+                      question=q, options=["a shadow", "an echo", "a map"], answer=a)
+                 for n, (q, a) in enumerate([("What follows you at noon?", "A"),
+                                             ("What answers without a mouth?", "B")])]
+        return [item for item in items if only in (None, item.id)]
 
 
 def ids_only(source, staging, out, name, **options):
@@ -149,6 +156,33 @@ def test_a_plugin_corpus_transform_and_exporter_work_like_built_in_ones(site, tm
     # the built-in blur is still blur, whatever the plugin that clashes with it says
     blurred = mmconvert(site, "transform", run, "--apply", "blur:1", "--out", tmp_path / "b")
     assert blurred.returncode == 0 and CLASH in blurred.stderr
+
+
+def test_a_plugin_corpus_takes_options_as_flags_once_it_is_named(site, tmp_path):
+    """The plugin's options model is its corpus's flags (and its config section), as a
+    built-in corpus's are; another corpus is told the flag is not its own."""
+    helped = mmconvert(site, "render", "riddles", "--help")
+    assert helped.returncode == 0 and "--only TEXT" in helped.stdout
+    assert "only the riddle with this id" in helped.stdout.replace("\n", " ").lower()
+    assert "--only" not in mmconvert(site, "render", "--help").stdout
+    run = tmp_path / "run"
+    made = mmconvert(site, "render", "riddles", "--only", "riddles-001", "--out", run)
+    assert made.returncode == 0, made.stderr
+    rows = [json.loads(line) for line in (run / "manifest.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["riddles-001"]
+    recorded = json.loads((run / "run.json").read_text())["config"]["corpus_options"]
+    assert recorded == {"only": "riddles-001"}
+    config = tmp_path / "config.yaml"
+    config.write_text("corpus_options: {only: riddles-000}\n")
+    from_file = mmconvert(site, "render", "riddles", "--config", config, "--out",
+                          tmp_path / "file")
+    assert from_file.returncode == 0, from_file.stderr
+    assert (tmp_path / "file" / "manifest.jsonl").read_text().count("\n") == 1
+    other = mmconvert(site, "render", "mmlu-redux", "--source", SAMPLE, "--only", "x",
+                      "--out", tmp_path / "other")
+    assert other.returncode == 2
+    assert other.stderr == ("Error: --only does not apply to mmlu-redux (its options: "
+                            "--keep-flagged)\n")
 
 
 SKETCH = ("Error: plugin renderer 'sketch' from package 'mmc-demo-plugin' "
