@@ -335,8 +335,9 @@ def did_you_mean(model: type[BaseModel], loc: tuple) -> str:
     """'; did you mean 'ppi'?' for an unknown key at ``loc`` of ``model``, or ''."""
     from .errors import did_you_mean as closest
 
+    held: type[BaseModel] | None = model
     for part in loc[:-1]:  # down to the model that holds the unknown key
-        model = submodel(model, part)
-        if model is None:
-            return ""
-    return closest(str(loc[-1]), model.model_fields)
+        held = submodel(held, part) if held is not None else None
+    if held is None:
+        return ""
+    return closest(str(loc[-1]), held.model_fields)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ._version import __version__
 from .api.prices import BudgetReached
 from .config import (
@@ -127,6 +129,8 @@ def _run_item(job, task: tuple[Item, RenderPart, tuple[str, ...]]) -> Result:
     item, part, prompt_keys = task
     try:
         output = job.run(item, part, prompt_keys)
+        if isinstance(output.row, BaseModel):  # a typed row: as its manifest line holds it
+            output.row = output.row.model_dump(mode="json", exclude_unset=True)
         output.row["source_sha256"] = item.fingerprint()
         return Made(output)
     except ItemError as err:
@@ -304,7 +308,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
                 wanted = config.limit - len(made) if at_sink else None
                 _sink(folder, _run_tasks(todo(), config, execution, job, selection.count,
                                          lambda: summary.already_done, folder.spool),
-                      config, summary, wanted)
+                      config, summary, wanted, job.row_model)
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
@@ -328,15 +332,16 @@ def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str],
 
 
 def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary,
-          wanted: int | None = None) -> None:
-    """Each result in task order: a made item into the folder, a skip recorded, a stop
-    counted, an error raised; once ``wanted`` items are made (``--limit``), the work still
-    under way is cancelled. Task order makes the items the same for any worker count."""
+          wanted: int | None = None, row_model: type[BaseModel] | None = None) -> None:
+    """Each result in task order: a made item into the folder (its row checked against the
+    job's ``row_model``), a skip recorded, a stop counted, an error raised; once ``wanted``
+    items are made (``--limit``), the work still under way is cancelled. Task order makes the
+    items the same for any worker count."""
     if wanted is not None and wanted <= 0:
         results.close()
         return
     for result in results:
-        fate = folder.take(result, config.on_error)
+        fate = folder.take(result, config.on_error, row_model=row_model)
         if fate == "made":
             row = result.output.row
             summary.rendered += 1

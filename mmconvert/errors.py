@@ -22,7 +22,7 @@ def first_line(err: BaseException | str, limit: int | None = None, *,
     return line[:limit] if limit else line
 
 
-def _rebuilt(cls: type, args: tuple, state: dict):
+def _rebuilt(cls: type[Exception], args: tuple, state: dict):
     """An error made again from its class, message arguments and fields, whatever its
     ``__init__`` takes (``pickle`` would call ``cls(*args)``, which an error with keyword-only
     fields cannot take: ``ItemFiltered`` crossing a Ray worker raised TypeError)."""

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .items import Item, RenderPart
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from .config import ApiOptions, Stored
     from .corpora import Corpus
     from .runfolder import Output
@@ -39,6 +41,12 @@ class Job:
     @property
     def unit(self) -> str:
         return self.renderer.unit
+
+    @property
+    def row_model(self) -> type[BaseModel] | None:
+        """The model its rows must fit: its renderer's (the sink checks each row with it);
+        None for a job without one, whose rows are checked by the renderer they name."""
+        return getattr(getattr(self, "renderer", None), "row_model", None)
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:
         """What of ``item`` becomes image."""
@@ -84,3 +92,49 @@ def question_fields(item: Item, prompt_style: str, prompt: str,
     return {"prompt_style": prompt_style, "prompt": prompt, "text_prompt": text_prompt,
             "question": item.question, "context": item.context, "options": item.options,
             "answer": item.answer, "metadata": item.metadata}
+
+
+class DrawJob(Job):
+    """The job of a renderer that draws images (``Renderer.draw``): each item's images saved
+    as PNG (``images/<id>.png``, or ``<id>_pNNN.png`` when it draws several), in the first
+    role of its profile, its row a ``rows.QuestionRow`` (its prompts, text fields and the
+    options it drew with)."""
+
+    config: Any  # the renderer's config model (``Renderer.config_model``)
+
+    def __init__(self, renderer: Any, config: Any):
+        from .prompts import Prompts
+
+        self.config = config
+        self.renderer = renderer(getattr(config, renderer.name.replace("-", "_")))
+        self.prompts = Prompts(config.prompt_dir)
+
+    def part(self, item: Item, corpus: Corpus) -> RenderPart:
+        return corpus.part_for(item)
+
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
+        import io
+
+        from .runfolder import Output, item_file
+
+        renderer, output = self.renderer, Output()
+        images = list(renderer.draw(item, part))
+        if not images:
+            from .errors import ItemError
+
+            raise ItemError(f"the {renderer.name} renderer drew no image", where=item.origin
+                            or item.id, field=part, item_id=item.id, stage="render")
+        entries = []
+        for number, image in enumerate(images, start=1):
+            png = io.BytesIO()
+            image.save(png, format="PNG")
+            suffix = ".png" if len(images) == 1 else f"_p{number:03d}.png"
+            entries.append(output.image(item_file("images", item.id, suffix), png.getvalue(),
+                                        renderer.profile.roles[0], *image.size))
+        style = self.config.prompt_style
+        prompt, text_prompt = self.prompts.pair(item, part, style, prompt_keys)
+        output.row = renderer.row_model(
+            **row_head(item, renderer, renderer.options.model_dump(mode="json"),
+                       self.config.seed),
+            images=entries, **question_fields(item, style, prompt, text_prompt))
+        return output

@@ -4,9 +4,12 @@ message is made, ``config.build``), and so are NaN and the infinities, which no 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
+
+if TYPE_CHECKING:
+    from pydantic.json_schema import JsonDict
 
 OPTIONS = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -21,7 +24,7 @@ def first_error(err) -> dict[str, Any]:
 
 def cli(flag: str | None = None, *, short: str | None = None, default: str | None = None,
         prefix: str | None = None, enable: str | None = None, split: bool = False,
-        metavar: str | None = None, off: bool = False) -> dict[str, dict[str, Any]]:
+        metavar: str | None = None, off: bool = False) -> JsonDict:
     """A field's command-line flag, for ``Field(json_schema_extra=cli(...))`` (``flags.py``
     makes the click option; the field's ``description`` is its help):
 

@@ -40,7 +40,7 @@ class Prompts:
         if prompt_dir is not None and not prompt_dir.is_dir():
             raise UsageError(f"--prompt-dir {prompt_dir}: no such folder")
         self.prompt_dir = prompt_dir
-        self._cache: dict[str, tuple[Path, str]] = {}
+        self._cache: dict[str, tuple[Path, str] | None] = {}
 
     def template(self, name: str, keys: tuple[str, ...] = (),
                  required: bool = True) -> tuple[Path, str] | None:
@@ -62,7 +62,9 @@ class Prompts:
         return found
 
     def fill(self, name: str, values: dict[str, str], keys: tuple[str, ...] = ()) -> str:
-        path, text = self.template(name, keys)
+        found = self.template(name, keys)
+        assert found is not None  # a required template that is not there raised
+        path, text = found
         try:
             fields = {f for _, f, _, _ in string.Formatter().parse(text) if f}
         except ValueError as err:

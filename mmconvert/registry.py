@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+import types
 from typing import Any, Generic, TypeVar
 
 from .errors import UsageError, did_you_mean
@@ -155,7 +156,10 @@ def contract_breach(cls: type, base: type) -> str | None:
     lacking += [f"{name}()" for name in getattr(base, "HOOKS", ())
                 if not any(name in klass.__dict__ for klass in cls.__mro__
                            if klass is not base and issubclass(klass, base))]
-    if not lacking:
-        return None
-    return (f"lacks {', '.join(lacking)}, which every {base.__qualname__} states "
-            "(docs/plugins.md)")
+    if lacking:
+        return (f"lacks {', '.join(lacking)}, which every {base.__qualname__} states "
+                "(docs/plugins.md)")
+    # what the kind checks of a part beyond its members (a renderer's profile, the
+    # capabilities it declares)
+    check = getattr(base, "breach", None)
+    return check.__func__(cls) if isinstance(check, types.MethodType) else None

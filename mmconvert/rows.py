@@ -205,16 +205,16 @@ def manifest_entries(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, A
                 yield number, row, None
 
 
-def row_problem(row: Any) -> tuple[str, str] | None:
-    """Why ``row`` is not a manifest row of the renderer it names, as (field, message), or
-    None when it is one."""
+def row_problem(row: Any, model: type[BaseModel] | None = None) -> tuple[str, str] | None:
+    """Why ``row`` is not a manifest row of ``model`` (else of the renderer it names), as
+    (field, message), or None when it is one."""
     from .errors import UsageError
     from .renderers import row_renderer
 
     if not isinstance(row, dict):
         return "row", f"a manifest row is a JSON object, not {type(row).__name__}"
     try:
-        model = row_renderer(row).row_model
+        model = model or row_renderer(row).row_model
     except UsageError as err:
         return "renderer.name", str(err)
     try:

@@ -154,7 +154,7 @@ def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
     ``read_run_file``), and (always with ``hashed``, else when the entry has one) the same
     as its recorded sha256; otherwise an ItemError naming ``where`` and ``field``."""
     path = root / str(entry.get("path"))
-    data = read_run_file(root, entry.get("path"), where=where, field=field, **context)
+    data = read_run_file(root, str(entry.get("path")), where=where, field=field, **context)
     if (hashed or entry.get("sha256")) and \
             hashlib.sha256(data).hexdigest() != entry.get("sha256"):
         where_held = str(path)
@@ -176,6 +176,8 @@ class Output:
     names. Workers write nothing; the run's one sink (``RunFolder.write``) does."""
 
     def __init__(self) -> None:
+        # the manifest row: a dict, or an instance of the job's row model (which the
+        # converter takes as the JSON its line holds)
         self.row: dict[str, Any] = {}
         self.files: list[tuple[str, bytes]] = []
         self.written: list[str] = []  # files a worker elsewhere already wrote (``write_into``)
@@ -439,7 +441,7 @@ class RunFolder:
             except OSError:
                 pass
 
-    def resume(self, selected: set[str] | None) -> tuple[int, set[str]]:
+    def resume(self, selected: set[str] | None) -> tuple[int, set[str], set[str]]:
         """Where a run into this folder stands, from the manifest's ids (read a line at a
         time): in a sharded run, rows past the shards that hold them are cut (made again);
         rows of an id the manifest holds twice (two runs that once shared the folder) are
@@ -536,19 +538,21 @@ class RunFolder:
         if positions == sorted(positions):
             return False
         rows = self.manifest.read()
-        self.manifest.rewrite(sorted(rows, key=lambda row: order.get(row.get("id"),
+        self.manifest.rewrite(sorted(rows, key=lambda row: order.get(str(row.get("id")),
                                                                        len(order))))
         return True
 
     def take(self, result: Result, on_error: str, *, item_id: str | None = None,
-             stage: str | None = None) -> str:
+             stage: str | None = None, row_model: type | None = None) -> str:
         """The one sink of a worker's result, for render, sweep and transform alike: a made
         item is written; a failure is recorded in skipped.jsonl (as ``item_id`` and ``stage``
         when given, else the error's own) when it is always recorded (a rule's drop, a failed
         request) or ``on_error`` is skip, and raised otherwise. Returns what became of it:
-        "made", "stopped", "filtered" (a rule), "failed" (a request) or "skipped"."""
+        "made", "stopped", "filtered" (a rule), "failed" (a request) or "skipped".
+        ``row_model``: the model a made row must fit (the job's; else the one of the renderer
+        the row names)."""
         if isinstance(result, Made):
-            self.write(result.output)
+            self.write(result.output, row_model)
             return "made"
         if isinstance(result, Stopped):
             return "stopped"
@@ -619,13 +623,13 @@ class RunFolder:
             self._pending = []
         self._since = time.monotonic()
 
-    def write(self, output: Output) -> None:
+    def write(self, output: Output, row_model: type | None = None) -> None:
         """The sink: an item's files (atomically, inside the folder), then its manifest row,
-        so a row never names a file that is not there. The row is checked against its
-        renderer's row model first."""
+        so a row never names a file that is not there. The row is checked first against
+        ``row_model`` (the job's), or the row model of the renderer it names."""
         from .rows import row_problem
 
-        found = row_problem(output.row)
+        found = row_problem(output.row, row_model)
         if found:
             raise RunFolderError(f"{self.path / MANIFEST}: item {output.row.get('id')!r}: "
                                  f"field {found[0]}: {found[1]} (a row made by this version "
@@ -670,7 +674,7 @@ class RunFolder:
         self.manifest.cut_torn_line()
         rows = []
         for _, row, problem in manifest_entries(self.manifest.path):
-            if problem is not None:
+            if problem is not None or row is None:
                 raise RunFolderError(str(problem))
             rows.append(row)
         return rows

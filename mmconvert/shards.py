@@ -106,7 +106,7 @@ class _ShardFile:
         self.final = root / shard_name(index)
         # a name of its own: a pack task of a killed run may still be writing the same shard
         self.temp = self.final.with_name(f".{self.final.name}.{uuid.uuid4().hex[:12]}.tmp")
-        self._writer = None
+        self._writer: Any = None  # a pyarrow ParquetWriter, once the first group is full
         self._group: list[dict[str, Any]] = []
 
     def add(self, row: dict[str, Any], files: list[tuple[str, bytes]]) -> None:
@@ -232,6 +232,7 @@ class ShardWriter:
         """The shard being filled is full (or the run ends): write it, or send it packing."""
         rows, self._rows = self._rows, []
         if self._spooled:
+            assert self.submit is not None  # ``add`` spools only with a cluster to pack
             entries, self._spooled = self._spooled, []
             self._packing.append((self.submit(pack, str(self.root), self.spool, self.index,
                                               entries), rows, self.index))
@@ -352,14 +353,15 @@ def check(root: Path, ids: list[Any], lines: Callable[[], Iterator[bytes]]) -> t
     manifest = lines()
     for index, path in enumerate(files):
         held = shard_ids(path) if path.name == Path(shard_name(index)).name else None
-        whole = bool(held) and held == ids[position:position + len(held)] and holds(
-            path, [next(manifest) for _ in held])
+        whole = held is not None and bool(held) and \
+            held == ids[position:position + len(held)] and \
+            holds(path, [next(manifest) for _ in held])
         if not whole:
             for later in files[index:]:
                 later.unlink(missing_ok=True)
                 removed += 1
             break
-        position += len(held)
+        position += len(held or ())
     return position, removed
 
 

@@ -43,8 +43,8 @@ def _page_words(run: Path, row: dict[str, Any]) -> list[int] | None:
 
 
 def shown_images(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The images the model is shown (not text-only twins): the renderer's ``shown_roles``."""
-    roles = row_renderer(row).shown_roles
+    """The images the model is shown (not text-only twins): its ``profile.shown``."""
+    roles = row_renderer(row).profile.shown
     return [img for img in row.get("images") or [] if img.get("role") in roles]
 
 

@@ -164,11 +164,12 @@ def _load_tokenizer(spec: str) -> TextTokenizer:
     elif spec.endswith(".json") or spec.startswith((".", "/")):
         raise UsageError(f"--tokenizer {spec}: no such file or folder")
     else:
-        path = _cached(spec)
-        if path is None:
+        cached = _cached(spec)
+        if cached is None:
             raise UsageError(f"--tokenizer {spec}: not a file or folder, and no {FILE} of a "
                              f"hub model {spec!r} is in the local Hugging Face cache (nothing "
                              "is downloaded; give a local tokenizer.json)")
+        path = cached
     with open(path, "rb") as handle:
         data = handle.read(MAX_TOKENIZER_BYTES + 1)
     if len(data) > MAX_TOKENIZER_BYTES:

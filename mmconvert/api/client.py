@@ -82,7 +82,8 @@ class ApiClient:
         self.prices = prices or PriceTable.load(options.price_table)
         self.cache = ResponseCache(options.cache_dir or default_cache_dir())
         self.budget = Budget(options.budget)
-        self.stats: Counter[str] = Counter()
+        # counts (ints) and the money paid (floats); a Counter, so a first += starts at 0
+        self.stats: dict[str, Any] = Counter()
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
         self.fatal: ApiFatal | None = None  # once set, no more requests are made
@@ -252,7 +253,8 @@ class ApiClient:
         """This invocation's requests, cache hits, HTTP answers and money."""
         with self._lock:
             stats = dict(self.stats)
-        out = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in sorted(stats.items())}
+        out: dict[str, Any] = {k: (round(v, 6) if isinstance(v, float) else v)
+                               for k, v in sorted(stats.items())}
         out["budget_usd"] = self.budget.limit
         out["paid_usd"] = round(self.budget.spent, 6)
         out["cache_dir"] = str(self.cache.root)

@@ -15,6 +15,7 @@ from ..errors import ItemError, SourceError
 from ..items import Item, row_id
 from .base import (
     Corpus,
+    CorpusOptions,
     LoadReport,
     LoadRequest,
     RowGuard,
@@ -42,7 +43,7 @@ _RAW_TASK = re.compile(r"^(qa\d+)_[a-z-]+_(test|train)\.txt$")
 _RAW_LINE = re.compile(r"^(\d+) (.*)$")
 
 
-class BABILong(Corpus):
+class BABILong(Corpus[CorpusOptions]):
     name = "babilong"
     hub_id = "RMT-team/babilong"
     description = "BABILong: bAbI qa1-qa10 hidden in 0k-16k of filler text (long context)"

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -138,8 +138,12 @@ def upgraded_identity(recorded: dict[str, Any], corpus: Corpus) -> dict[str, Any
     return {**upgraded, "corpus_options": options}
 
 
-class Corpus:
-    """A named corpus: where it lives on the hub and how its rows become Items."""
+OptionsT = TypeVar("OptionsT", bound=CorpusOptions)
+
+
+class Corpus(Generic[OptionsT]):
+    """A named corpus: where it lives on the hub and how its rows become Items. Generic in
+    its options model (``Corpus[ReduxOptions]``), so ``options_of`` is typed as its own."""
 
     # what every corpus states and implements: checked when it loads
     REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
@@ -163,10 +167,11 @@ class Corpus:
         refused here, before the first item; ``report`` is complete once the items are."""
         raise NotImplementedError
 
-    def options_of(self, request: LoadRequest) -> CorpusOptions:
+    def options_of(self, request: LoadRequest) -> OptionsT:
         """The corpus options of ``request``, as this corpus' model (its defaults when the
         request carries none)."""
-        return request.options if request.options is not None else self.options_model()
+        options = request.options if request.options is not None else self.options_model()
+        return cast(OptionsT, options)
 
     def part_for(self, item: Item) -> RenderPart:
         return self.render_part
@@ -269,7 +274,18 @@ class RowGuard:
             return None
 
 
+@overload
+def text_field(data: dict, name: str, where: str, *,
+               required: Literal[True] = True) -> str: ...
+
+
+@overload
+def text_field(data: dict, name: str, where: str, *, required: bool) -> str | None: ...
+
+
 def text_field(data: dict, name: str, where: str, *, required: bool = True) -> str | None:
+    """Field ``name`` of a row as text (a number as its text); missing, None or NaN: an
+    ItemError when ``required``, else None."""
     value = data.get(name)
     if value is None or (isinstance(value, float) and value != value):  # None or NaN
         if required:
@@ -360,7 +376,7 @@ def read_rows(rows: Rows) -> tuple[list[Row], int]:
     return rows, id_width(len(rows), 3)
 
 
-class SubsetCorpus(Corpus):
+class SubsetCorpus(Corpus[OptionsT]):
     """A corpus whose subsets are hub configs and, in a local copy, files or folders.
 
     Subclasses name their columns and turn one row into an Item (``item``); loading from the
@@ -539,7 +555,7 @@ class SubsetCorpus(Corpus):
             check_columns(rows[0].data, self.columns, str(found.path), self.name)
         return rows
 
-    def regroup(self, groups: dict[str, list[Row]]) -> dict[str, list[Row]]:
+    def regroup(self, groups: dict[str, list[Row]]) -> dict[str, Rows]:
         """Split combined files (MMLU's ``all``, MMLU-Pro's one table) by their subset column;
         number each subset's rows from 0 in source order (the row-id rule)."""
         out: dict[str, list[Row]] = {}
@@ -548,7 +564,7 @@ class SubsetCorpus(Corpus):
             combined = column and name not in self.subsets and rows and column in rows[0].data
             for row in rows:
                 key = name
-                if combined and not row.error:
+                if column and combined and not row.error:
                     key = self.subset_of(row.data.get(column), row)
                 out.setdefault(key, []).append(row)
         return {name: numbered(rows) for name, rows in out.items()}

@@ -58,7 +58,7 @@ class CaptionsOptions(CorpusOptions):
                                                   "first")
 
 
-class Captions(Corpus):
+class Captions(Corpus[CaptionsOptions]):
     options_model = CaptionsOptions
     name = "captions"
     description = "image-caption pairs (COCO folder, TSV, or HF image+caption dataset)"

@@ -92,7 +92,7 @@ def dedup_positions(items: Iterable[Item], options: DedupOptions, *, progress: b
     report = DedupReport(options=options.identity())
     ids: list[str] = []
     first_of: dict[bytes, int] = {}
-    removed: dict[int, tuple[int, float, str]] = {}
+    removed: dict[int, tuple[int, float, Literal["exact", "near"]]] = {}
     candidates: list[int] = []
 
     def texts() -> Iterator[str]:

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..items import Item
-from .base import SPLIT_ALIASES, SubsetCorpus, answer_letter, lettered_options, text_field
+from .base import (
+    SPLIT_ALIASES,
+    CorpusOptions,
+    SubsetCorpus,
+    answer_letter,
+    lettered_options,
+    text_field,
+)
 
 CMMLU_SUBJECTS = (
     "agronomy", "anatomy", "ancient_chinese", "arts", "astronomy", "business_ethics",
@@ -69,7 +76,7 @@ TMMLUPLUS_SUBJECTS = (
 )
 
 
-class ExamCorpus(SubsetCorpus):
+class ExamCorpus(SubsetCorpus[CorpusOptions]):
     """Rows of ``question, A, B, C, D, answer`` (column names per corpus)."""
 
     render_part = "options"

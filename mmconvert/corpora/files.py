@@ -17,6 +17,7 @@ from ..errors import ItemError, SourceError
 from ..items import Item, RenderPart, check_name, row_id, safe_name
 from .base import (
     Corpus,
+    CorpusOptions,
     LoadReport,
     LoadRequest,
     RowGuard,
@@ -61,7 +62,7 @@ def is_table_path(name: str) -> bool:
     return Path(name).suffix.lower() in TABLE_SUFFIXES
 
 
-class LocalFile(Corpus):
+class LocalFile(Corpus[CorpusOptions]):
     name = "file"
     description = "a local JSONL/CSV/Parquet file in the generic item schema"
     render_part = "options"
@@ -143,8 +144,8 @@ class LocalFile(Corpus):
         if found is not None:
             return self._schema_item(data, where, item_id, subset, *found)
         question = text_field(data, "question", where, required=False)
-        turns = dialogue(data.get("context"), where) \
-            if isinstance(data.get("context"), list) else None
+        raw_context = data.get("context")
+        turns = dialogue(raw_context, where) if isinstance(raw_context, list) else None
         context = "\n\n".join(map(turn_text, turns)) if turns \
             else text_field(data, "context", where, required=False)
         raw_options = data.get("options")
@@ -154,6 +155,7 @@ class LocalFile(Corpus):
                                                            and not raw_options)
         options = [] if empty else options_field(raw_options, where, "options")
         raw_answer = data.get("answer")
+        answer: str | list[str] | None
         if options:
             answer = answer_letter(raw_answer, len(options), where)
         elif raw_answer in (None, ""):
@@ -166,8 +168,8 @@ class LocalFile(Corpus):
             answer = [str(raw_answer)]
         if not question and not context:
             raise ItemError("neither question nor context", where=where, field="question")
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        metadata = dict(metadata)
+        given = data.get("metadata")
+        metadata = dict(given) if isinstance(given, dict) else {}
         if turns:
             metadata["turns"] = turns
         for key, value in data.items():

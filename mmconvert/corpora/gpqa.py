@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from ..errors import ItemError
 from ..items import Item, is_safe_id
-from .base import SubsetCorpus, shuffle_options, text_field
+from .base import CorpusOptions, SubsetCorpus, shuffle_options, text_field
 
 ANSWER_COLUMNS = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2",
                   "Incorrect Answer 3")
 KEPT_COLUMNS = ("High-level domain", "Subdomain", "Writer's Difficulty Estimate")
 
 
-class GPQA(SubsetCorpus):
+class GPQA(SubsetCorpus[CorpusOptions]):
     name = "gpqa"
     hub_id = "Idavidrein/gpqa"
     description = "GPQA: graduate-level science questions, 4 options shuffled per record (MCQ)"

@@ -228,7 +228,7 @@ def split_passage(question: str) -> tuple[str | None, str]:
     return None, question
 
 
-class LmEval(Corpus):
+class LmEval(Corpus[LmEvalOptions]):
     name = "lm-eval"
     argument = "TASK"
     options_model = LmEvalOptions

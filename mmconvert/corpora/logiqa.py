@@ -54,7 +54,7 @@ class LogiQAOptions(CorpusOptions):
                                                  json_schema_extra=cli(default="en"))
 
 
-class _LogiQABase(Corpus):
+class _LogiQABase(Corpus[LogiQAOptions]):
     options_model = LogiQAOptions
     render_part = "context"
     default_split = "test"

@@ -51,7 +51,7 @@ class LongBenchOptions(CorpusOptions):
         json_schema_extra=cli(default="8192, through the 4k-8k bin"))
 
 
-class LongBench(SubsetCorpus):
+class LongBench(SubsetCorpus[LongBenchOptions]):
     options_model = LongBenchOptions
     name = "longbench"
     hub_id = "THUDM/LongBench"

@@ -14,13 +14,14 @@ from .base import (
     CorpusOptions,
     LoadReport,
     LoadRequest,
+    Rows,
     SubsetCorpus,
     answer_letter,
     lettered_options,
     options_field,
     text_field,
 )
-from .sources import Row, load_hub
+from .sources import load_hub
 
 MMLU_SUBJECTS = (
     "abstract_algebra", "anatomy", "astronomy", "business_ethics", "clinical_knowledge",
@@ -48,7 +49,7 @@ MMLU_PRO_CATEGORIES = (
 RAW_COLUMNS = ("question", "A", "B", "C", "D", "answer")
 
 
-class MMLU(SubsetCorpus):
+class MMLU(SubsetCorpus[CorpusOptions]):
     name = "mmlu"
     hub_id = "cais/mmlu"
     description = "MMLU: 57 subjects of 4-option questions (MCQ)"
@@ -59,7 +60,7 @@ class MMLU(SubsetCorpus):
     csv_header = False  # the release CSVs have none: question, A, B, C, D, answer
     subset_column = "subject"
 
-    def hub_groups(self, subsets: list[str], split: str) -> dict[str, list[Row]]:
+    def hub_groups(self, subsets: list[str], split: str) -> dict[str, Rows]:
         if list(subsets) == list(self.subsets):  # everything: one request, the "all" config
             groups = self.regroup({"all": load_hub(self.hub_id, "all", split)})
             return {s: groups[s] for s in subsets if s in groups}
@@ -94,7 +95,7 @@ class ReduxOptions(CorpusOptions):
                                                   "correct answer)")
 
 
-class MMLURedux(SubsetCorpus):
+class MMLURedux(SubsetCorpus[ReduxOptions]):
     options_model = ReduxOptions
     name = "mmlu-redux"
     hub_id = "edinburgh-dawg/mmlu-redux-2.0"
@@ -162,7 +163,7 @@ def _corrected(value: str | None, options: list[str]) -> str | None:
     return None
 
 
-class MMLUPro(SubsetCorpus):
+class MMLUPro(SubsetCorpus[CorpusOptions]):
     name = "mmlu-pro"
     hub_id = "TIGER-Lab/MMLU-Pro"
     description = "MMLU-Pro: 14 categories of questions with up to 10 options (MCQ)"

@@ -215,7 +215,7 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
-class Niah(Corpus):
+class Niah(Corpus[NiahOptions]):
     name = "niah"
     description = "needle-in-a-haystack sets: --haystack, --needle, --lengths, --depths"
     options_model = NiahOptions
@@ -351,7 +351,7 @@ class Niah(Corpus):
         answer = [placed[i][1] for i in asked]
         reached_depth = round(100 * before / reached, 3) if reached else 0.0
         off = abs(reached_depth - depth) > DEPTH_TOLERANCE
-        metadata = {"niah": {
+        metadata: dict[str, Any] = {"niah": {
             "length": label, "length_target": length, "length_reached": reached,
             **counter.record(), "depth": depth, "depth_reached": reached_depth,
             "tokens_before_needle": before,

@@ -71,6 +71,7 @@ def choices_answer_key(data: dict, where: str) -> Read:
 
 
 def endings_label(data: dict, where: str) -> Read:
+    columns: str | list[str]
     if isinstance(data.get("ctx"), str):
         context, columns = text_field(data, "ctx", where), "ctx"
     else:

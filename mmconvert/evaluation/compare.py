@@ -28,9 +28,12 @@ def lost_in_images(responses: list[dict[str, Any]]) -> set[str]:
     """Ids scored right as text and wrong as images (scores below 1 count as wrong)."""
     score: dict[tuple[str, str], float | None] = {(r["id"], r["condition"]): r.get("score")
                                                   for r in responses}
-    return {item for (item, condition), value in score.items()
-            if condition == "text" and value == 1.0
-            and score.get((item, "image")) is not None and score[(item, "image")] < 1.0}
+    wrong = set()
+    for (item, condition), value in score.items():
+        image = score.get((item, "image"))
+        if condition == "text" and value == 1.0 and image is not None and image < 1.0:
+            wrong.add(item)
+    return wrong
 
 
 def compare(folders: list[Path]) -> dict[str, Any]:

@@ -143,7 +143,7 @@ def select_rows(run: Path, options: EvalOptions) -> list[dict[str, Any]]:
 
 def conditions_for(rows: list[dict[str, Any]], wanted: list[Condition], run: Path
                    ) -> list[Condition]:
-    twins = all(renderer_class(r["renderer"]["name"]).twin_roles for r in rows)
+    twins = all(renderer_class(r["renderer"]["name"]).profile.twins for r in rows)
     if "text-image" in wanted and not twins:
         raise UsageError(f"--modality text-image: the rows of {run} have no text-only image "
                          "(only occlusions do)")
@@ -152,7 +152,8 @@ def conditions_for(rows: list[dict[str, Any]], wanted: list[Condition], run: Pat
 
 def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
     renderer = renderer_class(row["renderer"]["name"])
-    roles = {"image": renderer.shown_roles, "text-image": renderer.twin_roles}.get(condition, ())
+    roles = {"image": renderer.profile.shown,
+             "text-image": renderer.profile.twins}.get(condition, ())
     return [image for image in row["images"] if image.get("role") in roles]
 
 

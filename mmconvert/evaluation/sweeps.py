@@ -80,13 +80,15 @@ def base_values(base: Path, rows: list[dict[str, Any]]) -> dict[str, float | Non
     axis the base has no value on (a JPEG quality: the base is not a JPEG)."""
     from ..postprocess.transforms import in_order
     from ..renderers import run_renderer
+    from ..renderers.base import Redraws, can
     from ..runfolder import open_run
 
     info = open_run(base).info()
     values: dict[str, float | None] = {}
     for axis in {r["axis"] for r in rows if r["axis"]}:
-        if axis == "ppi":
-            values[axis] = run_renderer(base, info).base_ppi(info.get("config") or {})
+        renderer = run_renderer(base, info)
+        if axis == "ppi" and can(renderer, Redraws):
+            values[axis] = renderer.base_ppi(info.get("config") or {})
         else:
             values[axis] = next((t.identity for t in in_order() if t.axis == axis), None)
     return values

@@ -19,7 +19,7 @@ EXECUTORS.register("thread", "mmconvert.executors.local:ThreadExecutor")
 EXECUTORS.register("ray", "mmconvert.executors.ray:RayExecutor")
 
 # where this invocation runs its work: LOCAL (this machine's inline, process or thread executor,
-# by ``local_executor``) or a registered cluster executor (``Executor.cluster``) with its
+# by ``local_executor``) or a registered cluster executor (a ``ClusterExecutor``) with its
 # address (``--executor ray [--ray-address HOST:PORT]``); set by ``use`` for a run
 LOCAL = "local"
 BACKEND: ContextVar[tuple[str, str | None]] = ContextVar("backend", default=(LOCAL, None))
@@ -56,8 +56,13 @@ def executor_for(workers: int, tasks: int, *, threads: int | None = None,
         if gpu:
             return EXECUTORS.get("inline")(1)
         return local_executor(workers, tasks, threads=threads)
-    return EXECUTORS.get(name)(workers or os.cpu_count() or 1, address=address,
-                               threads=threads, gpu=gpu)
+    from ..errors import UsageError
+    from .base import ClusterExecutor
+
+    chosen = EXECUTORS.get(name)
+    if not issubclass(chosen, ClusterExecutor):
+        raise UsageError(f"--executor {name}: not a cluster executor (a ClusterExecutor)")
+    return chosen(workers or os.cpu_count() or 1, address=address, threads=threads, gpu=gpu)
 
 
 def local_executor(workers: int, tasks: int, *, threads: int | None = None) -> Executor:

@@ -49,3 +49,17 @@ class Executor:
         except Exception as err:  # noqa: BLE001 - the Future carries it to the caller
             future.set_exception(err)
         return future
+
+
+class ClusterExecutor(Executor):
+    """An executor that runs on a cluster at an address (``--executor NAME [--ray-address
+    ...]``). ``executor_for`` makes it with ``workers`` workers, the cluster's ``address``
+    (None: a local cluster), the ``threads`` each worker runs for work that waits on the
+    network, and ``gpu`` for work a GPU speeds up."""
+
+    cluster = True
+
+    def __init__(self, workers: int = 1, *, address: str | None = None,
+                 threads: int | None = None, gpu: bool = False):
+        super().__init__(workers)
+        self.address, self.threads, self.gpu = address, threads, gpu

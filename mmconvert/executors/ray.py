@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..errors import MMConvertError, UsageError, first_line
-from .base import Executor
+from .base import ClusterExecutor
 
 INSTALL_HINT = "--executor ray needs Ray: pip install 'mmconvert[ray]'"
 # tasks a batch (an actor call) at most; small, so that results stream back in order soon
@@ -103,7 +103,7 @@ def _quiet_ray() -> None:
             return
         printer(data, ignore_prefix)
 
-    print_to_stdstream.quieted = True
+    setattr(print_to_stdstream, "quieted", True)  # noqa: B010 - a mark on a function
     ray_worker.print_to_stdstream = print_to_stdstream
 
 
@@ -163,19 +163,16 @@ class _Actor:
                 return pickle.dumps((False, MMConvertError(first_line(err, kind=True))))
 
 
-class RayExecutor(Executor):
+class RayExecutor(ClusterExecutor):
     name = "ray"
-    cluster = True
     description = ("Ray Data: a local Ray cluster of --workers CPUs, or the cluster at "
                    "--ray-address")
 
     def __init__(self, workers: int = 1, *, address: str | None = None,
                  threads: int | None = None, window: int = WINDOW, gpu: bool = False):
-        super().__init__(workers)
-        self.address = address
-        self.threads = threads
+        # gpu: one actor per GPU of the cluster, when it has GPUs
+        super().__init__(workers, address=address, threads=threads, gpu=gpu)
         self.window = window
-        self.gpu = gpu  # one actor per GPU of the cluster, when it has GPUs
         self._remote: dict[Callable[..., Any], Any] = {}  # ``submit``'s Ray functions
 
     def start(self) -> bool:
@@ -223,7 +220,8 @@ class RayExecutor(Executor):
         # the tasks go in windows of ``window`` (or WINDOW_BYTES), each one Ray Data stage:
         # the driver never holds more than a window of them (a run is not read in at once)
         while True:
-            rows, size = [], 0
+            rows: list[dict[str, Any]] = []
+            size = 0
             for task in tasks:
                 rows.append({"index": start + len(rows), "task": pickle.dumps(task)})
                 size += len(rows[-1]["task"])

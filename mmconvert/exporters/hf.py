@@ -213,11 +213,11 @@ def export_lmms_eval(source: RunSource, staging: Path, out: Path, name: str, **_
     template = resources.files("mmconvert.exporters").joinpath("templates")
     folder = out.resolve()
     data_files = (folder / "data" / f"{SPLIT}-*.parquet").as_posix()
-    spans = source.renderer.answer_spans
+    spans = source.renderer.profile.answer_spans
     tasks = [("", "doc_to_visual", "doc_to_text", "the images and the multimodal prompt"),
              ("_text", "doc_to_visual_none", "doc_to_text_twin",
               "the text-only twin: the same items as text, no image")]
-    if source.renderer.twin_roles:
+    if source.renderer.profile.twins:
         tasks.append(("_text_image", "doc_to_visual_twin", "doc_to_text",
                       "the text-only image (the text without the picture) with the image "
                       "prompt"))

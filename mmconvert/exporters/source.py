@@ -37,8 +37,8 @@ class Record:
 
     def split(self, files: dict[int, Any]) -> tuple[list[Any], list[Any]]:
         """``files`` (by image index) of the images the model is shown, and of their
-        text-only twins (the renderer's ``twin_roles``)."""
-        twins = row_renderer(self.row).twin_roles
+        text-only twins (its ``profile.twins``)."""
+        twins = row_renderer(self.row).profile.twins
         entries = self.row["images"]
         return ([files[i] for i, e in enumerate(entries) if e.get("role") not in twins],
                 [files[i] for i, e in enumerate(entries) if e.get("role") in twins])

@@ -37,8 +37,8 @@ def _cell(images: list[bytes]) -> str:
 def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **_) -> int:
     """one VLMEvalKit TSV (base64 images, option columns, text twin)"""
     letters = [option_letter(i) for i in range(source.max_options)]
-    twins = bool(source.renderer.twin_roles)
-    spans = source.renderer.answer_spans
+    twins = bool(source.renderer.profile.twins)
+    spans = source.renderer.profile.answer_spans
     header = (["index", "image", "question", *letters, "answer", "category", "id", "prompt",
                "text_prompt"] + (["text_only_image"] if twins else []) + ["scoring"])
     count = 0

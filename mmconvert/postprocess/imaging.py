@@ -12,8 +12,10 @@ from __future__ import annotations
 import io
 import math
 from collections import Counter
+from typing import Literal, get_args
 
-RESAMPLING = ("nearest", "box", "bilinear", "hamming", "bicubic", "lanczos")
+Resampling = Literal["nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"]
+RESAMPLING: tuple[str, ...] = get_args(Resampling)
 SUBSAMPLING = {"4:4:4": 0, "4:2:2": 1, "4:2:0": 2}
 
 
@@ -38,7 +40,8 @@ def scale(image, factor: float, resample: str):
     if image.mode == "P":
         image = image.convert("RGBA" if "transparency" in image.info else "RGB")
     filters = {name: getattr(Image.Resampling, name.upper()) for name in RESAMPLING}
-    return image.resize(scaled_size(*image.size, factor), filters[resample])
+    width, height = image.size
+    return image.resize(scaled_size(width, height, factor), filters[resample])
 
 
 def background(image):
@@ -68,7 +71,7 @@ def rotate(image, degrees: float, fill=None):
     if degrees == 0:
         return image.copy(), None
     if degrees in turns:
-        return image.transpose(turns[degrees]), None
+        return image.transpose(turns[int(degrees)]), None
     if image.mode == "P":
         image = image.convert("RGB")
     fill = background(image) if fill is None else fill

@@ -33,6 +33,7 @@ from ..manifest import MANIFEST, write_json
 from ..options import OPTIONS, cli
 from ..progress import progress_bar
 from ..renderers import row_renderer, run_renderer
+from ..renderers.base import Redraws, Restyles, can
 from ..rows import SCHEMA
 from ..runfolder import (
     LOCK,
@@ -48,7 +49,7 @@ from ..runfolder import (
 )
 from ..units import PPI
 from .apply import apply_steps, history, renamed
-from .imaging import RESAMPLING, decode
+from .imaging import Resampling, decode
 from .transforms import in_order as transforms_in_order
 from .transforms import transform_class
 from .transforms.base import Transform
@@ -82,7 +83,7 @@ class SweepOptions(BaseModel):
     style: dict[str, list[float | str]] = Field(
         default_factory=dict, description="page style fields to draw a page run's items again "
                                           "with, a variant a value (style: {font_size: [9, 12]})")
-    resample: Literal[RESAMPLING] = Field("lanczos", description="resampling filter for "
+    resample: Resampling = Field("lanczos", description="resampling filter for "
                                                                  "--scale (recorded in each row)")
     jpeg_subsampling: Literal["4:4:4", "4:2:2", "4:2:0"] = Field(
         "4:2:0", description="chroma subsampling of --jpeg-quality variants (Pillow's)")
@@ -234,8 +235,9 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
     info, rows = read_run(base)
     config = info.get("config") or {}
     renderer = run_renderer(base, info)
-    base_ppi = renderer.base_ppi(config)
-    if options.ppi and not renderer.redraws:
+    redraws = can(renderer, Redraws)
+    base_ppi = renderer.base_ppi(config) if redraws else None
+    if options.ppi and not redraws:
         raise UsageError(f"--ppi re-draws the stored layout of page runs; {base} was made by "
                          f"the {renderer.name} renderer: use --scale to change its resolution")
     if info.get("variant") and options.ppi:
@@ -286,14 +288,14 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
 
 
 def _check_style_axes(base: Path, renderer, options: SweepOptions) -> None:
-    """Style axes need a renderer that draws its rows again (``Renderer.restyles``) and
+    """Style axes need a renderer that draws its rows again (``renderers.base.Restyles``) and
     name its options' fields, with values they take: one line otherwise."""
     from pydantic import ValidationError
 
     from ..errors import did_you_mean
     from ..options import first_error
 
-    if not renderer.restyles:
+    if not can(renderer, Restyles):
         raise UsageError(f"--vary-style draws a run's items again; {base} was made by the "
                          f"{renderer.name} renderer, which does not")
     fields = renderer.options_model.model_fields

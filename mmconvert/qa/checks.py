@@ -72,9 +72,9 @@ def load_thresholds(path: str | None = None) -> dict[str, Any]:
 
 def max_cer(renderer, language: str, table: dict[str, Any]) -> float:
     """The calibrated threshold of ``renderer`` (a class) for ``language``: the table's, else
-    the one the renderer declares (``Renderer.max_cer``: a plugin's own); neither is a
+    the one the renderer declares (``Profile.max_cer``: a plugin's own); neither is a
     one-line error rather than another renderer's threshold."""
-    per = table["max_cer"].get(renderer.name) or renderer.max_cer
+    per = table["max_cer"].get(renderer.name) or renderer.profile.max_cer
     if per is None:
         raise UsageError(f"the OCR thresholds have no max_cer for the {renderer.name} renderer "
                          f"(they have: {', '.join(sorted(table['max_cer']))}) and it declares "
@@ -104,8 +104,8 @@ def expected_text(row: dict[str, Any]) -> str:
 
 
 def ocr_images(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The images whose text is read back (the renderer's ``ocr_roles``)."""
-    wanted = row_renderer(row).ocr_roles
+    """The images whose text is read back (its ``profile.ocr``)."""
+    wanted = row_renderer(row).profile.ocr
     return [image for image in row.get("images") or [] if image.get("role") in wanted]
 
 
@@ -167,7 +167,7 @@ class Checker:
             tesseract_version()  # fails now, with the install hint, if it is missing
 
     def todo(self, row: dict[str, Any]) -> tuple[str, ...]:
-        applies = row_renderer(row, f"{self.run / MANIFEST}: item {row.get('id')}").checks
+        applies = row_renderer(row, f"{self.run / MANIFEST}: item {row.get('id')}").profile.checks
         wanted = tuple(c for c in self.checks if c in applies)
         if self.recheck:
             return wanted
@@ -217,10 +217,11 @@ class Checker:
         now and then drops a whole line of a perfect page (measured in docs/design/qa.md)."""
         renderer, language = row_renderer(row), row.get("language") or "en"
         images = ocr_images(row)
-        data = [self.file(image["path"]) for image in images]
-        for image, got in zip(images, data, strict=True):
+        found = [self.file(image["path"]) for image in images]
+        for image, got in zip(images, found, strict=True):
             if got is None:
                 return f"{image['path']} is missing"
+        data = [got for got in found if got is not None]
 
         # the item's language, and one for each other script among the letters to be read
         langs = ocr_languages(language, renderer.ocr_text(row))
@@ -230,7 +231,7 @@ class Checker:
                        for image, got in zip(images, data, strict=True)]
             return Reading(results, self.measure(row, results), langs)
 
-        first = read(renderer.ocr_psm)
+        first = read(renderer.profile.ocr_psm)
         if first.measure["errors"] <= first.measure["allowed"]:
             return first
         second = read(11)
@@ -305,7 +306,7 @@ class Checker:
                           {"error": reading or "no image"})
         found = find_parts(row, reading.measure["hypothesis"])
         missing = [name for name, ok in found.items() if not ok]
-        detail = {"found": found}
+        detail: dict[str, Any] = {"found": found}
         if missing:
             detail["missing"] = missing
             reason = "missing_question" if missing == ["question"] else "missing_option"
@@ -388,11 +389,11 @@ class Checker:
                 problems.append(("blank", f"{image['path']} is blank"))
             # paper-backed images: ink in the outermost pixels is text touching the edge
             # (VCR captions start flush at the left edge, as in the VCR code)
-            edge = [side for side in ink["edge"] if side not in renderer.flush_edges]
-            if image.get("role") in renderer.paper_roles and edge:
+            edge = [side for side in ink["edge"] if side not in renderer.profile.flush_edges]
+            if image.get("role") in renderer.profile.paper and edge:
                 problems.append(("text_at_edge", f"{image['path']}: ink at the "
                                                  f"{'/'.join(edge)} edge"))
-        if renderer.ocr_edge_words and isinstance(reading, Reading):
+        if renderer.profile.ocr_edge_words and isinstance(reading, Reading):
             for image, result in zip(ocr_images(row), reading.results, strict=False):
                 sides = words_at_edge(result, image["width"], image["height"])
                 if sides:
@@ -473,6 +474,9 @@ def find_parts(row: dict[str, Any], hypothesis: str, *, tolerance: float = 0.1
             continue
         # the best-aligned stretch, widened by the edits allowed, then counted exactly
         where = fuzz.partial_ratio_alignment(needle, haystack)
+        if where is None:  # rapidfuzz gives none only for an empty needle or haystack
+            found[name] = False
+            continue
         start = max(0, where.dest_start - allowed)
         window = haystack[start:where.dest_end + allowed]
         best = min(Levenshtein.distance(needle, window[a:b])

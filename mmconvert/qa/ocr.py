@@ -10,6 +10,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..errors import MMConvertError
 from ..renderers.fonts import IGNORABLE
@@ -125,9 +126,12 @@ def ocr(image: Path | bytes, language: str = "en", *, psm: int = 6,
                             env={**os.environ, "OMP_THREAD_LIMIT": "1"})
     stdout = result.stdout.decode("utf-8", "replace")
     if result.returncode != 0:
-        raise MMConvertError(f"tesseract failed on {image}: "
+        what = "an image" if isinstance(image, bytes) else str(image)
+        raise MMConvertError(f"tesseract failed on {what}: "
                              f"{result.stderr.decode('utf-8', 'replace').strip()[:200]}")
-    words, lines, key = [], [], None
+    words: list[Any] = []
+    lines: list[Any] = []
+    key = None
     for row in stdout.splitlines()[1:]:
         cols = row.split("\t")
         if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():

@@ -170,7 +170,7 @@ class ReviewServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host = self.server_address[0]
+        host = str(self.server_address[0])
         return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.port}/"
 
 

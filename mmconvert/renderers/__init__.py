@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..registry import Registry
 
 if TYPE_CHECKING:
-    from ..config import ApiOptions, Stored
+    from ..config import ApiOptions, RunConfig
     from ..jobs import Job
     from .base import Renderer
 
@@ -56,7 +56,7 @@ def run_renderer(folder: Path, info: dict[str, Any]) -> type[Renderer]:
         row = json.loads(first) if first else None
     except ValueError:
         row = None
-    return row_renderer(row, f"{folder / MANIFEST} line 1")
+    return row_renderer(row if isinstance(row, dict) else {}, f"{folder / MANIFEST} line 1")
 
 
 def from_row(row: dict[str, Any]) -> Renderer:
@@ -64,6 +64,6 @@ def from_row(row: dict[str, Any]) -> Renderer:
     return row_renderer(row).from_params(row["renderer"]["params"])
 
 
-def job_for(config: Stored, api: ApiOptions | None = None) -> Job:
+def job_for(config: RunConfig, api: ApiOptions | None = None) -> Job:
     """The job of the renderer ``config`` names."""
     return renderer_class(config.renderer).job(config, api)

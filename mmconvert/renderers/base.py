@@ -12,11 +12,14 @@ from (run seed, item id, stage), and drawing with those parameters is a pure fun
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from pydantic import BaseModel
 
 from ..items import Item
+from ..rows import QuestionRow
 
 if TYPE_CHECKING:
     from ..config import ApiOptions, RunConfig
@@ -39,54 +42,159 @@ def item_from_row(row: dict[str, Any]) -> Item:
                 metadata=row.get("metadata") or {})
 
 
-class Renderer:
-    """Base of every registered renderer; subclasses set the class attributes and implement
-    ``job``, ``from_params``, ``sample`` and ``expected_text``.
+@dataclass(frozen=True)
+class Profile:
+    """What QA, stats, the exporters and eval are told about a renderer's images: declared
+    data, read by them (never a test of the renderer's name). The defaults fit a renderer
+    that writes one kind of image, shown to the model and read back by OCR.
 
-    A renderer is its own kind of run: ``config_model`` is what its command's flags, a YAML
-    config and run.json hold, ``job`` what a worker does with each item. The default renderer
-    runs as ``mmconvert render``; every other as ``mmconvert <name>`` and as ``mmconvert
-    render --renderer <name>``; ``help`` is that command's help.
+    - ``roles``: the roles of the images it writes; ``shown``: those the model is shown (all
+      of them unless said); ``twins``: text-only twins of the shown ones (eval's text-image
+      condition, the exports' twin column); ``ocr``: those QA reads back (the shown ones
+      unless said);
+    - ``checks``: the QA checks that apply; ``ocr_psm``: Tesseract's page segmentation for a
+      first read; ``max_cer``: the OCR check's highest error rate per Tesseract language
+      ("default": the rest), when ``qa/thresholds.json`` has none for the renderer;
+    - ``paper``: roles drawn on plain paper (ink in an outermost pixel is text cut off);
+      ``flush_edges``: the edges its design sets text flush against; ``ocr_edge_words``:
+      words found touching an edge by OCR are reported (generated images);
+    - ``answer_spans``: its answer is the list of covered spans, scored span by span with
+      VCR's exact match and Jaccard index, not an option letter or an accepted string.
+    """
+
+    roles: tuple[str, ...] = ("image",)
+    shown: tuple[str, ...] = ()  # () = every role
+    twins: tuple[str, ...] = ()
+    ocr: tuple[str, ...] = ()  # () = the shown ones
+    checks: frozenset[str] = frozenset({"ocr", "image"})
+    ocr_psm: int = 6
+    max_cer: Mapping[str, float] | None = None
+    paper: tuple[str, ...] = ()
+    flush_edges: tuple[str, ...] = ()
+    ocr_edge_words: bool = False
+    answer_spans: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.shown:
+            object.__setattr__(self, "shown", self.roles)
+        if not self.ocr:
+            object.__setattr__(self, "ocr", self.shown)
+
+    def problem(self) -> str | None:
+        """Why the profile does not hold together, or None."""
+        roles = set(self.roles)
+        for name in ("shown", "twins", "ocr", "paper"):
+            stray = sorted(set(getattr(self, name)) - roles)
+            if stray:
+                return f"profile.{name} names {', '.join(stray)}, not among its roles"
+        if set(self.shown) & set(self.twins):
+            return "profile: a role is both shown and a text-only twin"
+        return None
+
+
+# --- the optional capabilities: a renderer that has one declares it by subclassing it -------
+
+@runtime_checkable
+class Redraws(Protocol):
+    """Draws its stored layout again at another PPI, without the item (``sweep --ppi``):
+    ``base_ppi`` says what a run drew at, ``read_layout`` reads a stored layout file (a JSON
+    record unless said) and ``redraw_at`` draws it at each PPI."""
+
+    @classmethod
+    def base_ppi(cls, config: dict[str, Any]) -> float | None:
+        """The PPI a run made with ``config`` drew at."""
+        raise NotImplementedError
+
+    @classmethod
+    def read_layout(cls, data: bytes) -> Any:
+        """A stored layout file's bytes as ``redraw_at`` takes them (a JSON record)."""
+        import json
+
+        return json.loads(data)
+
+    def redraw_at(self, layout: Any, ppis: list[float]) -> list[list[Any]]:
+        """The layout's images at each of ``ppis``."""
+        raise NotImplementedError
+
+
+@runtime_checkable
+class Restyles(Protocol):
+    """Draws a row's item again with other options (``sweep --vary-style``)."""
+
+    @classmethod
+    def restyled(cls, row: dict[str, Any], values: dict[str, Any]) -> Any:
+        """A ``runfolder.Output`` holding ``row``'s item drawn again with ``values`` over its
+        recorded options (a new row and its files); an ItemError when they do not fit."""
+        raise NotImplementedError
+
+
+@runtime_checkable
+class Fits(Protocol):
+    """Says what an item would show and its pages' sizes without drawing it: a target's
+    search (``--target-ratio``, ``--vision-budget``) for its font size."""
+
+    def shown_text(self, item: Item, part: Any) -> str:
+        """The text the item's images show."""
+        raise NotImplementedError
+
+    def pixel_sizes(self, item: Item, part: Any) -> list[tuple[int, int]]:
+        """The item's image sizes in pixels, laid out, not drawn."""
+        raise NotImplementedError
+
+
+# each capability and the methods a renderer that declares it must implement
+CAPABILITIES: dict[type, tuple[str, ...]] = {Redraws: ("base_ppi", "redraw_at"),
+                                             Restyles: ("restyled",),
+                                             Fits: ("shown_text", "pixel_sizes")}
+
+
+def can(renderer: type[Renderer] | Renderer, capability: type) -> bool:
+    """Whether ``renderer`` has ``capability`` (one of ``CAPABILITIES``): it declares it by
+    subclassing it."""
+    cls = renderer if isinstance(renderer, type) else type(renderer)
+    return capability in cls.__mro__
+
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+class Renderer(Generic[OptionsT]):
+    """Base of every registered renderer, generic in its options model (``Renderer[PageOptions]``:
+    ``self.options`` is typed as its own). The core every renderer states and implements:
+
+    - ``name``, ``version`` and ``options_model`` (its options: a pydantic model with
+      ``model_config = options.OPTIONS``);
+    - ``expected_text(row)``: the text its shown images must show;
+    - either ``draw(item, part)``, its images of an item (Pillow images, saved as PNG by
+      ``jobs.DrawJob``, its rows ``rows.QuestionRow``s), or ``job(config, api)``, what a
+      worker does with each item, for a renderer that makes more than images.
+
+    The rest has defaults: ``config_model`` (its run's config: a ``config.RunConfig`` with
+    ``renderer: Literal[<name>]``, ``prompt_style`` and a section holding ``options_model``,
+    which its command's flags, a YAML config and run.json hold), ``row_model``
+    (``rows.QuestionRow``), ``from_params`` (the renderer made with the options a row
+    recorded), ``profile`` (a ``Profile``: what QA, stats, export and eval read), ``help``,
+    ``unit``, ``drops_items``, ``paid``, and the hooks ``sample``, ``ocr_text``,
+    ``text_question`` and ``options_from``. A capability (``Redraws``, ``Restyles``,
+    ``Fits``) is declared by subclassing it and implementing its methods. All of this is
+    checked when the renderer loads (``Renderer.breach``). The default renderer runs as
+    ``mmconvert render``; every other as ``mmconvert <name>`` and as ``mmconvert render
+    --renderer <name>``.
     """
 
     # what every renderer states (no default here) and implements: checked when it loads
-    REQUIRED: ClassVar[tuple[str, ...]] = ("name", "version", "config_model", "options_model",
-                                           "row_model", "roles", "shown_roles", "ocr_roles")
-    HOOKS: ClassVar[tuple[str, ...]] = ("job", "from_params", "expected_text")
+    REQUIRED: ClassVar[tuple[str, ...]] = ("name", "version", "options_model")
+    HOOKS: ClassVar[tuple[str, ...]] = ("expected_text",)
 
     name: ClassVar[str]
     version: ClassVar[str]
-    # its run's options: a ``config.RunConfig`` with ``renderer: Literal[<name>]`` and a
-    # field holding ``options_model``
-    config_model: ClassVar[type[RunConfig]]
+    config_model: ClassVar[type[RunConfig]]  # made from options_model unless stated
     options_model: ClassVar[type[BaseModel]]
+    row_model: ClassVar[type[BaseModel]] = QuestionRow
+    profile: ClassVar[Profile] = Profile()
     help: ClassVar[str] = ""
-    # the pydantic model of its manifest rows (``rows.py``)
-    row_model: ClassVar[type[BaseModel]]
     # what the run calls one image ("page" for A4 pages)
     unit: ClassVar[str] = "image"
-    # the roles of the images it writes, those the model is shown, their text-only twins,
-    # and those whose text QA reads back by OCR
-    roles: ClassVar[tuple[str, ...]]
-    shown_roles: ClassVar[tuple[str, ...]]
-    twin_roles: ClassVar[tuple[str, ...]] = ()
-    ocr_roles: ClassVar[tuple[str, ...]]
-    # the QA checks that apply to its rows, and Tesseract's page segmentation for a first read
-    checks: ClassVar[frozenset[str]] = frozenset({"ocr", "image"})
-    ocr_psm: ClassVar[int] = 6
-    # roles drawn on plain paper (ink in an outermost pixel is text cut off) and the edges its
-    # design sets text flush against
-    paper_roles: ClassVar[tuple[str, ...]] = ()
-    flush_edges: ClassVar[tuple[str, ...]] = ()
-    # generated images: words found touching an edge by OCR
-    ocr_edge_words: ClassVar[bool] = False
-    # draws its stored layout again at another PPI (``redraw_at``)
-    redraws: ClassVar[bool] = False
-    # draws a row's item again with other options (``restyled``): sweeps vary style fields
-    restyles: ClassVar[bool] = False
-    # its answer is the list of covered spans, scored span by span with VCR's exact match and
-    # Jaccard index, not an option letter or an accepted string
-    answer_spans: ClassVar[bool] = False
     # may leave an item out by a rule while it draws it (``ItemFiltered``: the occluder's
     # too-short captions): ``--limit`` then counts made items at the sink, the work past it
     # cancelled; a renderer that drops nothing (and one whose work is paid for) has its limit
@@ -95,27 +203,55 @@ class Renderer:
     # calls a paid API: its command takes ``ApiOptions`` (keys, budget, response cache) and
     # ``--dry-run`` (``Job.dry_run``), and a run the budget stops is reported as stopped
     paid: ClassVar[bool] = False
-    # the OCR check's highest error rate per Tesseract language ("default": the rest), used
-    # when ``qa/thresholds.json`` (or ``--thresholds``) has none for this renderer
-    max_cer: ClassVar[dict[str, float] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if "config_model" not in own and isinstance(own.get("name"), str) \
+                and "options_model" in own:
+            cls.config_model = default_config_model(cls)
+
+    def __init__(self, options: OptionsT | None = None):
+        self.options: OptionsT = options if options is not None else \
+            cast(OptionsT, self.options_model())
 
     @classmethod
-    def job(cls, config: RunConfig, api: ApiOptions | None = None, *,
+    def breach(cls) -> str | None:
+        """What this renderer gets wrong beyond lacking a member, in a few words, or None:
+        no way to draw, its profile, a capability declared but not implemented."""
+        job_owner = next(k for k in cls.__mro__ if "job" in vars(k))
+        if job_owner is Renderer and not callable(getattr(cls, "draw", None)):
+            return "implements neither draw() nor job(), one of which every Renderer does"
+        if not isinstance(cls.profile, Profile):
+            return "profile is not a mmconvert.renderers.base.Profile"
+        problem = cls.profile.problem()
+        if problem:
+            return problem
+        for capability, members in CAPABILITIES.items():
+            if not can(cls, capability):
+                continue
+            for member in members:
+                owner = next(k for k in cls.__mro__ if member in vars(k))
+                if owner is capability:
+                    return (f"declares {capability.__name__} but does not implement "
+                            f"{member}()")
+        return None
+
+    @classmethod
+    def job(cls, config: Any, api: ApiOptions | None = None, *,
             dry_run: bool = False) -> Job:
         """What a worker does with each item of a run made with ``config``; ``api`` and
-        ``dry_run`` for a renderer that is ``paid``."""
-        raise NotImplementedError
+        ``dry_run`` for a renderer that is ``paid``. A renderer that draws images
+        (``draw``) has ``jobs.DrawJob``."""
+        from ..jobs import DrawJob
+
+        return DrawJob(cls, config)
 
     @classmethod
-    def restyled(cls, row: dict[str, Any], values: dict[str, Any]):
-        """A ``runfolder.Output`` holding ``row``'s item drawn again with ``values`` over its
-        recorded options (a new row and its files); an ItemError when they do not fit."""
-        raise NotImplementedError
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> Renderer:
-        """The renderer that drew a row, from its recorded ``renderer.params``."""
-        raise NotImplementedError
+    def from_params(cls, params: dict[str, Any]) -> Renderer[Any]:
+        """The renderer that drew a row, from its recorded ``renderer.params``: made with
+        the options they hold."""
+        return cls(cast(OptionsT, cls.options_from(params)))
 
     @classmethod
     def options_from(cls, params: dict[str, Any]) -> BaseModel:
@@ -136,7 +272,7 @@ class Renderer:
 
     @classmethod
     def ocr_text(cls, row: dict[str, Any]) -> str:
-        """The text OCR of the ``ocr_roles`` images must find."""
+        """The text OCR of the ``profile.ocr`` images must find."""
         return cls.expected_text(row)
 
     @classmethod
@@ -144,14 +280,23 @@ class Renderer:
         """The part of the item kept as text beside the images (shown by the review page)."""
         return None
 
-    @classmethod
-    def base_ppi(cls, config: dict[str, Any]) -> float | None:
-        """The PPI a run made with ``config`` drew at, for renderers that redraw."""
-        return None
 
-    @classmethod
-    def read_layout(cls, data: bytes) -> Any:
-        """A stored layout file's bytes as ``redraw_at`` takes them (a JSON record)."""
-        import json
+def default_config_model(renderer: type[Renderer]) -> type[RunConfig]:
+    """The config of a run of ``renderer`` that states none: the selection, how files are
+    stored, ``renderer: Literal[<name>]``, ``prompt_style`` and its options as the section
+    named after it (``-`` as ``_``)."""
+    from typing import Literal
 
-        return json.loads(data)
+    from pydantic import Field, create_model
+
+    from ..config import RunConfig
+
+    section = renderer.name.replace("-", "_")
+    fields: dict[str, Any] = {
+        "renderer": (Literal[renderer.name], renderer.name),
+        "prompt_style": (Literal["cot", "direct"], Field(
+            "cot", description="prompt style of the manifest's prompts")),
+        section: (renderer.options_model, Field(default_factory=renderer.options_model)),
+    }
+    return create_model(f"{renderer.__name__}Config", __base__=RunConfig,
+                        __module__=renderer.__module__, **fields)

@@ -29,7 +29,7 @@ from ..prompts import Prompts, format_options
 from ..rows import GeneratedRow
 from ..runfolder import Output, item_file
 from ..seeds import rng
-from .base import Renderer
+from .base import Profile, Renderer
 
 if TYPE_CHECKING:  # the API client is imported when a run makes calls, not with the options
     from ..api.client import ApiClient
@@ -176,7 +176,7 @@ def benchmark_copy(data: bytes, max_side: int, quality: int) -> tuple[bytes, tup
     return out.getvalue(), image.size, original_format, original_size
 
 
-class ImageApiRenderer(Renderer):
+class ImageApiRenderer(Renderer[GenerateOptions]):
     """LogicOCR-style generated images of whole items."""
 
     name = "generate"
@@ -199,10 +199,9 @@ class ImageApiRenderer(Renderer):
           --chat-model Qwen/Qwen2.5-14B-Instruct
     """
     options_model = GenerateOptions
-    roles = shown_roles = ocr_roles = ("generated",)
-    checks = frozenset({"ocr", "options", "image"})
-    ocr_psm = 3  # a natural image: Tesseract finds the text blocks itself
-    ocr_edge_words = True
+    # a natural image: Tesseract finds the text blocks itself (page segmentation 3)
+    profile = Profile(roles=("generated",), checks=frozenset({"ocr", "options", "image"}),
+                      ocr_psm=3, ocr_edge_words=True)
     paid = True
 
     @classmethod

@@ -152,14 +152,15 @@ class LineBreaker:
                 glue_next = False
                 continue
             width = self.advance(char)
-            previous = out[-1] if out else None
-            joinable = previous is not None and previous.kind == "word"
-            if is_wide(char):
-                attach = joinable and (glue_next or char in _NO_BREAK_BEFORE)
+            previous = out[-1] if out and out[-1].kind == "word" else None
+            if previous is None:
+                attach = False
+            elif is_wide(char):
+                attach = glue_next or char in _NO_BREAK_BEFORE
             else:
-                attach = joinable and (glue_next or not is_wide(previous.text[-1])
-                                       or unicodedata.category(char)[0] in "MP")
-            if attach:
+                attach = (glue_next or not is_wide(previous.text[-1])
+                          or unicodedata.category(char)[0] in "MP")
+            if previous is not None and attach:
                 previous.text += char
                 previous.width += width
             else:
@@ -309,9 +310,10 @@ class LineBreaker:
                 continue
             font, adv = self.chain.glyph(char)
             if run is None or run.font != font:
-                run = Run(x, "", font, x, glyphs=[])
+                glyphs: list[tuple[int, float, float, int]] = []
+                run = Run(x, "", font, x, glyphs=glyphs)
                 line.runs.append(run)
-            run.glyphs.append((self.chain.glyph_id(font, char), x - run.x, 0.0, len(run.text)))
+            glyphs.append((self.chain.glyph_id(font, char), x - run.x, 0.0, len(run.text)))
             run.text += char
             x += adv * self.size + self.spacing
             run.end = x

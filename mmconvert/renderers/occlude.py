@@ -34,7 +34,7 @@ from ..prompts import Prompts
 from ..rows import OcclusionRow
 from ..runfolder import Output, item_file
 from ..seeds import rng
-from .base import Renderer
+from .base import Profile, Renderer
 from .drawing import encode_png, fill_black, mupdf, png_deflater, show_runs
 from .fonts import INVISIBLE, FontChain, caption_font, font_chain, font_manifest
 from .layout import Block, Run, control_characters, normalise
@@ -196,7 +196,7 @@ def caption_height(lines: int, line_height: int) -> int:
     return lines * line_height + 1
 
 
-class CaptionOccluder(Renderer):
+class CaptionOccluder(Renderer[OccludeOptions]):
     """Image over caption, n-gram spans of the caption partly covered (the VCR task)."""
 
     name = "occlude"
@@ -214,11 +214,10 @@ class CaptionOccluder(Renderer):
       mmconvert occlude captions --source wit.parquet --style hidden --workers 0
     """
     options_model = OccludeOptions
-    roles = ("stacked", "text_only")
-    shown_roles = ("stacked",)
-    twin_roles = ocr_roles = paper_roles = ("text_only",)
-    answer_spans = True
-    flush_edges = ("left",)  # VCR's captions start flush at the image's left edge
+    # VCR's captions start flush at the image's left edge
+    profile = Profile(roles=("stacked", "text_only"), shown=("stacked",), twins=("text_only",),
+                      ocr=("text_only",), paper=("text_only",), flush_edges=("left",),
+                      answer_spans=True)
     drops_items = True  # too short for a span, over --max-height
 
     @classmethod

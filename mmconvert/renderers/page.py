@@ -23,7 +23,7 @@ from ..prompts import Prompts
 from ..rows import PageRow
 from ..runfolder import Output, item_file
 from ..units import POINTS_PER_INCH
-from .base import Renderer, item_from_row, question_beside_options
+from .base import Fits, Profile, Redraws, Renderer, Restyles, item_from_row, question_beside_options
 from .drawing import color_params, fill_text, mupdf, paint, paint_box, set_png_ppi, show_runs
 from .fonts import FontChain, font_manifest, page_chain
 from .layout import (
@@ -134,7 +134,7 @@ def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
             yield name, text
 
 
-class PageRenderer(Renderer):
+class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
     """Lays out the chosen part of an item on A4 pages and rasterises them."""
 
     name = "page"
@@ -153,10 +153,8 @@ class PageRenderer(Renderer):
     """
     options_model = PageOptions
     unit = "page"
-    roles = shown_roles = ocr_roles = paper_roles = ("page",)
-    checks = frozenset({"ocr", "text_layer", "image"})
-    redraws = True
-    restyles = True
+    profile = Profile(roles=("page",), paper=("page",),
+                      checks=frozenset({"ocr", "text_layer", "image"}))
 
     @classmethod
     def job(cls, config: RenderConfig, api: ApiOptions | None = None, *,

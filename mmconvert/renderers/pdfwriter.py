@@ -125,7 +125,7 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
         out.append(b"%s 0 0 1 0 0 cm\n" % _num(page.scale))
     for left, top, right, bottom in page.boxes:
         out.append(b"%s %s %s rg %s %s %s %s re f\n" % (
-            *map(_num, rgb(page.box_ink)), _num(left), _num(page.height - bottom),
+            *map(_num, rgb(page.box_ink or page.ink)), _num(left), _num(page.height - bottom),
             _num(right - left), _num(bottom - top)))
     if page.ink != "#000000" or page.boxes:
         out.append(b"%s %s %s rg\n" % tuple(map(_num, rgb(page.ink))))
@@ -136,7 +136,7 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
         nonlocal inked
         if not page.marks:
             return
-        wanted = page.mark_ink if marked_run(run, page.marks) else page.ink
+        wanted = (page.mark_ink or page.ink) if marked_run(run, page.marks) else page.ink
         if wanted != inked:
             out.append(b"%s %s %s rg\n" % tuple(map(_num, rgb(wanted))))
             inked = wanted
@@ -262,8 +262,8 @@ def _embed(font: _Font, add, stream) -> int:
     # identity, so that its CIDs are those glyph ids too
     subset_input.flags = (hb.SubsetFlags.RETAIN_GIDS | hb.SubsetFlags.NO_HINTING
                           | hb.SubsetFlags.CFF_IDENTITY_CHARSET)
-    for tag in ("GSUB", "GPOS", "GDEF", "BASE", "JSTF", "MATH", "COLR", "CPAL", "SVG "):
-        subset_input.drop_table_tag_set.add(int.from_bytes(tag.encode("ascii"), "big"))
+    for table in ("GSUB", "GPOS", "GDEF", "BASE", "JSTF", "MATH", "COLR", "CPAL", "SVG "):
+        subset_input.drop_table_tag_set.add(int.from_bytes(table.encode("ascii"), "big"))
     data = hb.subset(font.face, subset_input).blob.data
     cff = data[:4] == b"OTTO"
     digest = hashlib.sha256(font.name.encode() + b":" + b",".join(b"%d" % g for g in gids))

@@ -23,6 +23,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, cast
 
 from ..errors import ItemError
 from .fonts import SILENT, FontChain, describe
@@ -192,7 +193,7 @@ class Shaper:
         self._hb: dict[int, tuple[object, int]] = {}
         self._faces: dict[int, object] = {}
         self._cache: dict[tuple[int, bool, str], Shaped] = {}
-        self._cluster_fonts: dict[str, int] = {}
+        self._cluster_fonts: dict[str, int | None] = {}
 
     def hb_font(self, index: int):
         try:
@@ -224,7 +225,7 @@ class Shaper:
             found = self._cluster_fonts[cluster] = self._cluster_font(cluster)
             return found
 
-    def _cluster_font(self, cluster: str) -> int:
+    def _cluster_font(self, cluster: str) -> int | None:
         chain = self.chain
         visible = [c for c in cluster if c not in SILENT]
         if not visible:
@@ -405,6 +406,7 @@ class ShapingLineBreaker(LineBreaker):
         """[start, end) cut into (start, end, level, font) of one bidi level and one font
         (cut only at cluster starts, so a cluster is never split)."""
         para = self._para
+        assert para is not None  # inside a paragraph's layout
         out: list[tuple[int, int, int, int]] = []
         for i in range(start, end):
             key = (para.levels[i], para.font[i])
@@ -415,6 +417,7 @@ class ShapingLineBreaker(LineBreaker):
         return out
 
     def measure(self, start: int, end: int) -> float:
+        assert self._para is not None  # inside a paragraph's layout
         text = self._para.text
         return sum(self.shaper.shape(font, text[s:e], level % 2 == 1).advance
                    for s, e, level, font in self.segments(start, end)) * self.size
@@ -423,9 +426,9 @@ class ShapingLineBreaker(LineBreaker):
         """The line's logical runs (words, spaces and tabs, as placed) as visual runs of
         shaped glyphs, starting at ``left`` (or, right to left, at 0 with ``rtl`` set: the
         page aligns it)."""
-        atoms = []  # (level, font, text, glyphs, width)
+        atoms: list[list[Any]] = []  # (level, font, text, glyphs, width)
         logical = []
-        for run in line.runs:
+        for run in cast(list[_Placed], line.runs):  # the line filler's runs
             start, end = run.start, run.start + len(run.text)
             logical.append(run.text)
             if run.text == "\t" or run.text.strip("\t") == "":
@@ -473,7 +476,8 @@ def glyph_groups(run: Run) -> tuple[list[int], dict[int, int]]:
     since HarfBuzz numbers its clusters monotonically and a grapheme whose glyphs it merged
     into an earlier one's belongs to that one."""
     starts = grapheme_starts(run.text)
-    groups = [starts[bisect.bisect_right(starts, cluster) - 1] for *_, cluster in run.glyphs]
+    groups = [starts[bisect.bisect_right(starts, cluster) - 1]
+              for *_, cluster in run.glyphs or ()]
     logical = sorted(set(groups))
     return groups, dict(zip(logical, [*logical[1:], len(run.text)], strict=True))
 

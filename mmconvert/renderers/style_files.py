@@ -17,7 +17,7 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, get_origin
+from typing import Any, Literal, cast, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
 
@@ -143,7 +143,7 @@ def _field_model(name: str):
 
     info = PageOptions.model_fields[name]
     return create_model(f"One_{name}", __config__=OPTIONS,
-                        value=(info.annotation, info))
+                        value=(cast(Any, info.annotation), info))
 
 
 def _checked(where: str, name: str, value: Any):

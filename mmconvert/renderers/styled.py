@@ -114,7 +114,7 @@ class StyledJob(Job):
             from ..tokens import load_tokenizer
             from ..vision_tokens import token_rule
 
-            self.rule = token_rule(target.ratio_model)
+            self.rule = token_rule(target.ratio_model or "")  # a target names its model
             if target.tokenizer:
                 self.tokenizer = load_tokenizer(target.tokenizer)
 
@@ -181,6 +181,7 @@ class StyledJob(Job):
             return image_tokens(self.rule, [{"width": w, "height": h}
                                             for w, h in drawer.pixel_sizes(item, part)])
 
+        assert self.target is not None  # fitted only for a run with a target
         found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
@@ -198,7 +199,7 @@ class StyledJob(Job):
         """The style's fields this renderer does not draw, said before the run starts."""
         style = self.config.style
         left_out = style.get("left_out") if isinstance(style, dict) else None
-        if not left_out:
+        if not left_out or not isinstance(style, dict):
             return []
         return [f"style {style['name']}: the {self.config.renderer} renderer does not draw "
                 f"{', '.join(left_out)}; left out"]

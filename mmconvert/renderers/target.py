@@ -98,7 +98,8 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
     tokens for the model, None when its rule refuses a page) come closest to the target,
     searched from ``start`` (the style's own size)."""
     goal = (options.vision_budget if options.vision_budget is not None
-            else text_tokens / options.target_ratio if text_tokens else None)
+            else text_tokens / options.target_ratio if text_tokens and options.target_ratio
+            else None)
     low, high = options.min_font_size, options.max_font_size
     record: dict[str, Any] = {"model": options.ratio_model}
     if options.vision_budget is not None:

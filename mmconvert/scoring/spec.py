@@ -57,7 +57,7 @@ def spec_of(row: dict[str, Any], protocol: str = "official") -> dict[str, Any]:
 
     language = base_language(row.get("language"))
     extract = "whole" if row.get("prompt_style") == "direct" else "answer_line"
-    if row_renderer(row).answer_spans:
+    if row_renderer(row).profile.answer_spans:
         return {"kind": "spans", "metric": f"vcr:{protocol}", "language": language,
                 "answers": [s["text"] for s in row.get("masked_spans") or []]}
     spec: dict[str, Any] | None = None
@@ -114,7 +114,7 @@ def unscorable(row: dict[str, Any]) -> str | None:
     against), or None. Such an item is reported as unscored, never scored 0."""
     from ..renderers import row_renderer
 
-    if row_renderer(row).answer_spans:
+    if row_renderer(row).profile.answer_spans:
         return None if row.get("masked_spans") else "no covered span to score against"
     answers = [a for a in accepted(row) if a.strip()]
     if not answers:

@@ -92,10 +92,10 @@ import mmconvert.runfolder as runfolder
 write = runfolder.RunFolder.write
 
 
-def spied(self, output):
+def spied(self, output, *args):
     with open({log!r}, "a") as log:
         log.write(f"{{len(output.files)}} {{len(output.written)}}\\n")
-    return write(self, output)
+    return write(self, output, *args)
 
 
 runfolder.RunFolder.write = spied

@@ -20,21 +20,40 @@ MODULE = '''
 from mmconvert.corpora.base import Corpus
 from mmconvert.items import Item
 from mmconvert.postprocess.transforms.base import Transform, TransformOptions
-from mmconvert.renderers.base import Renderer
+from mmconvert.renderers.base import Profile, Redraws, Renderer
 from mmconvert.renderers.page import PageRenderer
 
 
-class NoOcrRoles(Renderer):
-    """a page renderer that leaves out what QA reads back (ocr_roles)"""
-    name = "no-ocr"
+class NoText(Renderer):
+    """a page renderer that does not say what its images show"""
+    name = "no-text"
     version = "1"
     config_model = PageRenderer.config_model
     options_model = PageRenderer.options_model
     row_model = PageRenderer.row_model
-    roles = shown_roles = ("page",)
     job = PageRenderer.__dict__["job"]
     from_params = PageRenderer.__dict__["from_params"]
+
+
+class NoDrawing(Renderer):
+    """says what it shows, draws nothing"""
+    name = "no-drawing"
+    version = "1"
+    options_model = PageRenderer.options_model
     expected_text = PageRenderer.__dict__["expected_text"]
+
+
+class HalfRedraws(NoText, Redraws):
+    """declares it redraws, and implements only where its PPI is"""
+    name = "half-redraws"
+    expected_text = PageRenderer.__dict__["expected_text"]
+    base_ppi = PageRenderer.__dict__["base_ppi"]
+
+
+class StrayRole(HalfRedraws):
+    """its profile has OCR read a role it never writes"""
+    name = "stray-role"
+    profile = Profile(roles=("page",), ocr=("margin",))
 
 
 class Dicts(Corpus):
@@ -100,7 +119,10 @@ INTERRUPTS = "raise KeyboardInterrupt\n"
 
 ENTRY_POINTS = """
 [mmconvert.renderers]
-no-ocr = mmc_hostile:NoOcrRoles
+no-text = mmc_hostile:NoText
+no-drawing = mmc_hostile:NoDrawing
+half-redraws = mmc_hostile:HalfRedraws
+stray-role = mmc_hostile:StrayRole
 exits = mmc_exits:Nothing
 
 [mmconvert.corpora]
@@ -153,8 +175,8 @@ def test_list_lists_every_part_and_each_broken_plugin_in_a_line(site):
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     out = done.stdout
     for text in ("mmlu-redux", "page", "blur", "lmms-eval",
-                 "no-ocr         cannot be used: plugin renderer 'no-ocr' from package "
-                 f"{PACKAGE} (mmc_hostile:NoOcrRoles) lacks ocr_roles",
+                 "no-text        cannot be used: plugin renderer 'no-text' from package "
+                 f"{PACKAGE} (mmc_hostile:NoText) lacks expected_text()",
                  "exits          cannot be used: plugin renderer 'exits' from package "
                  f"{PACKAGE} (mmc_exits:Nothing) cannot be loaded (SystemExit: 0)",
                  "interrupts     cannot be used: plugin corpus 'interrupts' from package "
@@ -162,10 +184,18 @@ def test_list_lists_every_part_and_each_broken_plugin_in_a_line(site):
         assert text in out, text
 
 
-def test_a_renderer_without_a_required_member_is_refused_when_it_loads(site, tmp_path):
+@pytest.mark.parametrize(("name", "said"), [
+    ("no-text", "lacks expected_text(), which every Renderer states"),
+    ("no-drawing", "implements neither draw() nor job()"),
+    ("half-redraws", "declares Redraws but does not implement redraw_at()"),
+    ("stray-role", "profile.ocr names margin, not among its roles"),
+])
+def test_a_renderer_that_breaks_its_contract_is_refused_when_it_loads(site, tmp_path, name,
+                                                                      said):
+    """Checked when the plugin loads, before any item: one line naming it and the member."""
     one_line(mmconvert(site, "render", "mmlu-redux", "--source", SAMPLE, "--renderer",
-                       "no-ocr", "--out", tmp_path / "r"), 2,
-             "plugin renderer 'no-ocr'", "lacks ocr_roles, which every Renderer states")
+                       name, "--out", tmp_path / "r"), 2, f"plugin renderer {name!r}", said)
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize(("corpus", "said"), [

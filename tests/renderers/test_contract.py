@@ -22,9 +22,8 @@ def test_every_registered_renderer_states_the_contract(name):
     cls = renderer_class(name)
     assert issubclass(cls, Renderer) and cls.name == name and cls.version
     assert cls.options_model.model_config.get("extra") == "forbid"
-    assert set(cls.shown_roles) | set(cls.twin_roles) | set(cls.ocr_roles) <= set(cls.roles)
-    assert not set(cls.shown_roles) & set(cls.twin_roles)
-    assert {"ocr", "image"} <= cls.checks
+    assert cls.breach() is None
+    assert {"ocr", "image"} <= cls.profile.checks
     assert cls.unit in ("page", "image")
     assert name in load_thresholds()["max_cer"], "the OCR check needs a threshold"
     for method in ("from_params", "expected_text"):

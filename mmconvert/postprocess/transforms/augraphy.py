@@ -13,14 +13,15 @@ augmentations that give the same pixels in every process for one seed (``DirtyRo
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
 from ...errors import UsageError
 from .base import Transform, TransformOptions
 
-PRESETS = ("ink", "paper", "scanner", "fax", "all")
+Preset = Literal["ink", "paper", "scanner", "fax", "all"]
+PRESETS: tuple[str, ...] = get_args(Preset)
 
 
 def _augmentations(preset: str) -> list:
@@ -36,11 +37,11 @@ def _augmentations(preset: str) -> list:
 
 
 class AugraphyOptions(TransformOptions):
-    preset: Literal[PRESETS] = Field(description="ink, paper, scanner, fax, or all three "
+    preset: Preset = Field(description="ink, paper, scanner, fax, or all three "
                                                  "of ink, paper and scanner")
 
 
-class Augraphy(Transform):
+class Augraphy(Transform[AugraphyOptions]):
     name = "augraphy"
     options_model = AugraphyOptions
     description = "Augraphy's ink, paper, scanner or fax degradations (extra: augraphy)"

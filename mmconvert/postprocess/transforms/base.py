@@ -10,7 +10,7 @@ with the base image, to make the result again bit for bit.
 from __future__ import annotations
 
 import random
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -21,8 +21,12 @@ class TransformOptions(BaseModel):
     model_config = OPTIONS
 
 
-class Transform:
-    """Base of every registered transform."""
+OptionsT = TypeVar("OptionsT", bound=TransformOptions)
+
+
+class Transform(Generic[OptionsT]):
+    """Base of every registered transform, generic in its options model (``self.options`` is
+    typed as its own)."""
 
     # what every transform states and implements: checked when it loads
     REQUIRED: ClassVar[tuple[str, ...]] = ("name", "options_model", "primary", "axis",
@@ -51,15 +55,16 @@ class Transform:
     # sampled parameters go into the row's history (False: the step records them otherwise)
     records_params: ClassVar[bool] = True
 
-    def __init__(self, options: TransformOptions):
+    def __init__(self, options: OptionsT):
         self.options = options
 
     @classmethod
-    def build(cls, values: dict[str, Any], where: str = "") -> Transform:
+    def build(cls, values: dict[str, Any], where: str = "") -> Transform[Any]:
         """The transform with ``values`` as options; a bad value is a one-line error."""
         from ...config import build
 
-        return cls(build(cls.options_model, values, where or cls.name, whole=cls.primary))
+        return cls(cast(OptionsT, build(cls.options_model, values, where or cls.name,
+                                       whole=cls.primary)))
 
     def sample(self, draw: random.Random, image) -> dict[str, Any]:
         """The parameters for one image: drawn from ``draw`` (seeded by run seed, item, image

@@ -13,7 +13,7 @@ class BlurOptions(TransformOptions):
     sigma: float = Field(gt=0, le=50, description="standard deviation in pixels")
 
 
-class Blur(Transform):
+class Blur(Transform[BlurOptions]):
     name = "blur"
     options_model = BlurOptions
     description = "Gaussian blur of a sigma in pixels"

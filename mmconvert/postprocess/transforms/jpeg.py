@@ -14,7 +14,7 @@ class JpegOptions(TransformOptions):
     subsampling: Literal["4:4:4", "4:2:2", "4:2:0"] = "4:2:0"
 
 
-class Jpeg(Transform):
+class Jpeg(Transform[JpegOptions]):
     name = "jpeg"
     options_model = JpegOptions
     limits = (0, 100, "a JPEG quality between 1 and 100")

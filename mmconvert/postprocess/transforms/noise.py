@@ -23,7 +23,7 @@ class NoiseOptions(TransformOptions):
         return self
 
 
-class Noise(Transform):
+class Noise(Transform[NoiseOptions]):
     name = "noise"
     options_model = NoiseOptions
     description = "seeded Gaussian or salt-and-pepper noise"

@@ -25,7 +25,7 @@ def shown(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-class Rotate(Transform):
+class Rotate(Transform[RotateOptions]):
     name = "rotate"
     options_model = RotateOptions
     description = "turn clockwise (exact at right angles, bicubic on a grown canvas otherwise)"

@@ -3,20 +3,20 @@ not detail (VisTW upscaled with a super-resolution model; this does not)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
-from ..imaging import RESAMPLING, scale, scale_box
+from ..imaging import Resampling, scale, scale_box
 from .base import Transform, TransformOptions
 
 
 class ScaleOptions(TransformOptions):
     factor: float = Field(gt=0, le=16, description="each side times this")
-    resample: Literal[RESAMPLING] = Field("lanczos", description="Pillow filter")
+    resample: Resampling = Field("lanczos", description="Pillow filter")
 
 
-class Scale(Transform):
+class Scale(Transform[ScaleOptions]):
     name = "scale"
     options_model = ScaleOptions
     limits = (0, 16, "a scale factor in (0, 16]")

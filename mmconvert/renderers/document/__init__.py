@@ -31,7 +31,7 @@ from ...options import OPTIONS
 from ...prompts import Prompts
 from ...rows import LayoutRef, QuestionRow, RunPath
 from ...runfolder import Output, item_file
-from ..base import Renderer, item_from_row, question_beside_options
+from ..base import Fits, Profile, Redraws, Renderer, item_from_row, question_beside_options
 from ..page_options import PageOptions
 from ..styled import StyledConfig, StyledJob, style_field
 from ..target import TargetOptions
@@ -151,7 +151,7 @@ class Drawn:
 
 # --- the renderer --------------------------------------------------------------------------
 
-class DocumentRenderer(Renderer):
+class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is made at import
     """Typesets an item's Markdown or HTML in Chromium: tables, code, math, columns."""
 
     name = "document"
@@ -160,9 +160,8 @@ class DocumentRenderer(Renderer):
     row_model = DocumentRow
     options_model = DocumentOptions
     unit = "page"
-    roles = shown_roles = ocr_roles = paper_roles = ("page",)
-    checks = frozenset({"ocr", "text_layer", "image"})
-    redraws = True
+    profile = Profile(roles=("page",), paper=("page",),
+                      checks=frozenset({"ocr", "text_layer", "image"}))
     help = """Render CORPUS's items as typeset documents: Markdown (or --markup html) with
     tables, code, LaTeX math, lists, quotes, columns and dialogues, through Chromium.
 
