@@ -28,7 +28,7 @@ class OneLineError(click.ClickException):
 
     def __init__(self, error: MMConvertError):
         super().__init__(one_line(str(error)))
-        self.exit_code = error.exit_code
+        self.exit_code = error.exit_code  # type: ignore[misc]  # click's class default, per error
 
 
 def reports_errors(fn):
@@ -272,6 +272,7 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
         if dry_run:
             from .converter import preview
 
+            assert api is not None  # a paid renderer's command takes the API's options
             blocks, summary = preview(config, api, log=lambda m: click.echo(m, err=True))
             click.echo("\n".join(blocks))
             click.echo(summary, err=True)

@@ -115,7 +115,7 @@ class JobWorker:
         return functools.partial(_run_group, self.job or job_for(self.config, self.api))
 
 
-def _run_group(job, tasks: list[tuple[Item, RenderPart, tuple[str, ...]]]) -> list[tuple[str, Any]]:
+def _run_group(job, tasks: list[tuple[Item, RenderPart, tuple[str, ...]]]) -> list[Result]:
     """A group of consecutive tasks: the job prepares their items together, then each is
     run (a failure to prepare is met again, per item, when the item runs)."""
     with contextlib.suppress(ItemError):
@@ -170,8 +170,8 @@ def convert(config: RunConfig | dict, *, out: Path | str | None = None, workers:
     ``UsageError``."""
     if not isinstance(config, RunConfig):
         config = run_config(config, "config")
-    if isinstance(api, dict):
-        api = build(ApiOptions, api, "api")
+    api_options: ApiOptions | None = build(ApiOptions, api, "api") if isinstance(api, dict) \
+        else api
     if execution is None:
         if executor is None:
             executor, address = BACKEND.get()
@@ -180,7 +180,8 @@ def convert(config: RunConfig | dict, *, out: Path | str | None = None, workers:
             "executor": executor, "address": address}, "execution")
     token = BACKEND.set((execution.executor, execution.address))
     try:
-        return _convert(config, execution, api, log or (lambda m: print(m, file=sys.stderr)))
+        return _convert(config, execution, api_options,
+                        log or (lambda m: print(m, file=sys.stderr)))
     finally:
         BACKEND.reset(token)
 
@@ -214,7 +215,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
                                  progress=show_progress(execution.progress),
                                  dedup_file=execution.out / DEDUP,
                                  reuse_dedup=not execution.overwrite, ids=resuming)
-    if at_sink:
+    if at_sink and config.limit is not None:
         selection.count = min(selection.count, config.limit)
     report = selection.report
     for note in report.notes:
@@ -258,7 +259,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
             log(note)
             summary.notes.append(note)
             summary.changed = len(changed)
-        if at_sink and len(made) >= config.limit:
+        if at_sink and config.limit is not None and len(made) >= config.limit:
             # the limit's items are all made: count the selection's items already done
             # (until every one in the manifest has passed), and make nothing
             left = set(made)
@@ -295,6 +296,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
         try:
             # files and rows made durable in groups; not for work that waits on the network
             # (generate), whose rows must be on disk as soon as each paid response is
+            grouped: contextlib.AbstractContextManager[Any]
             if config.store == "shards":
                 # a shard is packed where the workers run (``Executor.submit``)
                 grouped = folder.sharded(config.shard_rows,
@@ -305,7 +307,8 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
                 grouped = folder.grouped()
             with grouped:
                 # the bar counts the items already done as the selection passes them
-                wanted = config.limit - len(made) if at_sink else None
+                wanted = config.limit - len(made) if at_sink and config.limit is not None \
+                    else None
                 _sink(folder, _run_tasks(todo(), config, execution, job, selection.count,
                                          lambda: summary.already_done, folder.spool),
                       config, summary, wanted, job.row_model)

@@ -74,8 +74,9 @@ def _click_type(annotation: Any, choices: bool = True) -> click.ParamType | None
         return click.STRING
     if get_origin(annotation) is Literal:
         return click.Choice([str(a) for a in get_args(annotation)]) if choices else click.STRING
-    return {int: click.INT, float: click.FLOAT, str: click.STRING,
-            Path: click.Path(path_type=Path)}.get(annotation)
+    plain: dict[Any, click.ParamType] = {int: click.INT, float: click.FLOAT, str: click.STRING,
+                                         Path: click.Path(path_type=Path)}
+    return plain.get(annotation)
 
 
 def _shown(value: Any) -> str:
@@ -129,7 +130,7 @@ def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
         param = "__".join(full)
         names = [flag] + ([data["short"]] if data.get("short") else []) + [param]
         annotation, optional = unwrap(info.annotation)
-        common = {"default": None, "help": help_text(info, note),
+        common: dict[str, Any] = {"default": None, "help": help_text(info, note),
                   "metavar": data.get("metavar")}
         if annotation is bool:
             default = info.get_default(call_default_factory=True)
@@ -148,10 +149,10 @@ def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
             flags.append(Flag(full, option, split=element if data.get("split") else None))
             continue
         else:
-            kind = _click_type(annotation, choices)
-            if kind is None:  # a mapping or other structure: a config file's only
+            single = _click_type(annotation, choices)
+            if single is None:  # a mapping or other structure: a config file's only
                 continue
-            option = click.Option(names, type=kind, **common)
+            option = click.Option(names, type=single, **common)
         flags.append(Flag(full, option))
     return flags
 

@@ -71,6 +71,12 @@ class Job:
         """What the run says before it starts, and run.json keeps (none by default)."""
         return []
 
+    def dry_run(self, tasks: list[tuple[Item, RenderPart, tuple[str, ...]]]
+                ) -> tuple[list[str], str]:
+        """For a job that calls a paid API (``--dry-run``): each item's prompts, and a
+        summary of counts and the estimated cost; nothing is called."""
+        raise NotImplementedError
+
     def report(self, rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any]:
         """What run.json records of the run beyond its config (a paid job's spend);
         ``rows()`` reads the manifest's rows, for a report that needs them."""

@@ -12,7 +12,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -87,22 +87,23 @@ def _resolved(root: str) -> str:
     return os.path.realpath(root)
 
 
-def run_name(rel: str, *, where: str = "", field: str = "path", **context: str) -> None:
+def run_name(rel: str | None, *, where: str = "", field: str = "path", **context: str) -> None:
     """Refuse ``rel`` (an ItemError naming ``where`` and ``field``) unless it is a relative
     POSIX path with no '..': a name a run's file may have (``inside`` also resolves it)."""
     parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
-    if not parts or parts[0] == "/" or ".." in parts or "\\" in rel or "\0" in rel:
+    if not parts or parts[0] == "/" or ".." in parts or "\\" in str(rel) or "\0" in str(rel):
         raise ItemError(f"{rel!r} is not a path inside the run folder", where=where,
                         field=field, **context)
 
 
-def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
+def inside(root: Path, rel: str | None, *, where: str = "", field: str = "path",
            **context: str) -> Path:
     """``root / rel``, refused (an ItemError naming ``where`` and ``field``) unless ``rel`` is
     a relative POSIX path with no '..' that stays inside ``root`` once symlinks are resolved.
     Every file a run writes, and every file a manifest row names, goes through here
     (``context``: the ItemError's ``item_id`` and ``stage``)."""
     run_name(rel, where=where, field=field, **context)
+    assert rel is not None  # refused above
     try:
         base = _resolved(os.path.abspath(root))
         target = os.path.realpath(os.path.join(base, rel))
@@ -120,12 +121,13 @@ def inside(root: Path, rel: str, *, where: str = "", field: str = "path",
     return root / rel
 
 
-def read_run_file(root: Path, rel: str, *, where: str = "", field: str = "path",
+def read_run_file(root: Path, rel: str | None, *, where: str = "", field: str = "path",
                   **context: str) -> bytes:
     """The bytes of the file a row names ``rel`` in the run ``root``: the file inside the run
     folder, or, in a sharded run (``--store shards``), the shard's copy; otherwise an
     ItemError naming ``where`` and ``field``."""
     path = inside(root, rel, where=where, field=field, **context)
+    assert rel is not None  # refused by ``inside``
     try:
         return read_bytes(path)  # a regular file only: a FIFO is refused, not waited on
     except FileNotFoundError:
@@ -154,7 +156,7 @@ def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
     ``read_run_file``), and (always with ``hashed``, else when the entry has one) the same
     as its recorded sha256; otherwise an ItemError naming ``where`` and ``field``."""
     path = root / str(entry.get("path"))
-    data = read_run_file(root, str(entry.get("path")), where=where, field=field, **context)
+    data = read_run_file(root, entry.get("path"), where=where, field=field, **context)
     if (hashed or entry.get("sha256")) and \
             hashlib.sha256(data).hexdigest() != entry.get("sha256"):
         where_held = str(path)
@@ -441,7 +443,7 @@ class RunFolder:
             except OSError:
                 pass
 
-    def resume(self, selected: set[str] | None) -> tuple[int, set[str], set[str]]:
+    def resume(self, selected: Collection[str] | None) -> tuple[int, set[str], set[str]]:
         """Where a run into this folder stands, from the manifest's ids (read a line at a
         time): in a sharded run, rows past the shards that hold them are cut (made again);
         rows of an id the manifest holds twice (two runs that once shared the folder) are

@@ -33,6 +33,7 @@ def selected(items: Iterable[Item], counts: Counter | None, sample: int | None,
     """``select`` as a stream: ``counts`` (items per group, from a first pass) decide which
     positions of each group ``--sample`` keeps, so nothing is held but the chosen positions."""
     if sample is not None:
+        assert counts is not None  # a sample is drawn from its groups' counts
         picks = {key: None if count <= sample else
                  set(rng(seed, "sample", key).sample(range(count), sample))
                  for key, count in counts.items()}
@@ -131,7 +132,7 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
         kept = (item for i, item in enumerate(again()) if keep(i))
         return Selected(chosen(kept, counts), _count(counts, config), report,
                         {i: prints[i] for i in dedup["kept"]} if prints is not None else None)
-    counts: Counter = Counter()
+    counts = Counter()
     seen: dict[str, str] | None = {} if ids else None
     for item in shuffled(first):
         counts[corpus.group(item)] += 1

@@ -71,9 +71,9 @@ def write_figure(fig, path: Path, **options) -> None:
     atomic_write(path, data.getvalue())
 
 
-def summarise(values: list[float | None]) -> dict[str, float]:
+def summarise(given: list[float | None]) -> dict[str, float]:
     """Count, min, median, mean, max of the values there are (None: none to count)."""
-    values = [v for v in values if v is not None]
+    values = [v for v in given if v is not None]
     if not values:
         return {"count": 0}
     ordered = sorted(values)

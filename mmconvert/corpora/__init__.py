@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..registry import Registry
 from .base import Corpus, LoadReport, LoadRequest
@@ -37,7 +38,8 @@ def resolve(name: str) -> Corpus:
         return LocalFile(Path(name))
     prefix, sep, argument = name.partition(":")
     if sep and prefix in CORPORA and CORPORA.get(prefix).argument:
-        return CORPORA.get(prefix)(argument)
+        named: Any = CORPORA.get(prefix)  # a corpus that takes an argument is made with it
+        return named(argument)
     return CORPORA.get(name)()
 
 

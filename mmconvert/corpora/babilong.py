@@ -63,14 +63,17 @@ class BABILong(Corpus[CorpusOptions]):
         """``--subset`` takes a length (``4k``), a task (``qa3``) or both (``4k-qa3``);
         ``--split`` a task, as on the hub. What is not named: ReadBench's 0k-16k × qa1-qa10
         from the hub, everything ``available`` in a local copy."""
-        lengths, tasks, pairs = [], [], []
+        lengths: list[str] = []
+        tasks: list[str] = []
+        pairs: list[tuple[str, str]] = []
         for name in request.subsets or ():
             if name in LENGTHS:
                 lengths.append(name)
             elif name in TASKS:
                 tasks.append(name)
             elif name in self.subsets:
-                pairs.append(tuple(name.split("-", 1)))
+                length, task = name.split("-", 1)
+                pairs.append((length, task))
             else:
                 raise SourceError(f"babilong: unknown subset {name!r} (a length "
                                   f"{', '.join(LENGTHS)}, a task qa1…qa10, or both: 4k-qa3)")
@@ -93,6 +96,7 @@ class BABILong(Corpus[CorpusOptions]):
     def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
         """The chosen (length, task) groups' items, a group at a time: a group's file or hub
         config is read when its turn comes (a saved dataset's are read at once)."""
+        groups: dict[tuple[str, str], Rows]
         if request.source is None:
             groups = {pair: functools.partial(load_hub, self.hub_id, pair[0], pair[1])
                       for pair in self.wanted(request)}
@@ -142,7 +146,10 @@ class BABILong(Corpus[CorpusOptions]):
         if raw:
             groups: dict[tuple[str, str], Rows] = {}
             for path in raw:
-                task = _RAW_TASK.match(path.name).group(1)
+                named = _RAW_TASK.match(path.name)
+                if named is None:  # found by the same pattern
+                    continue
+                task = named.group(1)
                 if ("0k", task) not in groups:  # en/ and en-10k/ hold the same test questions
                     groups[("0k", task)] = functools.partial(read_babi, path)
             return groups

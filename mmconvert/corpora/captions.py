@@ -80,9 +80,9 @@ class Captions(Corpus[CaptionsOptions]):
             return self.tsv_items(source, guard, options.language)
         if not source.exists() and "/" in str(source) and not str(source).startswith((".", "/")):
             rows = load_hub(str(source), None, request.split or "test")
-            groups = {safe_name(str(source).split("/")[-1], "captions"):
-                      [Part(len(rows), lambda: iter(rows))]}
-            return self.dataset_items(groups, guard, language)
+            hub = {safe_name(str(source).split("/")[-1], "captions"):
+                   [Part(len(rows), lambda: iter(rows))]}
+            return self.dataset_items(hub, guard, language)
         if is_saved_dataset(source):
             part = _saved_rows(source, request.split)
             return self.dataset_items({safe_name(source.name, "captions"): [part]}, guard,

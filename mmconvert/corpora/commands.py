@@ -42,7 +42,7 @@ def dedup_command(corpus_options=None) -> click.Command:
         _, report = load_selection(config, log=lambda m: click.echo(m, err=True),
                                    progress=show_progress(progress))
         out = out or Path("runs") / f"{Path(corpus).stem}-dedup.json"
-        write_json(out, {"corpus": config.identity(), **report.dedup}, indent=1)
+        write_json(out, {"corpus": config.identity(), **(report.dedup or {})}, indent=1)
         click.echo(f"report written to {out}", err=True)
 
     return command("dedup", dedup, flags, [

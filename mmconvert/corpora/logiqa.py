@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -38,8 +38,9 @@ def strip_letters(options: list[str]) -> list[str]:
     """``options`` without their letters when every option starts with its own letter in one
     form (``A.xxx``, ``B.xxx``, …, or ``A、``, ``A:``, ``A)``); otherwise unchanged: a prefix
     that only some options have, or that is not their own letter, is text."""
-    found = [_LETTER_PREFIX.match(option) for option in options]
-    if not options or not all(found):
+    matched = [_LETTER_PREFIX.match(option) for option in options]
+    found = [match for match in matched if match is not None]
+    if not options or len(found) < len(options):
         return list(options)
     forms = {match.group(2).replace("．", ".").replace("：", ":") for match in found}
     letters = [match.group(1) for match in found]
@@ -84,6 +85,7 @@ class _LogiQABase(Corpus[LogiQAOptions]):
         return guard.convert_each(rows, self._item, language, split, width)
 
     def hub_rows(self, split: str) -> list[Row]:
+        assert self.hub_id is not None  # both LogiQA corpora name theirs
         return load_hub(self.hub_id, self.hub_config, split)
 
     def local_file(self, source: Path, language: str, split: str) -> Path:
@@ -102,6 +104,11 @@ class _LogiQABase(Corpus[LogiQAOptions]):
                           f"({self.name} {language} {split})")
 
     def local_rows(self, source: Path, language: str, split: str) -> list[Row]:
+        raise NotImplementedError
+
+    def item(self, data: dict[str, Any], row: Row, language: str, split: str,
+             item_id: str) -> Item:
+        """One row's item (each release's own layout)."""
         raise NotImplementedError
 
     def _item(self, row: Row, language: str, split: str, width: int) -> Item:
@@ -159,7 +166,7 @@ def read_eight_lines(path: Path) -> list[Row]:
     lines = decode(path).split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
-    rows = []
+    rows: list[Row] = []
     for start in range(0, len(lines), 8):
         block = [line.rstrip("\r") for line in lines[start:start + 8]]
         where = f"{path} line {start + 1}"

@@ -104,8 +104,8 @@ def check_endpoint(options: EvalOptions, key: str) -> None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return
     data = listed.get("data") if isinstance(listed, dict) else None
-    names = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) \
-        else []
+    names = [str(m.get("id")) for m in data if isinstance(m, dict)] \
+        if isinstance(data, list) else []
     if names and options.model not in names:
         from ..errors import did_you_mean
 

@@ -37,11 +37,11 @@ class FrontierOptions(EvalOptions):
     """What ``mmconvert frontier`` renders, how it scores and what it counts. The evaluation's
     options are ``mmconvert eval``'s; the model is optional (without it, OCR scores)."""
 
-    model: str | None = Field(
+    model: str | None = Field(  # type: ignore[assignment]  # optional here: OCR scores
         None, description="model name the endpoint serves; without it, each point is scored "
                           "by Tesseract's character accuracy on its images")
     modality: list[Condition] = Field(
-        default_factory=lambda: ["image"], min_length=1,
+        default_factory=lambda: list[Condition](["image"]), min_length=1,
         description="conditions, comma-separated: image, and text for the text twin's score "
                     "as a reference line", json_schema_extra=cli(split=True))
     limit: int | None = Field(50, ge=1, description="items in the dev sample (after --sample)")
@@ -108,7 +108,8 @@ def style_points(options: FrontierOptions) -> list[Point]:
     else:
         drawn = [({**fixed, **style.draw(options.seed, f"frontier-{k}")}, "drawn")
                  for k in range(options.points)]
-    points, seen = [], set()
+    points: list[Any] = []
+    seen: set[Any] = set()
     for values, label in drawn:
         where = f"--grid {label}" if options.grid else f"--style {options.style}"
         values = {name: plain_value(where, name, value) for name, value in sorted(values.items())}

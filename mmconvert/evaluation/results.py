@@ -5,6 +5,7 @@ maps ``results.json`` is shown as."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -80,7 +81,7 @@ def scoring_summary(rows: list[dict[str, Any]], outcomes: list[Outcome],
 
 
 def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
-                   outcomes: list[Outcome] = ()) -> dict[str, Any]:
+                   outcomes: Sequence[Outcome] = ()) -> dict[str, Any]:
     """What the evaluated items' images cost beside what they score: vision tokens per item
     under each model's rule and, with ``--tokenizer``, text tokens and the ratio (text tokens
     over vision tokens), overall and per subset, as ``mmconvert stats`` counts them, and the
@@ -92,8 +93,8 @@ def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
     tokenizer = load_tokenizer(options.tokenizer) if options.tokenizer else None
     rules = rules_for(options.ratio_models)
     items = [item_tokens(row, rules, tokenizer) for row in rows]
-    out = {"vision_tokens_per_item": {name: summarise([i["tokens"][name] for i in items])
-                                      for name in rules}}
+    out: dict[str, Any] = {"vision_tokens_per_item": {
+        name: summarise([i["tokens"][name] for i in items]) for name in rules}}
     if tokenizer is not None:
         out.update(compression(items, tokenizer, list(rules)))
         scores = {o.id: o.scored.value for o in outcomes
@@ -144,28 +145,28 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
             by_condition[o.condition][o.id] = o
         out: dict[str, Any] = {}
         for condition in conditions:
-            done = [o for o in by_condition[condition].values() if o.scored is not None]
-            values = [o.scored.value for o in done]
-            unparsed = sum(1 for o in done if not o.scored.parsed)
+            done = [o.scored for o in by_condition[condition].values() if o.scored is not None]
+            values = [scored.value for scored in done]
+            unparsed = sum(1 for scored in done if not scored.parsed)
             out[condition] = {
                 "score": round(100 * sum(values) / len(values), 4) if values else None,
                 "n": len(values), "unparsed": unparsed,
                 "unparsed_share": round(100 * unparsed / len(values), 4) if values else None,
                 "errors": sum(1 for o in by_condition[condition].values() if o.scored is None)}
-            f1 = [o.scored.extra["f1"] for o in done if "f1" in o.scored.extra]
+            f1 = [scored.extra["f1"] for scored in done if "f1" in scored.extra]
             if f1 and len(f1) == len(done):  # SQuAD's token F1 beside its exact match
                 out[condition]["f1"] = round(100 * sum(f1) / len(f1), 4)
-            spans = [o.scored.extra for o in done if "jaccard" in o.scored.extra]
+            spans = [scored.extra for scored in done if "jaccard" in scored.extra]
             if spans:  # occlusions: VCR's figures, over spans as its tables are
                 for name in ("exact_match", "jaccard"):
                     flat = [v for extra in spans for v in extra[name]]
                     out[condition][f"{name}_spans"] = round(100 * sum(flat) / len(flat), 4)
         if "image" in conditions and "text" in conditions:
-            paired = [i for i, o in by_condition["image"].items()
-                      if o.scored is not None and i in by_condition["text"]
-                      and by_condition["text"][i].scored is not None]
-            image = [by_condition["image"][i].scored.value for i in paired]
-            text = [by_condition["text"][i].scored.value for i in paired]
+            paired = [(image_scored, text_scored) for i, o in by_condition["image"].items()
+                      if (image_scored := o.scored) is not None and i in by_condition["text"]
+                      and (text_scored := by_condition["text"][i].scored) is not None]
+            image = [pair[0].value for pair in paired]
+            text = [pair[1].value for pair in paired]
             out["paired_n"] = len(paired)
             if paired:
                 out["delta"] = round(100 * (sum(image) - sum(text)) / len(paired), 4)

@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -62,7 +62,7 @@ class EvalOptions(BaseModel):
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the "
                                                            "key; the key is never written")
     modality: list[Condition] = Field(
-        default_factory=lambda: ["image", "text"], min_length=1,
+        default_factory=lambda: list[Condition](["image", "text"]), min_length=1,
         description="conditions, comma-separated: image, text, text-image (occlusions' "
                     "text-only image)", json_schema_extra=cli(split=True))
     protocol: Literal["official", "strict"] = Field(
@@ -182,7 +182,7 @@ def plan(run: Path, options: EvalOptions) -> Plan:
 
     lacking = {missing(spec_of(row, options.protocol)) for row in rows} - {None}
     if lacking:  # a metric whose package is not installed: said before any request
-        raise UsageError(sorted(lacking)[0])
+        raise UsageError(sorted(str(why) for why in lacking)[0])
     conditions = conditions_for(rows, options.modality, run)
     prompt_tokens = sum(estimate_tokens(prompt_of(row, condition))
                         for row in rows for condition in conditions)
@@ -370,7 +370,8 @@ def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[dict[
     # a model of its own for this endpoint (inspect memoizes models by name, and a second
     # evaluation in one process may talk to another server)
     model = inspect_model(options.model, options.base_url)
-    logs = inspect_eval([task], model=model, log_dir=str(out / "logs"), display=display,
+    logs = inspect_eval([task], model=model, log_dir=str(out / "logs"),
+                        display=cast(Any, display),
                         max_connections=concurrency, max_samples=concurrency,
                         # every attempt is bounded, a stalled or trickling body too
                         # (inspect cancels it): ``timeout`` alone bounds only the retries

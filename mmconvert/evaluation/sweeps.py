@@ -55,7 +55,7 @@ def evaluate_sweep(sweep: Path, out: Path, options: EvalOptions, *, dry_run: boo
         return {"sweep": str(sweep), "variants": len(points),
                 "requests": sum(p.requests for p in plans),
                 "estimate_usd": (None if any(p.estimate_usd is None for p in plans)
-                                 else round(sum(p.estimate_usd for p in plans), 4))}
+                                 else round(sum(p.estimate_usd or 0.0 for p in plans), 4))}
     rows = []
     for point in points:
         folder = out / point["name"]
@@ -80,14 +80,14 @@ def base_values(base: Path, rows: list[dict[str, Any]]) -> dict[str, float | Non
     axis the base has no value on (a JPEG quality: the base is not a JPEG)."""
     from ..postprocess.transforms import in_order
     from ..renderers import run_renderer
-    from ..renderers.base import Redraws, can
+    from ..renderers.base import Redraws
     from ..runfolder import open_run
 
     info = open_run(base).info()
     values: dict[str, float | None] = {}
     for axis in {r["axis"] for r in rows if r["axis"]}:
         renderer = run_renderer(base, info)
-        if axis == "ppi" and can(renderer, Redraws):
+        if axis == "ppi" and issubclass(renderer, Redraws):
             values[axis] = renderer.base_ppi(info.get("config") or {})
         else:
             values[axis] = next((t.identity for t in in_order() if t.axis == axis), None)

@@ -15,7 +15,7 @@ packing, on a cluster) and gives a ``concurrent.futures.Future``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future
 from typing import Any, ClassVar
 
@@ -32,7 +32,7 @@ class Executor:
 
     def map(self, make_worker: Callable[[], Callable[[Any], Any]],
             tasks: Iterable[Any], *,
-            remote: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+            remote: Callable[[Any], Any] | None = None) -> Generator[Any, None, None]:
         """``remote``, when given, is applied to each result where the worker runs, if that
         is another machine's process (a cluster executor): there it writes the result's
         files into a folder every worker reaches, so that only the row travels back. Local

@@ -17,7 +17,7 @@ import logging
 import pickle
 import socket
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -204,7 +204,7 @@ class RayExecutor(ClusterExecutor):
 
     def map(self, make_worker: Callable[[], Callable[[Any], Any]],
             tasks: Iterable[Any], *,
-            remote: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+            remote: Callable[[Any], Any] | None = None) -> Generator[Any, None, None]:
         ray = import_ray()
         self.start()
         _quiet_ray()

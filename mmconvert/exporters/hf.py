@@ -73,7 +73,7 @@ class ParquetShards:
         self.folder, self.schema, self.shard_bytes = folder, schema, shard_bytes
         self.folder.mkdir(parents=True, exist_ok=True)
         self.paths: list[Path] = []
-        self.writer = None
+        self.writer: Any = None  # a pyarrow ParquetWriter, while a shard is open
         self.batch: list[dict[str, Any]] = []
         self.batch_bytes = 0
         self.shard_written = 0

@@ -38,7 +38,7 @@ def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
             if sharded:
                 for index, data in files.items():
                     write_file(staging, record.row["images"][index]["path"], data)
-                for _, rel in other_files(record.row):
+                for _role, rel in other_files(record.row):
                     write_file(staging, rel, read_run_file(source.run, rel,
                                                            where=f"item {record.id}"))
             row = dict(record.row)
@@ -50,7 +50,7 @@ def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
     return count
 
 
-export_jsonl.takes = ("paths",)  # recorded in export.json
+setattr(export_jsonl, "takes", ("paths",))  # noqa: B010 - recorded in export.json
 
 
 def other_files(row: dict) -> list[tuple[str, str]]:

@@ -97,7 +97,7 @@ class RunSource:
         self.info = open_run(self.run).info()
         ids, options = [], {}
         for _, row, error in self._lines():
-            if error is not None:
+            if error is not None or row is None:
                 continue  # reported in order by records()
             ids.append(row["id"])
             options[row["id"]] = len(row.get("options") or [])
@@ -146,7 +146,7 @@ class RunSource:
             if error is not None:
                 self.fail_or_skip(error, line, None)
                 continue
-            if row["id"] in self.keep:
+            if row is not None and row["id"] in self.keep:
                 yield Record(line, row)
 
     def image_path(self, record: Record, index: int, entry: dict[str, Any]) -> Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import math
 from collections import Counter
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 Resampling = Literal["nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"]
 RESAMPLING: tuple[str, ...] = get_args(Resampling)
@@ -49,7 +49,7 @@ def background(image):
     width, height = image.size
     rgb = image.convert("RGB") if image.mode not in ("L", "RGB") else image
     pixels = rgb.load()
-    border = Counter()
+    border: Counter[Any] = Counter()
     for x in range(width):
         border[pixels[x, 0]] += 1
         border[pixels[x, height - 1]] += 1

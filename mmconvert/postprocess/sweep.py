@@ -33,7 +33,7 @@ from ..manifest import MANIFEST, write_json
 from ..options import OPTIONS, cli
 from ..progress import progress_bar
 from ..renderers import row_renderer, run_renderer
-from ..renderers.base import Redraws, Restyles, can
+from ..renderers.base import Redraws, Restyles
 from ..rows import SCHEMA
 from ..runfolder import (
     LOCK,
@@ -235,9 +235,8 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
     info, rows = read_run(base)
     config = info.get("config") or {}
     renderer = run_renderer(base, info)
-    redraws = can(renderer, Redraws)
-    base_ppi = renderer.base_ppi(config) if redraws else None
-    if options.ppi and not redraws:
+    base_ppi = renderer.base_ppi(config) if issubclass(renderer, Redraws) else None
+    if options.ppi and not issubclass(renderer, Redraws):
         raise UsageError(f"--ppi re-draws the stored layout of page runs; {base} was made by "
                          f"the {renderer.name} renderer: use --scale to change its resolution")
     if info.get("variant") and options.ppi:
@@ -295,7 +294,7 @@ def _check_style_axes(base: Path, renderer, options: SweepOptions) -> None:
     from ..errors import did_you_mean
     from ..options import first_error
 
-    if not can(renderer, Restyles):
+    if not issubclass(renderer, Restyles):
         raise UsageError(f"--vary-style draws a run's items again; {base} was made by the "
                          f"{renderer.name} renderer, which does not")
     fields = renderer.options_model.model_fields
@@ -370,8 +369,12 @@ class VariantMaker:
         redraws = [v for v in variants if v.step is None and not v.style]
         others = [v for v in variants if v.step is not None]
         for variant in (v for v in variants if v.style):
+            renderer = row_renderer(row)
             try:
-                results[variant.name] = Made(row_renderer(row).restyled(
+                if not issubclass(renderer, Restyles):  # a style axis is refused before (the run's)
+                    raise ItemError(f"the {renderer.name} renderer does not draw rows again",
+                                    where=row["id"], field="renderer.name")
+                results[variant.name] = Made(renderer.restyled(
                     row, {variant.axis: variant.value}))
             except ItemError as err:
                 results[variant.name] = Failed(err, row.get("source_sha256"))
@@ -422,7 +425,7 @@ class VariantMaker:
         except (ValueError, KeyError) as err:
             raise ItemError(f"{path}: {err}", where=where, field="layout", item_id=row["id"],
                             stage="sweep") from None
-        results = {}
+        results: dict[str, Made | Failed] = {}
         for variant, pages in zip(variants, drawn, strict=True):
             output = Output()
             output.file(layout["path"], data)
@@ -438,6 +441,7 @@ class VariantMaker:
         return results
 
     def _post(self, row, variant: Variant, pictures) -> Output:
+        assert variant.step is not None  # a transform's variant
         return post(row, [variant.step], pictures)
 
 

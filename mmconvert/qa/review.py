@@ -129,7 +129,7 @@ class ReviewState:
             if body.get(name) is not None and not isinstance(body[name], str):
                 raise ValueError(f"{name} must be text, not {type(body[name]).__name__}")
         item_id = body.get("id")
-        if item_id not in self.index:
+        if not isinstance(item_id, str) or item_id not in self.index:
             raise ValueError(f"no item {item_id!r} in this run")
         reviewer = check_reviewer(body.get("reviewer") or "")
         verdict = body.get("verdict")
@@ -137,7 +137,8 @@ class ReviewState:
         if verdict == "reject" and not reason:
             raise ValueError("a rejection needs a reason")
         note = (body.get("note") or "")[:2000]
-        e = event(item_id, REVIEWER + reviewer, verdict, reason, {"note": note} if note else {})
+        e = event(item_id, REVIEWER + reviewer, str(verdict), reason,
+                  {"note": note} if note else {})
         with self.lock:
             self._apply(self.qa.append(e))
             return {"item": self.summaries[item_id], "counts": self.counts_dict(),

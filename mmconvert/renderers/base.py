@@ -14,7 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Protocol,
+    TypeVar,
+    cast,
+    runtime_checkable,
+)
 
 from pydantic import BaseModel
 
@@ -148,11 +157,11 @@ CAPABILITIES: dict[type, tuple[str, ...]] = {Redraws: ("base_ppi", "redraw_at"),
                                              Fits: ("shown_text", "pixel_sizes")}
 
 
-def can(renderer: type[Renderer] | Renderer, capability: type) -> bool:
-    """Whether ``renderer`` has ``capability`` (one of ``CAPABILITIES``): it declares it by
-    subclassing it."""
-    cls = renderer if isinstance(renderer, type) else type(renderer)
-    return capability in cls.__mro__
+def can(renderer: type, capability: type) -> bool:
+    """Whether the renderer class ``renderer`` declares ``capability`` (one of
+    ``CAPABILITIES``) by subclassing it. (``issubclass(renderer, capability)``, which the
+    protocols also answer, narrows the type where a caller then uses its methods.)"""
+    return capability in renderer.__mro__
 
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
@@ -254,7 +263,7 @@ class Renderer(Generic[OptionsT]):
         return cls(cast(OptionsT, cls.options_from(params)))
 
     @classmethod
-    def options_from(cls, params: dict[str, Any]) -> BaseModel:
+    def options_from(cls, params: dict[str, Any]) -> Any:
         """The options model's fields out of recorded params (which also hold sampled
         per-item values)."""
         model = cls.options_model

@@ -231,18 +231,25 @@ class ImageApiRenderer(Renderer[GenerateOptions]):
         self.prompts = prompts
         self.api = api
 
+    @property
+    def client(self) -> ApiClient:
+        """The API client (a renderer made from a row's params, to read it, has none)."""
+        if self.api is None:
+            raise UsageError("the generate renderer was made without an API client")
+        return self.api
+
     # --- sampling (no calls) -------------------------------------------------------------
 
     def plan(self, item: Item, seed: int) -> Plan:
         options = self.options
         tokens = count_tokens(image_text(item))
-        font = options.font
+        font: str = options.font
         if font == "random":
             font = rng(seed, "generate-font", item.id).choice(FONTS)
         layout = options.layout
         if layout.startswith("tokens:"):
             layout = "background" if tokens > int(layout.partition(":")[2]) else "interleaved"
-        size = options.size
+        size: str = options.size
         if size == "auto":
             size = WIDE if tokens > options.long_tokens else TALL
         return Plan(layout, font, size, tokens)
@@ -269,18 +276,18 @@ class ImageApiRenderer(Renderer[GenerateOptions]):
         return template, tidy(self.prompts.fill(template, values, keys))
 
     def chat_estimate(self, prompt: str) -> Cost:
-        return self.api.prices.chat_estimate(self.options.chat_model, prompt,
+        return self.client.prices.chat_estimate(self.options.chat_model, prompt,
                                              self.options.chat_max_tokens)
 
     def image_estimate(self, prompt: str, size: str) -> Cost:
         quality = "high" if self.options.quality == "auto" else self.options.quality
-        return self.api.prices.image_estimate(self.options.image_model, quality, size, prompt)
+        return self.client.prices.image_estimate(self.options.image_model, quality, size, prompt)
 
     # --- calls ---------------------------------------------------------------------------
 
     def _chat(self, purpose: str, item: Item, seed: int, values, keys, parse, calls):
         prompt = self.chat_prompt(purpose, values, keys)
-        result = self.api.chat(self.chat_params(prompt), item_id=item.id, seed=seed,
+        result = self.client.chat(self.chat_params(prompt), item_id=item.id, seed=seed,
                                estimate=self.chat_estimate(prompt), purpose=purpose,
                                parse=parse)
         calls[purpose] = result.provenance()
@@ -303,7 +310,7 @@ class ImageApiRenderer(Renderer[GenerateOptions]):
         template, prompt = self.image_prompt(layout, plan.font,
                                              {**values, "depiction": depiction or ""}, keys)
         params = self.image_params(prompt, plan.size)
-        result = self.api.image(params, item_id=item.id, seed=seed,
+        result = self.client.image(params, item_id=item.id, seed=seed,
                                 estimate=self.image_estimate(prompt, plan.size))
         calls["image"] = {**result.provenance(), "size": plan.size,
                           "quality": self.options.quality}
@@ -320,6 +327,9 @@ class GenerateJob(Job):
     Runs in threads (``threads`` requests in flight), since it waits on the network; the API
     client, its response cache and the budget are shared by them.
     """
+
+    config: GenerateConfig
+    api_options: ApiOptions
 
     def __init__(self, config: GenerateConfig, api: ApiOptions | None = None, *,
                  dry_run: bool = False):
@@ -408,7 +418,8 @@ class GenerateJob(Job):
         counts: dict[str, Counter[str]] = {"layout": Counter(), "font": Counter(),
                                            "size": Counter()}
         usd = {"image": 0.0, "chat": 0.0}
-        requests, cached, unpriced = Counter(), 0, set()
+        requests: Counter[str] = Counter()
+        cached, unpriced = 0, set()
         for item, _, keys in tasks:
             plan = renderer.plan(item, seed)
             for name in counts:

@@ -20,7 +20,7 @@ import math
 import warnings
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -230,7 +230,7 @@ class CaptionOccluder(Renderer[OccludeOptions]):
         return cls(cls.options_from(params), language=params.get("language", "en"))
 
     @classmethod
-    def options_from(cls, params: dict[str, Any]) -> OccludeOptions:
+    def options_from(cls, params: dict[str, Any]) -> Any:
         """A row records the drawn difficulty, width and font over the options of the same
         name; in the hidden style those are drawn per item, so they are left unset. (A row
         redraws exactly; re-sampling a row's hidden-style difficulty needs the run's options,
@@ -286,7 +286,8 @@ class CaptionOccluder(Renderer[OccludeOptions]):
         """Lay out a group of items and tag the captions they show with one spaCy call per
         language, for ``render`` to take; an item that cannot be laid out is left for
         ``render`` to refuse."""
-        self._laid_out, shown = {}, {}
+        self._laid_out = {}
+        shown: dict[str, list[str]] = {}
         for item in items:
             try:
                 laid_out = self._layout(item, seed)
@@ -301,7 +302,7 @@ class CaptionOccluder(Renderer[OccludeOptions]):
     def layout(self, item: Item, seed: int) -> tuple[OcclusionParams, str, list[CaptionLine]]:
         """Everything but the spans: difficulty, side, width, font; the caption's lines."""
         seen, laid_out = self._laid_out.get((item.id, seed), (None, None))
-        return laid_out if seen is item else self._layout(item, seed)
+        return laid_out if seen is item and laid_out is not None else self._layout(item, seed)
 
     def _layout(self, item: Item, seed: int) -> tuple[OcclusionParams, str, list[CaptionLine]]:
         o = self.options
@@ -319,7 +320,8 @@ class CaptionOccluder(Renderer[OccludeOptions]):
             font = o.font or DEFAULT_FONT[language]
         caption = self.caption(item)
         lines = self.lines(caption, font, width, item.origin or item.id)[:o.max_lines]
-        return OcclusionParams(language, difficulty, position, width, font, ()), caption, lines
+        return (OcclusionParams(language, cast(Any, difficulty), cast(Any, position), width, font,
+                                ()), caption, lines)
 
     def choose_spans(self, item: Item, seed: int, params: OcclusionParams, caption: str,
                      lines: list[CaptionLine]) -> OcclusionParams:
@@ -583,6 +585,8 @@ def decode_photo(image, width: int, where: str):
 
 class OccludeJob(Job):
     """``mmconvert occlude``: image over caption with spans partly covered (VCR)."""
+
+    config: OccludeConfig
 
     batch = 32  # captions a worker sends through spaCy's nlp.pipe at once
 

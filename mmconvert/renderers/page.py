@@ -168,7 +168,7 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
     @classmethod
     def restyled(cls, row: dict[str, Any], values: dict[str, Any]) -> Output:
         params = row["renderer"]["params"]
-        part = params.get("render") or "options"
+        part: RenderPart = params.get("render") or "options"
         item = item_from_row(row)
         try:
             renderer = cls(cls.options_from(params).with_values(values))
@@ -313,7 +313,7 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         return blocks
 
     def layout(self, item: Item, part: RenderPart) -> PageLayout:
-        lines = []
+        lines: list[Any] = []
         for block in self.blocks(item, part):
             if lines:
                 lines.extend([type(lines[0])()] * block.blank_before)
@@ -354,7 +354,7 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
                 boxes.append(open_box)
             if not line.runs or line.last:
                 open_box = None
-        return [tuple(box[:4]) for box in boxes]
+        return [(box[0], box[1], box[2], box[3]) for box in boxes]
 
     def rows(self, lines) -> list[tuple[int, Line]]:
         """(row on the page, line) of a page's lines: column after column."""
@@ -546,11 +546,12 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         paint(pix, o.background, gray)
         across = scale * o.horizontal_scale
         for left, top, right, bottom in text.boxes:
-            paint_box(pix, o.paragraph_color, (round(left * across), round(top * scale),
-                                               round(right * across), round(bottom * scale)))
+            box = (round(left * across), round(top * scale), round(right * across),
+                   round(bottom * scale))
+            paint_box(pix, o.paragraph_color or o.background, box)
         if text.marker is not None:
             fill_text(m.fz_new_draw_device(m.fz_scale(across, scale), pix), text.marker,
-                      o.newline_marker_color, gray)
+                      o.newline_marker_color or o.text_color, gray)
         fill_text(m.fz_new_draw_device(m.fz_scale(across, scale), pix), text.text,
                   o.text_color, gray)
         png = m.fz_buffer_extract(m.fz_new_buffer_from_pixmap_as_png(pix,
@@ -574,6 +575,8 @@ def layout_file(output: Output, item_id: str, record: dict[str, Any]) -> dict[st
 
 class PageJob(StyledJob):
     """``mmconvert render``: the chosen part of each item on A4 page images."""
+
+    config: RenderConfig
 
     def __init__(self, config: RenderConfig):
         self.config = config

@@ -13,6 +13,16 @@ from ..units import POINTS_PER_INCH, PPI, Colour, Inches, Points, is_gray, page_
 from .fonts import page_font
 
 
+def named_page_size(data: Any) -> Any:
+    """Options given as a dict with a named ``page_size`` (a4, letter): its width and height
+    in inches set from it."""
+    if isinstance(data, dict) and data.get("page_size") is not None:
+        width, height = page_size(str(data["page_size"]))
+        data = {**data, "page_width": width / POINTS_PER_INCH,
+                "page_height": height / POINTS_PER_INCH}
+    return data
+
+
 class PageOptions(BaseModel):
     """Everything that decides what a page image looks like: the page style. Every row
     records it whole, so any page can be made again; a style file (``--style``) gives any
@@ -123,11 +133,7 @@ class PageOptions(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _named_page_size(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("page_size") is not None:
-            width, height = page_size(str(data["page_size"]))
-            data = {**data, "page_width": width / POINTS_PER_INCH,
-                    "page_height": height / POINTS_PER_INCH}
-        return data
+        return named_page_size(data)
 
     def margins(self) -> tuple[float, float, float, float]:
         """(top, right, bottom, left) in points."""

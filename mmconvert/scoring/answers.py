@@ -445,11 +445,10 @@ def missing(spec: dict[str, Any]) -> str | None:
 
 # --- the one entry point -----------------------------------------------------------------------
 
-def score(spec: dict[str, Any] | str, reply: str | None) -> dict[str, Any]:
-    """``reply`` scored by ``spec`` (a dict, or its JSON text): ``{"score", "parsed",
-    "answer", "extra"}``."""
-    if isinstance(spec, str):
-        spec = json.loads(spec)
+def score(given: dict[str, Any] | str, reply: str | None) -> dict[str, Any]:
+    """``reply`` scored by ``given``, the item's spec (a dict, or its JSON text):
+    ``{"score", "parsed", "answer", "extra"}``."""
+    spec: dict[str, Any] = json.loads(given) if isinstance(given, str) else given
     reply = reply or ""
     kind, metric = spec["kind"], spec.get("metric", "")
     answers = [str(a) for a in spec.get("answers") or []]

@@ -23,7 +23,7 @@ spec gives the same score as ``eval``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import answers as scorer
 from .answers import LETTERS
@@ -62,7 +62,7 @@ def spec_of(row: dict[str, Any], protocol: str = "official") -> dict[str, Any]:
                 "answers": [s["text"] for s in row.get("masked_spans") or []]}
     spec: dict[str, Any] | None = None
     corpus = row.get("corpus")
-    if corpus in CORPORA:
+    if isinstance(corpus, str) and corpus in CORPORA:
         spec = CORPORA.get(corpus)().scoring(row)
     options = [str(o) for o in row.get("options") or []]
     if spec is None and options:
@@ -102,7 +102,7 @@ def score_spans(response: str, spans: list[str], language: str, protocol: str) -
     """VCR: the spans' mean exact match; their mean Jaccard index in ``extra``."""
     from .vcr import score_item
 
-    scored = score_item(spans, response, language, protocol=protocol)
+    scored = score_item(spans, response, language, protocol=cast(Any, protocol))
     exact = [s.exact_match for s in scored.spans]
     jaccard = [s.jaccard for s in scored.spans]
     return Scored(sum(exact) / len(exact), " | ".join(s.match for s in scored.spans),

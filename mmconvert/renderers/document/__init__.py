@@ -32,7 +32,7 @@ from ...prompts import Prompts
 from ...rows import LayoutRef, QuestionRow, RunPath
 from ...runfolder import Output, item_file
 from ..base import Fits, Profile, Redraws, Renderer, item_from_row, question_beside_options
-from ..page_options import PageOptions
+from ..page_options import PageOptions, named_page_size
 from ..styled import StyledConfig, StyledJob, style_field
 from ..target import TargetOptions
 from .browser import Browser, DocumentTooDeep, browser_version, chromium_path
@@ -100,7 +100,7 @@ class _DocumentBase(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _named_page_size(cls, data: Any) -> Any:
-        return PageOptions._named_page_size(data)
+        return named_page_size(data)
 
     def margins(self) -> tuple[float, float, float, float]:
         """(top, right, bottom, left) in points."""
@@ -111,11 +111,15 @@ class _DocumentBase(BaseModel):
         return PageOptions.with_values(self, values)  # type: ignore[arg-type]
 
 
-DocumentOptions = create_model(
-    "DocumentOptions", __base__=_DocumentBase, __doc__="How a document is typeset: the page "
-    "style fields it shares with the page renderer, and its own.",
-    **{name: (PageOptions.model_fields[name].annotation, PageOptions.model_fields[name])
-       for name in SHARED})
+_SHARED_FIELDS: dict[str, Any] = {
+    name: (PageOptions.model_fields[name].annotation, PageOptions.model_fields[name])
+    for name in SHARED}
+if TYPE_CHECKING:  # made at import from PageOptions' own fields: its attributes are theirs
+    DocumentOptions = Any
+else:
+    DocumentOptions = create_model(
+        "DocumentOptions", __base__=_DocumentBase, __doc__="How a document is typeset: the "
+        "page style fields it shares with the page renderer, and its own.", **_SHARED_FIELDS)
 
 
 class DocumentConfig(StyledConfig):
@@ -295,6 +299,8 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
 
 class DocumentJob(StyledJob):
     """``render --renderer document``: each item typeset by the worker's browser."""
+
+    config: DocumentConfig
 
     def __init__(self, config: DocumentConfig):
         self.config = config

@@ -201,9 +201,10 @@ def fields_html(item: Item, part: RenderPart, state: RenderState) -> str:
     show another document, or move the page (``EMBEDDING``)."""
     markup = state.options.markup
     blocks = []
-    turns = (item.metadata or {}).get("turns")
+    given = (item.metadata or {}).get("turns")
+    turns: list[dict[str, str]] = given if isinstance(given, list) else []
     for name, text in label_fields(image_fields(item, part)):
-        dialogue = name == "context" and isinstance(turns, list) and bool(turns)
+        dialogue = name == "context" and bool(turns)
         try:
             for source in ([t.get("content", "") for t in turns] if dialogue else [text]):
                 bad = control_characters(normalise(str(source)))

@@ -56,7 +56,8 @@ def in_reading_order(doc, page, options=None) -> None:
     chars = [(chr(c[0]), c[3], span["size"]) for span in page.get_texttrace()
              for c in span["chars"]]
     wide = {font[4]: font[2] == "Type0" for font in page.get_fonts()}
-    blocks, taken = [], 0
+    blocks: list[dict[str, Any]] = []
+    taken = 0
     for found in _BLOCK.finditer(content):
         font, glyphs = None, 0
         for show in _SHOW.finditer(found.group(0)):
@@ -77,7 +78,9 @@ def in_reading_order(doc, page, options=None) -> None:
         taken += glyphs
     if taken != len(chars):  # the glyphs do not match the text MuPDF reads: left as drawn
         return
-    out, at, line = [], 0, []
+    out: list[str] = []
+    line: list[dict[str, Any]] = []
+    at = 0
 
     def flush() -> None:
         if line:
@@ -211,7 +214,8 @@ def _glyphs_reversed(block: str) -> str:
                          start[1] + matrix[1] * tx + matrix[3] * ty)
             units.append({"span": span, "font": font, "at": start, "show": found.group(13),
                           "closed": False})
-    if not units or any(u["span"] is not None and not u["closed"] for u in units):
+    if not units or matrix is None or \
+            any(u["span"] is not None and not u["closed"] for u in units):
         return block
     a, b, c, d = matrix[:4]
     out = ["BT"]
