@@ -15,6 +15,30 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
+def tree_digest(folder: Path) -> str:
+    """One sha256 over every file's name and bytes under ``folder``."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory) -> Path:
+    """The shipped sample rendered once for the session (the README's demo run), shared by
+    the tests that only read a run: read-only, checked when the session ends (a test that
+    changes a run copies it first)."""
+    from tests.test_cli import run
+
+    out = tmp_path_factory.mktemp("sample") / "demo"
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
+    before = tree_digest(out)
+    yield out
+    assert tree_digest(out) == before, f"a test changed the shared {out}: copy it first"
+
+
 @pytest.fixture(scope="session")
 def renderer():
     from mmconvert.renderers.page import PageRenderer

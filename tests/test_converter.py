@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import mmconvert
 from mmconvert.selection import select
 from tests.conftest import REDUX_CSV, make_item
@@ -70,6 +72,7 @@ def test_a_resumed_run_s_progress_bar_counts_the_items_already_done(tmp_path, ca
         "100%|██████████| 5/5 ")
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_output(tmp_path):
     source = long_items(tmp_path / "docs.jsonl")
     fresh = tmp_path / "fresh"

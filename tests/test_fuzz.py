@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from bench.fuzz import fuzz_loaders, fuzz_review
 
 
+@pytest.mark.slow
 def test_loaders_give_a_run_or_one_line(tmp_path):
     tally: Counter = Counter()
     fuzz_loaders(60, tmp_path, tally)

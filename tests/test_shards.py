@@ -116,6 +116,7 @@ def test_every_command_that_reads_a_run_reads_the_shards(both, tmp_path):
     assert state.file("images/nothing.png") is None and state.file("../run.json") is None
 
 
+@pytest.mark.slow
 def test_qa_check_reads_the_shards(both, tmp_path):
     import shutil
 
@@ -322,6 +323,7 @@ def test_a_resumed_run_clears_the_spool_a_stopped_one_left(both, tmp_path):
     assert shard_bytes(out) == shard_bytes(sharded)
 
 
+@pytest.mark.slow
 def test_a_killed_sharded_run_resumes_shard_by_shard(tmp_path):
     source = long_items(tmp_path / "docs.jsonl")
     config = {"corpus": str(source), "store": "shards", "shard_rows": 3}

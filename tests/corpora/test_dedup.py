@@ -84,6 +84,7 @@ def items_with_duplicates():
     return items + [exact, reworded]
 
 
+@pytest.mark.slow
 def test_real_embeddings_remove_exact_and_reworded_copies():
     items = items_with_duplicates()
     kept, report = deduplicate(items, DedupOptions(model=MODEL))
@@ -151,6 +152,7 @@ def test_render_with_dedup_records_the_report_and_reuses_it_on_resume(tmp_path):
     assert re.search(r"0 item\(s\) rendered .*; \d+ already done", again.output)
 
 
+@pytest.mark.slow
 def test_no_progress_silences_the_embedding_model_s_bars(tmp_path):
     """A real process: transformers draws a 'Loading weights' bar on stderr when it loads the
     model, whatever the terminal; --no-progress (and the default, off a terminal) turns it

@@ -55,6 +55,7 @@ def load(name: str, source, **request):
     return items, report
 
 
+@pytest.mark.slow
 def test_every_doc_equals_what_lm_evals_own_task_gives():
     checked = docs = 0
     for name, (source, builder, files) in CASES.items():
@@ -107,6 +108,7 @@ def test_a_group_renders_its_tasks_and_records_the_group(tmp_path):
     assert all(r["images"] for r in rows)
 
 
+@pytest.mark.slow
 def test_a_generation_task_is_scored_by_its_own_filter_and_metric(tmp_path):
     out = tmp_path / "run"
     assert run("render", "lm-eval:mmlu_pro_math", "--source", LM / "mmlu-pro", "--out",
@@ -139,6 +141,7 @@ def test_bad_tasks_are_one_line(tmp_path, args, expected):
     assert len(result.output.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_task_not_local_with_no_hub_says_to_pass_source(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "HF_DATASETS_CACHE": str(tmp_path / "cache")}

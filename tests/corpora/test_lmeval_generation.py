@@ -96,6 +96,7 @@ def test_each_reply_scores_what_lm_eval_s_own_objects_give(name, tmp_path):
     assert compared >= 12
 
 
+@pytest.mark.slow
 def test_gsm8k_every_filter_in_results_and_the_primary_named(tmp_path):
     """results.json reports strict-match and flexible-extract per condition and names the
     primary; a reply in the task's own form ('#### 31') scores on strict-match."""

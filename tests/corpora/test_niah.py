@@ -107,6 +107,7 @@ def test_haystack_flags_do_not_apply_to_other_corpora(tmp_path):
     assert result.exit_code != 0 and "does not apply to file" in result.output
 
 
+@pytest.mark.slow
 def test_eval_reports_accuracy_by_length_and_depth(tmp_path):
     pytest.importorskip("inspect_ai")
     from tests.evaluation.test_eval import text_of
@@ -153,6 +154,7 @@ def test_eval_reports_accuracy_by_length_and_depth(tmp_path):
                                     f"{'1k':<18}{100.0:8.1f}{0.0:8.1f}{0.0:8.1f}"]
 
 
+@pytest.mark.slow
 def test_a_dialogue_haystack_places_needles_between_turns_and_draws_a_dialogue(tmp_path):
     """MRCR's style: the haystack is the turns of dialogues of our own, each needle a turn of
     its own at the depth asked (to the turn), and the document renderer draws the dialogue

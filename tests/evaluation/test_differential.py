@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("inspect_ai")
 
 
+@pytest.mark.slow
 def test_eval_and_every_export_give_one_score_the_true_one(tmp_path):
     from bench.scoring_differential import differential
 

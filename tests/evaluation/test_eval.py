@@ -23,11 +23,9 @@ def rows(folder: Path) -> list[dict]:
     return JsonlLog(folder / "manifest.jsonl").read()
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("eval") / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
-    return out
+@pytest.fixture
+def demo(sample_run) -> Path:
+    return sample_run
 
 
 def text_of(body: dict) -> tuple[str, bool]:
@@ -57,6 +55,7 @@ def expected_image_score(demo: Path) -> float:
     return 100 * answers.count("A") / len(answers)
 
 
+@pytest.mark.slow
 def test_eval_compares_images_with_text_item_by_item(demo, server, tmp_path, monkeypatch):
     fake, url = server
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -98,6 +97,7 @@ def test_eval_compares_images_with_text_item_by_item(demo, server, tmp_path, mon
     assert json.loads((out / "results.json").read_text())["overall"] == overall
 
 
+@pytest.mark.slow
 def test_retries_429_500_and_slow_answers_and_records_unparsed_ones(demo, server, tmp_path):
     fake, url = server
     items = rows(demo)
@@ -258,6 +258,7 @@ def test_a_run_without_text_twins_says_how_to_make_one(demo, tmp_path):
         result.output
 
 
+@pytest.mark.slow
 def test_sweeps_plot_and_compare_finds_the_shared_losses(demo, server, tmp_path):
     fake, url = server
     sweep = tmp_path / "sweep"
@@ -402,6 +403,7 @@ def test_items_without_a_gold_answer_are_unscored_never_zero(tmp_path):
     assert "nothing to evaluate: none of its 1 selected item(s) has a gold answer" in none.output
 
 
+@pytest.mark.slow
 def test_a_killed_evaluation_re_runs_without_repeating_an_answered_request(demo, server,
                                                                            tmp_path):
     """A real process killed (SIGKILL, its whole group) while three requests hang; the re-run
@@ -491,6 +493,7 @@ def test_a_redirect_to_another_origin_never_carries_the_key(demo, tmp_path, monk
     assert thief.authorizations == [] and not fake.requests("chat")
 
 
+@pytest.mark.slow
 def test_a_chat_request_redirected_to_another_origin_is_refused_and_never_sent(
         demo, tmp_path, monkeypatch):
     """A 307 from /chat/completions to another server: nothing reaches it (the prompts and
@@ -515,6 +518,7 @@ def test_a_chat_request_redirected_to_another_origin_is_refused_and_never_sent(
     assert not (tmp_path / "ev" / "results.json").exists()
 
 
+@pytest.mark.slow
 def test_a_slow_loris_models_listing_is_cut_off_at_the_timeout(demo, tmp_path):
     import time
 
@@ -532,6 +536,7 @@ def test_a_slow_loris_models_listing_is_cut_off_at_the_timeout(demo, tmp_path):
 
 
 @pytest.mark.parametrize("retries", [0, 1])
+@pytest.mark.slow
 def test_one_layer_retries_as_many_times_as_the_flag_says(demo, tmp_path, retries):
     first = rows(demo)[0]["text_prompt"].split("\n")[0]
     fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
@@ -545,6 +550,7 @@ def test_one_layer_retries_as_many_times_as_the_flag_says(demo, tmp_path, retrie
     assert len(fake.requests("chat")) == retries + 1
 
 
+@pytest.mark.slow
 def test_a_request_that_never_answers_is_bounded_by_timeout(demo, tmp_path):
     import time
 
@@ -564,6 +570,7 @@ def test_a_request_that_never_answers_is_bounded_by_timeout(demo, tmp_path):
         result.output, result.output
 
 
+@pytest.mark.slow
 def test_a_huge_reply_is_not_kept(demo, tmp_path):
     """A server that answers 6 MiB fails that request: nothing of it is kept, in
     responses.jsonl, inspect's cache or its logs."""
@@ -598,6 +605,7 @@ def test_a_models_answer_of_any_shape_is_no_traceback(demo, tmp_path, body):
     assert len(fake.requests("chat")) == 1
 
 
+@pytest.mark.slow
 def test_results_read_accuracy_against_compression(demo, server, tmp_path, monkeypatch):
     """--tokenizer and --ratio-model: results.json holds the evaluated items' vision tokens,
     text tokens and ratio per model, the same figures mmconvert stats gives for the run."""

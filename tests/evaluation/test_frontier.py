@@ -66,6 +66,7 @@ def reader(tmp_path):
     fake.stop()
 
 
+@pytest.mark.slow
 def test_the_frontier_scores_each_style_by_a_known_function_of_its_images(reader, tmp_path):
     fake, url, out = reader
     args = ["frontier", "mmlu-redux", "--source", SAMPLE, "--tokenizer", minilm_folder(),
@@ -114,6 +115,7 @@ def test_the_frontier_scores_each_style_by_a_known_function_of_its_images(reader
     assert (out / "frontier.json").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_without_a_model_tesseract_scores_each_style(tmp_path):
     out = tmp_path / "ocr"
     args = ["frontier", "mmlu-redux", "--source", SAMPLE, "--tokenizer", minilm_folder(),

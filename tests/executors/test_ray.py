@@ -16,6 +16,8 @@ import pytest
 from tests.conftest import FIXTURES, SAMPLE
 
 pytest.importorskip("ray")
+# a real local Ray cluster: the slowest tests, left out of the fast lane (pytest -m "not slow")
+pytestmark = pytest.mark.slow
 
 
 def mmconvert(*args, env=None) -> subprocess.CompletedProcess:

@@ -53,6 +53,7 @@ def mmconvert(site: Path, cwd: Path, *args) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_the_example_installs_and_every_command_it_shows_works(installed, tmp_path):
     listed = mmconvert(installed, tmp_path, "list")
     assert listed.returncode == 0, listed.stderr

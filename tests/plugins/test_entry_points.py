@@ -158,6 +158,7 @@ def test_a_plugin_corpus_transform_and_exporter_work_like_built_in_ones(site, tm
     assert blurred.returncode == 0 and CLASH in blurred.stderr
 
 
+@pytest.mark.slow
 def test_a_plugin_corpus_takes_options_as_flags_once_it_is_named(site, tmp_path):
     """The plugin's options model is its corpus's flags (and its config section), as a
     built-in corpus's are; another corpus is told the flag is not its own."""

@@ -15,7 +15,7 @@ from mmconvert.postprocess.apply import apply_steps, history
 from mmconvert.postprocess.imaging import decode
 from mmconvert.postprocess.transforms import TRANSFORMS, parse_step, transform_class
 from mmconvert.postprocess.transforms.base import Transform
-from tests.conftest import FIXTURES, SAMPLE
+from tests.conftest import FIXTURES
 from tests.test_cli import run
 from tests.test_golden import TRANSFORM_CASES, base_page
 
@@ -96,11 +96,9 @@ def rows(folder):
     return [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("t") / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
-    return out
+@pytest.fixture
+def demo(sample_run):
+    return sample_run
 
 
 def test_transform_command_writes_a_new_run_with_the_same_items(demo, tmp_path):

@@ -134,6 +134,7 @@ def test_review_by_keyboard_and_buttons_survives_a_reload(browser, site):
     page.close()
 
 
+@pytest.mark.slow
 def test_changes_by_another_reviewer_appear(browser, site):
     folder, serving = site
     page = browser.new_page()

@@ -16,17 +16,14 @@ from pathlib import Path
 import pytest
 
 from mmconvert.qa.review import ReviewServer, ReviewState
-from tests.conftest import SAMPLE
 from tests.test_cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    out = tmp_path_factory.mktemp("review") / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
-    return out
+@pytest.fixture
+def rendered(sample_run):
+    return sample_run
 
 
 @pytest.fixture

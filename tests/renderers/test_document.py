@@ -121,6 +121,7 @@ def test_markdown_is_typeset_and_every_character_is_in_the_text_layer(drawn):
     assert {f["name"] for f in info["fonts"]} >= {"Noto Sans", "Fira Mono", "Noto Sans Math"}
 
 
+@pytest.mark.slow
 def test_the_same_input_gives_the_same_bytes_and_a_sweep_redraws_the_stored_pdf(
         docs, drawn, tmp_path):
     again = tmp_path / "again"
@@ -248,6 +249,7 @@ def test_a_style_file_draws_documents_and_names_the_fields_it_leaves_out(docs, t
     assert text_layer_verdicts(wild) == {"table": "accept", "code": "reject", "chat": "accept"}
 
 
+@pytest.mark.slow
 def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
     from mmconvert.vision_tokens import image_tokens, token_rule
 
@@ -288,6 +290,7 @@ def _name(pid: int) -> str:
         return ""
 
 
+@pytest.mark.slow
 def test_a_render_killed_with_its_browsers_up_resumes_to_the_same_bytes(tmp_path):
     import signal
     import subprocess
