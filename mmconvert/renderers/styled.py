@@ -19,7 +19,7 @@ from ..errors import ItemError
 from ..jobs import Job
 from ..options import cli, first_error
 from .style_files import Style
-from .target import TOLERANCE, TargetOptions, fit
+from .target import TOLERANCE, TargetOptions, fit, fit_pages
 
 if TYPE_CHECKING:
     from ..items import Item, RenderPart
@@ -110,11 +110,11 @@ class StyledJob(Job):
         target = self.config.target
         self.target = target if target.wanted else None
         self.tokenizer = None
-        if self.target is not None:
+        if self.target is not None and target.ratio_model:
             from ..tokens import load_tokenizer
             from ..vision_tokens import token_rule
 
-            self.rule = token_rule(target.ratio_model or "")  # a target names its model
+            self.rule = token_rule(target.ratio_model)
             if target.tokenizer:
                 self.tokenizer = load_tokenizer(target.tokenizer)
 
@@ -182,7 +182,14 @@ class StyledJob(Job):
                                             for w, h in drawer.pixel_sizes(item, part)])
 
         assert self.target is not None  # fitted only for a run with a target
-        found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
+        if self.target.fit_pages is not None:
+            def pages_at(size: float) -> int | None:
+                drawer = at(size)
+                return None if drawer is None else len(drawer.pixel_sizes(item, part))
+
+            found = fit_pages(self.target, pages_at)
+        else:
+            found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
                             item.id, field="target", item_id=item.id, stage="render")

@@ -27,7 +27,7 @@ FONT_STEP = 0.05  # points: sizes are searched on this grid, so the row's size i
 
 class TargetOptions(BaseModel):
     """Draw each item at the font size that meets a compression ratio, or a vision-token
-    budget, for one model."""
+    budget, for one model; or at the largest size at which it fits a number of pages."""
 
     model_config = OPTIONS
 
@@ -45,6 +45,10 @@ class TargetOptions(BaseModel):
     tokenizer: str | None = Field(
         None, description="the text tokenizer of --target-ratio: a tokenizer.json, a folder "
                           "holding one, a hub id in the local cache, or tiktoken:NAME")
+    fit_pages: int | None = Field(
+        None, ge=1, le=1000, description="draw each item at the largest font size (in half "
+                                         "points) at which it fits this many pages (Text or "
+                                         "Pixels: 1)")
     min_font_size: float = Field(4.0, gt=2, le=72, description="the smallest font size a "
                                                                "target may choose, in points")
     max_font_size: float = Field(48.0, gt=2, le=72, description="the largest font size a "
@@ -54,6 +58,10 @@ class TargetOptions(BaseModel):
     def _whole(self) -> TargetOptions:
         if self.target_ratio is not None and self.vision_budget is not None:
             raise ValueError("give --target-ratio or --vision-budget, not both")
+        if self.fit_pages is not None and (self.target_ratio is not None
+                                           or self.vision_budget is not None):
+            raise ValueError("--fit-pages chooses the size by pages, not by tokens: give it "
+                             "alone")
         wanted = self.target_ratio is not None or self.vision_budget is not None
         if wanted and not self.ratio_model:
             raise ValueError("--target-ratio and --vision-budget need --ratio-model")
@@ -74,7 +82,8 @@ class TargetOptions(BaseModel):
 
     @property
     def wanted(self) -> bool:
-        return self.target_ratio is not None or self.vision_budget is not None
+        return (self.target_ratio is not None or self.vision_budget is not None
+                or self.fit_pages is not None)
 
 
 
@@ -165,3 +174,41 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
             record["reason"] = (f"{options.ratio_model}'s tokens come in steps: the nearest "
                                 f"size, {best:g} pt, gives {tokens} against {goal:.0f} wanted")
     return Fit(best, tokens, len(tried), record)
+
+
+PAGE_FIT_STEP = 0.5  # points: the sizes a page fit tries (Text or Pixels' own steps below 24)
+
+
+def fit_pages(options: TargetOptions, pages_at) -> Fit:
+    """The largest font size, in half points within the bounds, at which the item takes at
+    most ``options.fit_pages`` pages (``pages_at(size)``; None when the size cannot be
+    drawn): a search over the sizes, which take more pages as they grow."""
+    wanted = options.fit_pages or 1
+    low = math.ceil(options.min_font_size / PAGE_FIT_STEP)
+    high = math.floor(options.max_font_size / PAGE_FIT_STEP)
+    tried: dict[float, int | None] = {}
+
+    def fits(step: int) -> bool:
+        size = step * PAGE_FIT_STEP
+        if size not in tried:
+            tried[size] = pages_at(size)
+        got = tried[size]
+        return got is not None and got <= wanted
+
+    best = None
+    if fits(low):
+        lo, hi = low, high  # fits(lo) holds: the largest step that fits is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        best = lo * PAGE_FIT_STEP
+    size = best if best is not None else low * PAGE_FIT_STEP
+    record: dict[str, Any] = {"fit_pages": wanted, "font_size": size, "pages": tried[size],
+                              "layouts": len(tried), "within": best is not None}
+    if best is None:
+        record["reason"] = (f"even at the smallest size, {size:g} pt, the item takes "
+                            f"{tried[size]} pages, over the {wanted} wanted")
+    return Fit(size, None, len(tried), record)
