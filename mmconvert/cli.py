@@ -102,6 +102,9 @@ class Main(click.Group):
             for arg in args[1:]:
                 if arg.startswith("--renderer="):
                     return "render", run_command(arg.split("=", 1)[1], "render"), args[1:]
+            named = recipe_renderer(args[1:])
+            if named is not None:  # a recipe's renderer, unless --renderer says otherwise
+                return "render", run_command(named, "render"), args[1:]
         if args and not args[0].startswith("-"):
             command = self.get_command(ctx, args[0])
             if command is None:
@@ -189,6 +192,28 @@ def execution_flags(default_out: str, skip=()):
     return flags
 
 
+def recipe_renderer(args: list[str]) -> str | None:
+    """The renderer of the recipe ``--recipe`` names in ``args``, or None (none named, or a
+    recipe that cannot be read: the command says why in its own words)."""
+    named = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--recipe"),
+                 next((arg.split("=", 1)[1] for arg in args if arg.startswith("--recipe=")),
+                      None))
+    if not named:
+        return None
+    from .recipes import load_recipe
+
+    try:
+        return load_recipe(named).renderer
+    except MMConvertError:
+        return None
+
+
+RECIPE = click.Option(["--recipe"], metavar="NAME|FILE",
+                      help="A recipe (mmconvert list recipes, or a recipe file): its renderer, "
+                           "style, scope, options, target and transforms, under --config and "
+                           "the flags.")
+
+
 class CorpusCommand(click.Command):
     """A command whose CORPUS argument brings its own flags: the corpus's options model's
     (``flags.corpus_flags``). ``make(options_model)`` builds the command with them; this one,
@@ -257,11 +282,20 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
     exec_flags = execution_flags(f"runs/<corpus>{suffix}")
     names = flag_names(config_flags + api_flags + exec_flags)
 
-    def callback(corpus, config_file, renderer=None, dry_run=False, **given):
-        # ``renderer``: render's --renderer, already resolved (``Main.resolve_command``)
+    def callback(corpus, config_file, recipe=None, renderer=None, dry_run=False, **given):
+        # ``renderer``: render's --renderer, already resolved (``Main.resolve_command``), as
+        # is a recipe's renderer
         from .config import ExecutionOptions, build
 
         values, origin = read_config(config_file)
+        if recipe:
+            from .recipes import load_recipe, merged
+
+            found = load_recipe(recipe)
+            if found.renderer != config_model.model_fields["renderer"].default:
+                raise UsageError(f"recipe {found.name} is drawn by the {found.renderer} "
+                                 f"renderer: use mmconvert render CORPUS --recipe {recipe}")
+            values = merged(found.config_values(corpus), values)
         api_values = dict(values.pop("api", None) or {}) if api_flags else {}
         values = fill(config_flags, given, {**values, "corpus": corpus})
         config = build(config_model, values, origin, flags=names)
@@ -279,7 +313,7 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
             return
         run_and_report(config, execution, api)
 
-    params = [click.Argument(["corpus"]), CONFIG]
+    params = [click.Argument(["corpus"]), CONFIG, RECIPE]
     if name == "render":
         params.append(click.Option(["--renderer"], default=renderer.name, show_default=True,
                                    help="The renderer (mmconvert list renderers); its own "
@@ -373,11 +407,12 @@ def stats_command(run_dir, out, as_json, no_plots, tokenizer, models):
 
 @main.command("list")
 @click.argument("kind", type=click.Choice(["corpora", "renderers", "transforms", "exporters",
-                                           "executors", "styles"]), required=False)
+                                           "executors", "styles", "recipes"]), required=False)
 def list_parts(kind):
     """List the registered corpora, renderers, transforms, exporters and executors, with the
     package that provides each plugin (entry points: mmconvert.corpora, .renderers,
-    .transforms, .exporters; see docs/plugins.md), and the page styles render --style takes."""
+    .transforms, .exporters; see docs/plugins.md), the page styles render --style takes, and
+    the shipped recipes."""
     from .corpora import CORPORA
     from .executors import EXECUTORS
     from .exporters import EXPORTERS
@@ -428,6 +463,14 @@ def list_parts(kind):
             click.echo(f"  {name:<14} {describe_preset(path)}")
         click.echo(f"  faces for --font and a style's font: {', '.join(PAGE_FONTS)}, or any "
                    "TTF/OTF/TTC file")
+    if kind in (None, "recipes"):
+        from .recipes import load_recipe, shipped
+
+        click.echo("recipes (render --recipe NAME, harness --recipe NAME, or a recipe file):")
+        for name in shipped():
+            found = load_recipe(name)
+            line = " ".join(found.description.split())
+            click.echo(f"  {name:<20} {line[:150]}")
 
 
 # the other packages' commands, imported when used (``Main.get_command``): ``mmconvert qa
@@ -439,7 +482,9 @@ LAZY = {"dedup": "mmconvert.corpora.commands:dedup_command",
         "frontier": "mmconvert.evaluation.commands:frontier_command",
         "qa": "mmconvert.qa.commands:qa_command",
         "export": "mmconvert.exporters.commands:export_command",
-        "score": "mmconvert.scoring.commands:score_command"}
+        "score": "mmconvert.scoring.commands:score_command",
+        "recipe": "mmconvert.recipes.commands:recipe_command",
+        "harness": "mmconvert.harness.commands:harness_command"}
 
 
 if __name__ == "__main__":  # pragma: no cover

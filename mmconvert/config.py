@@ -148,6 +148,25 @@ class RunConfig(Stored):
     renderer: str = Field(json_schema_extra=cli(off=True))
     prompt_dir: Path | None = Field(
         None, description="folder of prompt templates that replace the shipped ones by name")
+    transforms: list[str] = Field(
+        default_factory=list, json_schema_extra=cli(off=True),
+        description="NAME:VALUE transforms each image goes through as it is drawn (a "
+                    "recipe's), as mmconvert transform --apply takes them")
+
+    @field_validator("transforms")
+    @classmethod
+    def _steps(cls, steps: list[str]) -> list[str]:
+        from .postprocess.transforms import parse_step
+
+        for step in steps:
+            parse_step(step, "transforms:")
+        return steps
+
+    def identity(self) -> dict[str, Any]:
+        data = super().identity()
+        if not self.transforms:  # as runs made before recipes recorded it
+            data.pop("transforms", None)
+        return data
 
 
 def run_config(values: dict[str, Any], origin: str = "config") -> RunConfig:

@@ -34,7 +34,7 @@ from .config import (
     run_config,
     show_progress,
 )
-from .corpora import resolve
+from .corpora import Corpus, resolve
 from .corpora.base import corpus_identity, upgraded_identity
 from .errors import ItemError, MMConvertError, UsageError
 from .executors import BACKEND, executor_for, runs_here
@@ -112,7 +112,44 @@ class JobWorker:
         self.config, self.job, self.api = state["config"], None, state.get("api")
 
     def __call__(self):
-        return functools.partial(_run_group, self.job or job_for(self.config, self.api))
+        return functools.partial(_run_group, self.job or make_job(self.config, self.api))
+
+
+def make_job(config: RunConfig, api: ApiOptions | None = None):
+    """The job of ``config``'s renderer; with ``transforms`` (a recipe's), each item's images
+    go through them as they are drawn."""
+    job = job_for(config, api)
+    if not config.transforms:
+        return job
+    from .postprocess.transforms import parse_step
+
+    return TransformedJob(job, [parse_step(step, "transforms:") for step in config.transforms])
+
+
+class TransformedJob:
+    """A job whose images go through ``steps`` as each item is drawn: the row is the one
+    ``mmconvert transform`` makes of the drawn row (the new images, the steps in its
+    ``postprocess`` history), the item's other files kept."""
+
+    def __init__(self, job, steps):
+        self._job, self._steps = job, steps
+
+    def __getattr__(self, name: str):
+        return getattr(self._job, name)
+
+    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]):
+        from .postprocess.imaging import decode
+        from .postprocess.sweep import post
+
+        output = self._job.run(item, part, prompt_keys)
+        row = output.row if isinstance(output.row, dict) else \
+            output.row.model_dump(mode="json", exclude_unset=True)
+        files = dict(output.files)
+        made = post(row, self._steps, [(entry, decode(files[entry["path"]]))
+                                       for entry in row["images"]])
+        drawn = {entry["path"] for entry in row["images"]}
+        made.files += [(rel, data) for rel, data in output.files if rel not in drawn]
+        return made
 
 
 def _run_group(job, tasks: list[tuple[Item, RenderPart, tuple[str, ...]]]) -> list[Result]:
@@ -157,19 +194,36 @@ def _write_remotely(out: str, under: str, results: list[Result]) -> list[Result]
 # --- main side ---------------------------------------------------------------------------
 
 
-def convert(config: RunConfig | dict, *, out: Path | str | None = None, workers: int = 1,
+def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None = None,
+            recipe: str | Path | None = None, out: Path | str | None = None, workers: int = 1,
             overwrite: bool = False, progress: bool | None = None, log=None,
             api: ApiOptions | dict | None = None, executor: str | None = None,
             address: str | None = None,
             execution: ExecutionOptions | None = None) -> RunSummary:
     """Do what ``mmconvert render`` (or another renderer's command, with ``api`` for a paid
-    one) does; return the run's summary. ``config`` is its renderer's config model or a dict
-    of its fields (``renderer`` names the renderer; the default one's when left out);
-    ``execution`` (or ``out``, ``workers``, ``overwrite``, ``progress``, ``executor``,
-    ``address``) says where and how it runs. Bad options are mmconvert's own one-line
-    ``UsageError``."""
-    if not isinstance(config, RunConfig):
-        config = run_config(config, "config")
+    one) does; return the run's summary.
+
+    ``config`` is its renderer's config model or a dict of its fields (``corpus``, a corpus
+    name or a file; ``renderer`` names the renderer, the default one's when left out).
+    ``items``, a list of dicts in the generic item schema (or ``Item`` objects), are the
+    corpus instead (the config's ``corpus`` may then be left out). ``recipe`` (a shipped
+    recipe's name or a recipe file) is the config the dict's fields go over. ``execution``
+    (or ``out``, ``workers``, ``overwrite``, ``progress``, ``executor``, ``address``) says
+    where and how it runs. Bad options are mmconvert's own one-line ``UsageError``."""
+    from .corpora.files import InMemory
+
+    if items is not None and not isinstance(items, list):
+        raise UsageError(f"items: a list of item dicts, not {type(items).__name__}")
+    given = config.model_dump(mode="json") if isinstance(config, RunConfig) else \
+        dict(config or {})
+    if items is not None:
+        given.setdefault("corpus", InMemory.name)
+    if recipe is not None:
+        from .recipes import load_recipe, merged
+
+        given = merged(load_recipe(recipe).config_values(given.get("corpus", "")), given)
+    config = config if isinstance(config, RunConfig) and recipe is None and items is None \
+        else run_config(given, "config")
     api_options: ApiOptions | None = build(ApiOptions, api, "api") if isinstance(api, dict) \
         else api
     if execution is None:
@@ -181,21 +235,22 @@ def convert(config: RunConfig | dict, *, out: Path | str | None = None, workers:
     token = BACKEND.set((execution.executor, execution.address))
     try:
         return _convert(config, execution, api_options,
-                        log or (lambda m: print(m, file=sys.stderr)))
+                        log or (lambda m: print(m, file=sys.stderr)),
+                        corpus=InMemory(items) if items is not None else None)
     finally:
         BACKEND.reset(token)
 
 
 def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | None,
-             log) -> RunSummary:
+             log, corpus: Corpus | None = None) -> RunSummary:
     started = time.perf_counter()
     summary = RunSummary(out=execution.out)
 
-    corpus = resolve(config.corpus)
+    corpus = corpus or resolve(config.corpus)
     # the corpus options as its model reads them, defaults included (what run.json records)
     config = config.model_copy(update={
         "corpus_options": corpus_identity(corpus, config.corpus_options)})
-    job = job_for(config, api)  # fails early on bad options, model, key
+    job = make_job(config, api)  # fails early on bad options, model, key
     summary.unit = job.unit
     folder = RunFolder(execution.out)
 

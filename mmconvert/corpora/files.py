@@ -87,7 +87,7 @@ class LocalFile(Corpus[CorpusOptions]):
         repeated one)."""
         guard = RowGuard(request, report)
         seen: dict[str, str] = {}
-        for row in read_table(self.path):
+        for row in self.read():
             if row.index == 0 and not row.error:
                 known = set(KNOWN_FIELDS) | self.schema_columns(row)
                 unknown = [k for k in row.data if k not in known]
@@ -111,6 +111,9 @@ class LocalFile(Corpus[CorpusOptions]):
                 report.dropped["split"] += 1
                 continue
             yield item
+
+    def read(self) -> Iterator[Row]:
+        return read_table(self.path)
 
     @staticmethod
     def schema_columns(row: Row) -> set[str]:
@@ -191,3 +194,29 @@ class LocalFile(Corpus[CorpusOptions]):
         return Item(id=item_id, corpus=self.label, subset=subset, **_common(data, where),
                     context=read.context, question=read.question, options=read.options,
                     answer=read.answer, metadata=metadata, origin=where)
+
+
+class InMemory(LocalFile):
+    """Items given as a list of dicts in the generic item schema (``mmconvert.convert(...,
+    items=[...])``), read as a file of them is: a dict without an id is ``items-NNNN``."""
+
+    name = "items"
+    description = "items given in memory, as a list of dicts in the generic item schema"
+
+    def __init__(self, rows: list[Any]):
+        super().__init__(Path("items.jsonl"))
+        self.rows = rows
+
+    def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
+        return self._items(request, report)
+
+    def read(self) -> Iterator[Row]:
+        for index, data in enumerate(self.rows):
+            if isinstance(data, Item):
+                data = {"id": data.id, "subset": data.subset, "split": data.split,
+                        "language": data.language, "context": data.context,
+                        "question": data.question, "options": data.options,
+                        "answer": data.answer, "metadata": data.metadata}
+            yield Row(index, f"items[{index}]", data if isinstance(data, dict) else {},
+                      None if isinstance(data, dict) else
+                      f"an item is a dict of its fields, not {type(data).__name__}")

@@ -1,0 +1,85 @@
+"""``mmconvert recipe``: verify, make, show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cli import OneLineError, reports_errors
+
+
+@click.group()
+def recipe():
+    """Recipes: everything that decides an item's pixels, with a fingerprint another lab can
+    check (mmconvert list recipes names the shipped ones; render --recipe draws with one)."""
+
+
+@recipe.command("verify")
+@click.argument("names", nargs=-1, required=True, metavar="NAME|FILE...")
+@reports_errors
+def verify_command(names):
+    """Draw each recipe's reference items on this machine: "identical", or what differs and
+    why (Chromium, PyMuPDF, a font, mmconvert itself). Exits 1 when any differs.
+
+    \b
+    Examples:
+      mmconvert recipe verify readbench glyph
+      mmconvert recipe verify my-recipe.yaml
+    """
+    from ..errors import MMConvertError
+    from . import load_recipe, verify
+
+    differ = 0
+    for name in names:
+        found = load_recipe(name)
+        verdict = verify(found)
+        pages = sum(len(ref.pages) for ref in found.references)
+        if verdict.identical:
+            click.echo(f"{found.name}: identical ({len(found.references)} reference item(s), "
+                       f"{pages} page(s))")
+            continue
+        differ += 1
+        click.echo(f"{found.name}: differs")
+        for line in verdict.lines:
+            click.echo(f"  {line}")
+    if differ:
+        raise OneLineError(MMConvertError(f"{differ} of {len(names)} recipe(s) draw otherwise "
+                                          "here"))
+
+
+@recipe.command("make")
+@click.argument("spec", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--out", "-o", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="The recipe file to write.")
+@reports_errors
+def make_command(spec, out):
+    """Fill in SPEC's fingerprint: what this machine draws its reference items with (versions,
+    fonts) and their pages' hashes.
+
+    \b
+    Example:
+      mmconvert recipe make my-spec.yaml --out my-recipe.yaml
+    """
+    from ..manifest import atomic_write
+    from . import dump, load_recipe, make
+
+    made = make(load_recipe(spec))
+    atomic_write(out, dump(made).encode("utf-8"))
+    pages = sum(len(ref.pages) for ref in made.references)
+    click.echo(f"recipe {made.name}: {len(made.references)} reference item(s), {pages} "
+               f"page(s), written to {out}", err=True)
+
+
+@recipe.command("show")
+@click.argument("name", metavar="NAME|FILE")
+@reports_errors
+def show_command(name):
+    """Print a recipe as its file holds it."""
+    from . import dump, load_recipe
+
+    click.echo(dump(load_recipe(name)), nl=False)
+
+
+def recipe_command() -> click.Group:
+    return recipe
