@@ -1,0 +1,246 @@
+"""Harness tasks: lm-evaluation-harness (and lmms-eval) tasks that render each doc on the fly
+with a recipe, run and scored by the harness itself.
+
+``mmconvert harness lm-eval TASK[,TASK...] --recipe R --out DIR`` writes, for each task, two
+tasks into DIR (lm-eval's ``--include_path``):
+
+- ``mmconvert_<task>``: the task's own dataset and splits; its ``doc_to_image`` draws each doc
+  with the recipe (``harness.runtime``), and its ``doc_to_text`` asks about the image;
+- ``mmconvert_<task>_text``: its text twin.
+
+A generation task keeps its own prompt (the drawn part replaced by "(see the image)"), few-shot
+examples (as text, through ``fewshot_config``), generation settings, filters and metrics. A
+multiple-choice task, which lm-eval scores by the likelihood of each choice, is asked as
+``render lm-eval:TASK`` asks it, for a lettered answer, and scored by a lm-eval ``custom`` filter
+that reads the letter as ``mmconvert eval`` does (``scoring.answers``) and lm-eval's own
+``exact_match``. The folder holds the YAML files, ``mmconvert_harness.py`` (what the YAML's
+``!function`` entries name: thin calls into ``mmconvert.harness.runtime``), the recipe and
+``harness.json``; every doc's pages, text and vision tokens go to ``tokens/<task>.jsonl``, and
+beside lm-eval's own sample logs when it writes them (``--output_path``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import SourceError, UsageError
+from ..items import safe_name
+
+PREFIX = "mmconvert_"
+MODULE = "mmconvert_harness"
+# lm-eval's multimodal backends: those that send a doc's images to the model
+MULTIMODAL_BACKENDS = ("local-chat-completions", "openai-chat-completions", "hf-multimodal",
+                       "vllm-vlm")
+# the task config keys a written task takes over as they are
+KEPT = ("dataset_path", "dataset_name", "training_split", "validation_split", "test_split",
+        "fewshot_split", "target_delimiter", "fewshot_delimiter")
+GENERATION_KEPT = ("description", "num_fewshot", "generation_kwargs", "filter_list",
+                   "metric_list", "repeats")
+
+
+def task_names(given: str) -> list[str]:
+    """The leaf tasks ``given`` (comma-separated tasks, groups or tags) names, as lm-eval's
+    TaskManager knows them; an unknown name is one line with a did-you-mean."""
+    from ..corpora.lmeval import task_config, task_manager
+    from ..errors import did_you_mean
+
+    manager = task_manager()
+    out: list[str] = []
+    for name in (n.strip() for n in given.split(",") if n.strip()):
+        if name not in manager.all_tasks:
+            raise UsageError(f"lm-eval has no task, group or tag {name!r}"
+                             + did_you_mean(name, manager.all_tasks))
+        if task_config(name) is not None:
+            out.append(name)
+            continue
+        leaves = [t for t in _leaves(manager, name) if task_config(t) is not None]
+        if not leaves:
+            raise UsageError(f"lm-eval's {name} holds no task mmconvert can write")
+        out.extend(leaves)
+    if not out:
+        raise UsageError("name at least one lm-eval task")
+    return list(dict.fromkeys(out))
+
+
+def _leaves(manager, name: str) -> list[str]:
+    """The tasks under group or tag ``name`` (its YAML's ``task`` list, or the tasks that
+    carry the tag)."""
+    entry = manager.task_index.get(name)
+    found: list[str] = []
+    if entry is not None and entry.kind.name == "GROUP" and entry.yaml_path:
+        from lm_eval.tasks._yaml_loader import load_yaml
+
+        listed = load_yaml(entry.yaml_path, resolve_func=False).get("task") or []
+        for child in listed:
+            child = child.get("task") if isinstance(child, dict) else child
+            if isinstance(child, str):
+                found += [child] if child in manager.all_tasks and \
+                    manager.task_index[child].kind.name == "TASK" else _leaves(manager, child)
+    else:
+        found = [task for task, info in manager.task_index.items()
+                 if info.kind.name == "TASK" and name in (getattr(info, "tags", None) or ())]
+    return found
+
+
+def dataset_folder(source: Path, config: dict[str, Any]) -> Path:
+    """The folder under ``source`` holding a task's dataset: ``source`` itself, or its
+    folder named after the dataset's hub id (``cais-mmlu``, ``openai-gsm8k``) or that id's
+    last part (``gsm8k``, ``ai2_arc``), the first that holds the task's files."""
+    from ..corpora.lmeval import local_files
+
+    path = str(config.get("dataset_path") or "")
+    for folder in (source, source / path.replace("/", "-"), source / path.split("/")[-1]):
+        if folder.is_dir():
+            try:
+                if local_files(folder, path, config.get("dataset_name")):
+                    return folder
+            except SourceError:
+                continue
+    raise SourceError(f"--source {source}: no local copy of {path} "
+                      f"{config.get('dataset_name') or ''} in it, nor in its folder "
+                      f"{path.replace('/', '-')} or {path.split('/')[-1]}")
+
+
+def data_files(source: Path, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """For a local copy of a task's dataset: the ``datasets`` builder and ``data_files`` the
+    written task loads it with (every file absolute), as ``render lm-eval:TASK --source``
+    reads it."""
+    from ..corpora.lmeval import BUILDERS, local_files
+
+    files = local_files(source, str(config.get("dataset_path")), config.get("dataset_name"))
+    if not files:
+        raise SourceError(f"{source}: no files of {config.get('dataset_path')} "
+                          f"{config.get('dataset_name') or ''} in the hub's layout")
+    suffixes = {Path(f).suffix.lower() for names in files.values() for f in names}
+    builder = BUILDERS.get(next(iter(suffixes)), "parquet")
+    return builder, {split: [str(Path(f).resolve()) for f in names]
+                     for split, names in files.items()}
+
+
+class Function(str):
+    """A ``!function module.name`` entry of a task's YAML (lm-eval imports it)."""
+
+
+def function(name: str) -> Function:
+    return Function(f"{MODULE}.{name}")
+
+
+def yaml_text(data: dict[str, Any]) -> str:
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    Dumper.add_representer(Function, lambda dumper, value: dumper.represent_scalar(
+        "!function", str(value)))
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=96)
+
+
+def task_yaml(task: str, config: dict[str, Any], source: Path | None, *,
+              image: bool) -> dict[str, Any]:
+    """The written task's config: the original's dataset and splits, and for an image task
+    mmconvert's ``doc_to_image`` and ``doc_to_text``."""
+    key = safe_name(task).replace("-", "_")
+    out: dict[str, Any] = {"task": f"{PREFIX}{task}" + ("" if image else "_text"),
+                           "tag": [f"{PREFIX}{'image' if image else 'text'}"]}
+    for name in KEPT:
+        if config.get(name) is not None:
+            out[name] = config[name]
+    if source is not None:
+        builder, files = data_files(dataset_folder(source, config), config)
+        out["dataset_path"] = builder
+        out.pop("dataset_name", None)
+        out["dataset_kwargs"] = {"data_files": files}
+    if config.get("process_docs") is not None:
+        out["process_docs"] = function(f"process_docs_{key}")
+    out["output_type"] = "generate_until"
+    generation = config.get("output_type") == "generate_until"
+    out["doc_to_text"] = function(f"{'image' if image else 'text'}_prompt_{key}")
+    if image:
+        out["doc_to_image"] = function(f"images_{key}")
+    out["doc_to_target"] = function(f"target_{key}")
+    if generation:
+        for name in GENERATION_KEPT:
+            if config.get(name) is not None:
+                out[name] = config[name]
+        fewshot = dict(config.get("fewshot_config") or {})
+        fewshot["doc_to_text"] = function(f"fewshot_prompt_{key}")
+        out["fewshot_config"] = fewshot
+    else:  # asked for the letter of an option, as mmconvert's prompts ask it
+        out["num_fewshot"] = 0
+        out["generation_kwargs"] = {"until": [], "do_sample": False, "temperature": 0.0}
+        out["filter_list"] = [{"name": "letter", "filter": [
+            {"function": "custom", "filter_fn": function(f"letter_{key}")},
+            {"function": "take_first"}]}]
+        out["metric_list"] = [{"metric": "exact_match", "aggregation": "mean",
+                               "higher_is_better": True}]
+    out["metadata"] = {"version": 1.0, "mmconvert": {"task": task, "image": image}}
+    return out
+
+
+def module_text(tasks: list[str]) -> str:
+    """``mmconvert_harness.py``: the functions the written YAML files name, each a call into
+    ``mmconvert.harness.runtime`` with its task."""
+    lines = ['"""Written by mmconvert harness: the functions its tasks\' YAML files name. Each',
+             'calls mmconvert.harness.runtime with its task; harness.json, beside this file,',
+             'says with which recipe and data."""', "",
+             "from pathlib import Path", "",
+             "from mmconvert.harness import runtime", "",
+             "HERE = Path(__file__).resolve().parent",
+             "runtime.check_backend()", ""]
+    # plain functions (lm-eval deep-copies a task's config, which a bound method's object,
+    # holding a lock, would not survive)
+    for task in tasks:
+        key = safe_name(task).replace("-", "_")
+        lines += ["", f"# {task}", f"_{key} = runtime.Harness(HERE, {task!r})"]
+        for name, args in (("image_prompt", "doc"), ("text_prompt", "doc"),
+                           ("fewshot_prompt", "doc"), ("images", "doc"), ("target", "doc"),
+                           ("letter", "resps, docs"), ("process_docs", "dataset")):
+            lines += ["", "", f"def {name}_{key}({args}):",
+                      f"    return _{key}.{name}({args})"]
+    return "\n".join(lines) + "\n"
+
+
+def write_lmeval(tasks: list[str], recipe: str, out: Path, *, source: Path | None = None,
+                 prompt_style: str | None = None, tokenizer: str | None = None,
+                 models: list[str] | None = None) -> dict[str, Any]:
+    """Write the lm-eval tasks for ``tasks`` drawn with ``recipe`` into ``out``; returns
+    ``harness.json``'s record."""
+    from .._version import __version__
+    from ..corpora.lmeval import TAKES, task_config
+    from ..manifest import atomic_write
+    from ..recipes import dump, load_recipe
+
+    found = load_recipe(recipe)
+    configs = {}
+    for task in tasks:
+        config = task_config(task)
+        if config is None:
+            raise UsageError(f"lm-eval task {task}: not a task of one YAML file")
+        kind = config.get("output_type", TAKES[0])
+        if kind not in TAKES:
+            raise UsageError(f"lm-eval task {task} is a {kind} task; mmconvert takes "
+                             f"{' and '.join(TAKES)} tasks")
+        if config.get("doc_to_image") is not None:
+            raise UsageError(f"lm-eval task {task} already gives images; mmconvert takes text "
+                             "tasks")
+        configs[task] = config
+    out.mkdir(parents=True, exist_ok=True)
+    for task, config in configs.items():
+        for image in (True, False):
+            data = task_yaml(task, config, source, image=image)
+            atomic_write(out / f"{data['task']}.yaml", yaml_text(data).encode("utf-8"))
+    atomic_write(out / f"{MODULE}.py", module_text(list(configs)).encode("utf-8"))
+    atomic_write(out / "recipe.yaml", dump(found).encode("utf-8"))
+    record = {"mmconvert": __version__, "harness": "lm-eval", "recipe": found.name,
+              "tasks": {task: {"image": f"{PREFIX}{task}", "text": f"{PREFIX}{task}_text",
+                               "output_type": configs[task].get("output_type"),
+                               "source": str(dataset_folder(source, configs[task]).resolve())
+                               if source is not None else None}
+                        for task in configs},
+              "source": str(source.resolve()) if source is not None else None,
+              "prompt_style": prompt_style, "tokenizer": tokenizer, "models": models}
+    atomic_write(out / "harness.json", (json.dumps(record, indent=1) + "\n").encode("utf-8"))
+    return record

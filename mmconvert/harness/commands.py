@@ -1,0 +1,79 @@
+"""``mmconvert harness``: lm-eval and lmms-eval tasks that draw each doc with a recipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cli import reports_errors
+
+COMMON = [
+    click.argument("tasks", metavar="TASK[,TASK...]"),
+    click.option("--recipe", required=True, metavar="NAME|FILE",
+                 help="The recipe each doc is drawn with (mmconvert list recipes)."),
+    click.option("--source", type=click.Path(path_type=Path, exists=True, file_okay=False),
+                 help="A local copy of the tasks' datasets in the hub's layout (as render "
+                      "lm-eval:TASK --source reads it); the tasks then load it, offline."),
+    click.option("--out", "-o", type=click.Path(path_type=Path, file_okay=False),
+                 required=True, help="Folder to write the tasks into."),
+    click.option("--prompt-style", type=click.Choice(["cot", "direct"]),
+                 help="The prompt style of multiple-choice tasks (default: the recipe's, "
+                      "else cot)."),
+    click.option("--tokenizer", metavar="TOKENIZER",
+                 help="Count each doc's text tokens too (a tokenizer.json, a folder, a hub id "
+                      "in the local cache, or tiktoken:NAME)."),
+    click.option("--models", metavar="M1,M2",
+                 help="The models whose vision tokens each doc's pages are counted for "
+                      "(default: mmconvert stats's main rules)."),
+]
+
+
+def common(fn):
+    for decorator in reversed(COMMON):
+        fn = decorator(fn)
+    return fn
+
+
+@click.group()
+def harness():
+    """Tasks for the evaluation harnesses that draw each doc with a recipe as the harness
+    runs, keeping the task's own data, prompts, few-shot examples, filters and metrics."""
+
+
+@harness.command("lm-eval")
+@common
+@reports_errors
+def lm_eval_command(tasks, recipe, source, out, prompt_style, tokenizer, models):
+    """Write lm-evaluation-harness tasks for TASK (tasks, groups or tags, comma-separated):
+    for each, mmconvert_<task>, whose doc_to_image draws each doc with the recipe, and its text
+    twin mmconvert_<task>_text. Run them with lm-eval's own CLI and a multimodal backend.
+
+    \b
+    Examples:
+      mmconvert harness lm-eval arc_easy,gsm8k --recipe readbench --out tasks/
+      lm_eval --model local-chat-completions --apply_chat_template \\
+        --model_args model=M,base_url=http://127.0.0.1:8000/v1/chat/completions,max_images=4 \\
+        --tasks mmconvert_arc_easy,mmconvert_arc_easy_text --include_path tasks/
+    """
+    from . import task_names, write_lmeval
+
+    names = task_names(tasks)
+    wanted = [m.strip() for m in models.split(",") if m.strip()] if models else None
+    if wanted:
+        from ..vision_tokens import rules_for
+
+        rules_for(wanted)  # an unknown model: one line, now
+    if tokenizer:
+        from ..tokens import load_tokenizer
+
+        load_tokenizer(tokenizer)
+    record = write_lmeval(names, recipe, out, source=source, prompt_style=prompt_style,
+                          tokenizer=tokenizer, models=wanted)
+    listed = ", ".join(f"{t['image']}, {t['text']}" for t in record["tasks"].values())
+    click.echo(f"{len(record['tasks'])} task(s) written to {out}: {listed}; run them with "
+               f"lm_eval --include_path {out}", err=True)
+
+
+def harness_command() -> click.Group:
+    return harness

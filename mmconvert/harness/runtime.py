@@ -1,0 +1,247 @@
+"""What a written harness task calls inside lm-eval: for each doc, the item mmconvert makes of
+it (as ``render lm-eval:TASK`` does, the same id, so the same pages), its prompts, its pages
+drawn with the recipe, its target, and the letter read from a reply. It also refuses, in one
+line, a backend that would not send the pages: a text-only one, or one whose ``max_images`` is
+below a doc's page count (lm-eval would drop the rest without a word).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from . import MULTIMODAL_BACKENDS, PREFIX
+
+
+def refuse(message: str) -> None:
+    """End the harness's process with one line (lm-eval would show a traceback)."""
+    raise SystemExit(f"mmconvert harness: {message}")
+
+
+def argv_value(flag: str) -> str | None:
+    args = sys.argv[1:]
+    for index, arg in enumerate(args):
+        if arg == flag and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def check_backend() -> None:
+    """Run by the written module when lm-eval imports it: an image task asked of a backend,
+    named on lm-eval's command line, that sends no images is refused before any request."""
+    program = Path(sys.argv[0]).parent.name if sys.argv[0].endswith("__main__.py") \
+        else Path(sys.argv[0]).name
+    model, tasks = argv_value("--model"), argv_value("--tasks")
+    if program not in ("lm_eval", "lm-eval") or model is None or tasks is None:
+        return
+    images = [t for t in tasks.split(",") if t.startswith(PREFIX) and not t.endswith("_text")
+              and t != f"{PREFIX}text"]
+    if images and model not in MULTIMODAL_BACKENDS:
+        refuse(f"--model {model} sends no images; {images[0]} needs one of "
+               f"{', '.join(MULTIMODAL_BACKENDS)} (its _text twin takes any)")
+
+
+def running_model() -> Any:
+    """lm-eval's model object, found on the stack of the evaluation that asks for a doc's
+    images (None when there is none: a doc drawn outside an evaluation)."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        lm = frame.f_locals.get("lm")
+        if lm is not None and hasattr(lm, "generate_until"):
+            return lm
+        frame = frame.f_back
+    return None
+
+
+class Harness:
+    """One written task's functions: the task's own lm-eval task object (built once, from the
+    same data), mmconvert's item of each doc, and the recipe's drawer."""
+
+    def __init__(self, folder: Path, task: str):
+        self.folder, self.task = Path(folder), task
+        self._lock = threading.Lock()
+        self._drawn: dict[str, Any] = {}
+
+    @functools.cached_property
+    def record(self) -> dict[str, Any]:
+        return json.loads((self.folder / "harness.json").read_text(encoding="utf-8"))
+
+    @functools.cached_property
+    def original(self):
+        """The task as lm-eval builds it from its own YAML (its functions and templates),
+        over the harness's data."""
+        from ..corpora.lmeval import dataset_source, task_manager
+
+        source = (self.record["tasks"].get(self.task) or {}).get("source")
+        with dataset_source(Path(source) if source else None):
+            loaded = task_manager().load([self.task])
+        return loaded["tasks"][self.task]
+
+    @functools.cached_property
+    def corpus(self):
+        from ..corpora.lmeval import LmEval
+
+        return LmEval(self.task)
+
+    @functools.cached_property
+    def drawer(self):
+        from ..recipes import Drawer, load_recipe
+
+        values: dict[str, Any] = {}
+        if self.record.get("prompt_style"):
+            values["prompt_style"] = self.record["prompt_style"]
+        return Drawer(load_recipe(self.folder / "recipe.yaml"), **values)
+
+    def drawn(self, item):
+        """The item drawn (once: its prompt, pages and tokens are all asked for)."""
+        with self._lock:
+            found = self._drawn.get(item.id)
+        if found is None:
+            found = self.drawer.draw(item, corpus=self.corpus)
+            with self._lock:
+                if len(self._drawn) > 256:
+                    self._drawn.clear()
+                self._drawn[item.id] = found
+        return found
+
+    @functools.cached_property
+    def docs(self) -> dict[str, int]:
+        """Each eval doc's index (the split ``render lm-eval:TASK`` reads), by its content."""
+        task = self.original
+        docs = task.test_docs() if task.has_test_docs() else task.validation_docs()
+        index: dict[str, int] = {}
+        for number, doc in enumerate(docs):
+            index.setdefault(doc_key(doc), number)
+        return index
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one object per task, for the process
+    def _item(self, key: str):
+        from ..items import safe_name
+
+        doc = json.loads(key)
+        number = self.docs.get(key)
+        if number is None:
+            refuse(f"{self.task}: a doc that is not among the task's eval docs")
+        task = self.original
+        config = task.config
+        import lm_eval
+
+        split = config.test_split if task.has_test_docs() else config.validation_split
+        source = {"task": self.task, "version": task.VERSION, "group": None,
+                  "output_type": config.output_type, "split": split,
+                  "dataset": config.dataset_path, "config": config.dataset_name,
+                  "harness": getattr(lm_eval, "__version__", None)}
+        subset = safe_name(self.task)
+        return self.corpus.item(task, doc, number, f"{subset}-{number:04d}", subset, source,
+                                "en")
+
+    def item(self, doc: dict[str, Any]):
+        with self._lock:
+            return self._item(doc_key(doc))
+
+    # -- what the YAML names -------------------------------------------------------------
+
+    def process_docs(self, dataset):
+        return self.original.config.process_docs(dataset)
+
+    def fewshot_prompt(self, doc: dict[str, Any]) -> str:
+        return self.original.doc_to_text(doc)
+
+    def _prompts(self, doc: dict[str, Any]) -> tuple[str, str]:
+        from ..corpora.lmeval import IN_THE_IMAGE
+
+        item = self.item(doc)
+        if self.original.config.output_type == "generate_until":
+            text = self.original.doc_to_text(doc)
+            drawn = item.context or (item.question or "").strip()
+            at = text.rfind(drawn) if drawn else -1
+            image = text[:at] + IN_THE_IMAGE + text[at + len(drawn):] if at >= 0 else text
+            return image, text
+        drawn = self.drawn(item)
+        return drawn.row["prompt"], drawn.row["text_prompt"]
+
+    def image_prompt(self, doc: dict[str, Any]) -> str:
+        return self._prompts(doc)[0]
+
+    def text_prompt(self, doc: dict[str, Any]) -> str:
+        return self._prompts(doc)[1]
+
+    def target(self, doc: dict[str, Any]):
+        """The task's own target (a few-shot example's too); a multiple-choice doc's letter."""
+        if self.original.config.output_type == "generate_until":
+            return self.original.doc_to_target(doc)
+        return self.item(doc).answer
+
+    def images(self, doc: dict[str, Any]) -> list:
+        item = self.item(doc)
+        drawn = self.drawn(item)
+        pages = drawn.images()
+        lm = running_model()
+        if lm is not None:
+            limit = getattr(lm, "max_images", None)
+            if limit is not None and int(limit) < len(pages):
+                refuse(f"{self.task} doc {self.docs[doc_key(doc)]} has {len(pages)} pages and "
+                       f"the backend's max_images is {limit}: give max_images={len(pages)} "
+                       "or more in --model_args (lm-eval would send the first only)")
+            if type(lm).__name__ == "LocalCompletionsAPI":
+                refuse("local-completions sends no images; use local-chat-completions")
+        self.tokens(doc, item, drawn)
+        return pages
+
+    def letter(self, resps: list[list[str]], docs: list[dict[str, Any]]) -> list[list[str]]:
+        """lm-eval's ``custom`` filter: each reply's option letter, read as ``mmconvert eval``
+        reads it (``scoring.answers.extract_choice``); "" when it names none."""
+        from ..scoring.answers import extract_choice
+
+        out = []
+        for replies, doc in zip(resps, docs, strict=True):
+            options = list(self.item(doc).options)
+            out.append([extract_choice(reply or "", len(options), options)[0] or ""
+                        for reply in replies])
+        return out
+
+    # -- tokens beside lm-eval's logs -----------------------------------------------------
+
+    @functools.cached_property
+    def counters(self):
+        from ..tokens import load_tokenizer
+        from ..vision_tokens import rules_for
+
+        spec = self.record.get("tokenizer")
+        return rules_for(self.record.get("models")), load_tokenizer(spec) if spec else None
+
+    def tokens(self, doc: dict[str, Any], item, drawn) -> None:
+        from ..vision_tokens import image_tokens
+
+        rules, tokenizer = self.counters
+        sizes = [{"width": e["width"], "height": e["height"]} for e in drawn.row["images"]
+                 if e["role"] in self.drawer.job.renderer.profile.shown]
+        record = {"task": self.task, "doc_id": self.docs[doc_key(doc)], "item": item.id,
+                  "pages": len(sizes), "sizes": [[s["width"], s["height"]] for s in sizes],
+                  "vision_tokens": {name: image_tokens(rule, sizes)
+                                    for name, rule in rules.items()}}
+        if tokenizer is not None:
+            from ..recipes import shown_text
+
+            record["text_tokens"] = tokenizer.count(shown_text(drawn.row))
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        places = [self.folder / "tokens" / f"{self.task}.jsonl"]
+        output = argv_value("--output_path")
+        if output:
+            places.append(Path(output) / f"mmconvert_tokens_{self.task}.jsonl")
+        with self._lock:
+            for path in places:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.write(line)
+
+
+def doc_key(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str)

@@ -1,0 +1,215 @@
+"""``mmconvert harness lm-eval``: tasks lm-eval's own CLI runs with its ``local-chat-completions``
+backend against a real OpenAI-compatible server on 127.0.0.1, on local copies of arc_easy, an
+mmlu_* task and gsm8k. Each doc's score, read by the harness's filters and metrics, equals
+``mmconvert eval``'s on the same server rule; the pages the server received are, pixel for
+pixel, those ``mmconvert render --recipe`` writes; each doc's tokens sit beside lm-eval's own
+sample logs. A backend that sends no images, or too few, is one line."""
+
+from __future__ import annotations
+
+import base64
+import glob
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("lm_eval")
+pytest.importorskip("inspect_ai")
+
+from mmconvert.manifest import JsonlLog  # noqa: E402
+from tests.conftest import FIXTURES  # noqa: E402
+from tests.openai_server import FakeOpenAI  # noqa: E402
+from tests.test_cli import run  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+LM = FIXTURES / "lm-eval"
+TASKS = {"arc_easy": LM / "ai2_arc", "mmlu_astronomy": LM / "cais-mmlu", "gsm8k": LM / "gsm8k"}
+RECIPE = "readbench"
+SECRET = "sk-test-never-written-0123456789"
+
+
+def pixels(data: bytes) -> str:
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return hashlib.sha256(f"{image.mode} {image.size}".encode() + image.tobytes()).hexdigest()
+
+
+def images_of(body: dict) -> list[str]:
+    content = body["messages"][-1]["content"]
+    return [pixels(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+            for part in (content if isinstance(content, list) else [])
+            if part.get("type") == "image_url"]
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory) -> dict[str, Path]:
+    """Each task rendered by the CLI with the recipe, as the harness draws it."""
+    out = {}
+    for task, source in TASKS.items():
+        folder = tmp_path_factory.mktemp("render") / task
+        result = run("render", f"lm-eval:{task}", "--source", source, "--recipe", RECIPE,
+                     "--out", folder)
+        assert result.exit_code == 0, result.output
+        out[task] = folder
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(renders):
+    """Answers by the pixels of the pages it is sent, whoever sends them: an option letter
+    from their hash; for gsm8k the right number when that hash is even, a wrong one else."""
+    gold: dict[str, str] = {}
+    for folder in renders.values():
+        for row in JsonlLog(folder / "manifest.jsonl").read():
+            key = pixels((folder / row["images"][0]["path"]).read_bytes())
+            answer = row["answer"]
+            gold[key] = answer if isinstance(answer, str) else \
+                answer[0].split("####")[-1].strip()
+    received: list[list[str]] = []
+
+    def answer(body):
+        seen = images_of(body)
+        received.append(seen)
+        if not seen:
+            return "I see no image."
+        value = gold[seen[0]]
+        odd = int(seen[0], 16) % 2
+        if value.isdigit():
+            return f"Reading the image... #### {int(value) + odd}"
+        return f"The image shows it. Answer: {'ABCD'[int(seen[0], 16) % 4]}"
+
+    fake = FakeOpenAI(answer=answer, models=("reader-1",))
+    url = fake.start()
+    yield url, received
+    fake.stop()
+
+
+def lm_eval(url: str, folder: Path, out: Path, tasks: str, *more: str,
+            model: str = "local-chat-completions",
+            max_images: int = 4) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OPENAI_API_KEY": SECRET, "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "lm_eval", "--model", model, "--tasks", tasks,
+            "--include_path", str(folder), "--output_path", str(out), "--log_samples"]
+    if model == "local-chat-completions":
+        args += ["--apply_chat_template", "--model_args",
+                 f"model=reader-1,base_url={url}/chat/completions,max_images={max_images},"
+                 "num_concurrent=1,max_retries=1"]
+    return subprocess.run(args + list(more), capture_output=True, text=True, timeout=600,
+                          env=env, cwd=folder)
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("harness")
+    result = run("harness", "lm-eval", ",".join(TASKS), "--recipe", RECIPE, "--source", LM,
+                 "--out", folder)
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+@pytest.mark.slow
+def test_lm_eval_runs_the_image_tasks_and_scores_them_as_mmconvert_eval_does(
+        renders, server, harness, tmp_path, monkeypatch):
+    url, received = server
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    # mmconvert eval on each CLI render
+    evaluated: dict[str, dict[str, float]] = {}
+    for task, folder in renders.items():
+        out = tmp_path / f"eval-{task}"
+        result = run("eval", folder, "--model", "reader-1", "--base-url", url, "--out", out,
+                     "--modality", "image")
+        assert result.exit_code == 0, result.output
+        evaluated[task] = {r["id"]: r["score"] for r in JsonlLog(out / "responses.jsonl").read()}
+    sent_by_eval = len(received)
+    # lm-eval's own CLI on the harness's tasks
+    logs = tmp_path / "lm"
+    done = lm_eval(url, harness, logs, ",".join(f"mmconvert_{t}" for t in TASKS))
+    assert done.returncode == 0, done.stderr[-3000:]
+    for task in renders:
+        samples = glob.glob(str(logs / "**" / f"samples_mmconvert_{task}_*.jsonl"),
+                            recursive=True)
+        assert len(samples) == 1, samples
+        rows = [json.loads(line) for line in Path(samples[0]).read_text().splitlines()]
+        metric = "exact_match"
+        filtered = {"gsm8k": "strict-match"}.get(task, "letter")
+        scores = {f"{task}-{r['doc_id']:04d}": float(r[metric]) for r in rows
+                  if r["filter"] == filtered}
+        assert scores == evaluated[task], task
+        # its tokens beside lm-eval's logs, a line a doc
+        tokens = [json.loads(line) for line in
+                  (logs / f"mmconvert_tokens_{task}.jsonl").read_text().splitlines()]
+        assert sorted(t["doc_id"] for t in tokens) == sorted(r["doc_id"] for r in rows
+                                                             if r["filter"] == filtered)
+        assert all(t["pages"] >= 1 and t["vision_tokens"]["qwen2-vl"] > 0 for t in tokens)
+    # the pages lm-eval sent are the CLI's, pixel for pixel
+    cli = {pixels((folder / e["path"]).read_bytes()) for folder in renders.values()
+           for row in JsonlLog(folder / "manifest.jsonl").read() for e in row["images"]}
+    by_harness = [page for pages in received[sent_by_eval:] for page in pages]
+    assert by_harness and set(by_harness) == cli
+    # and the figures are not all one value: some right, some wrong
+    every = [s for task in evaluated.values() for s in task.values()]
+    assert 0 < sum(every) < len(every)
+
+
+@pytest.mark.slow
+def test_a_backend_without_images_or_too_few_is_one_line(server, harness, tmp_path):
+    url, _ = server
+    # the completions endpoint, where the chat one was meant: prompts as text, no images
+    done = lm_eval(url, harness, tmp_path / "a", "mmconvert_arc_easy",
+                   "--model_args", f"model=reader-1,base_url={url}/completions,"
+                   "tokenizer_backend=None,tokenized_requests=False",
+                   model="local-completions")
+    lines = [line for line in done.stderr.splitlines() if line.startswith("mmconvert harness")]
+    assert done.returncode != 0 and lines == [
+        "mmconvert harness: --model local-completions sends no images; mmconvert_arc_easy "
+        "needs one of "
+        "local-chat-completions, openai-chat-completions, hf-multimodal, vllm-vlm (its "
+        "_text twin takes any)"], done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    # a doc of more pages than max_images: every doc here has one page, so a recipe that
+    # draws options on pages of a few lines makes more
+    many = tmp_path / "recipe.yaml"
+    many.write_text("name: short-pages\nrenderer: page\nstyle: readbench\n"
+                    "options: {page_height: 1.2in, crop: none}\n", encoding="utf-8")
+    folder = tmp_path / "h"
+    assert run("harness", "lm-eval", "arc_easy", "--recipe", many, "--source", LM,
+               "--out", folder).exit_code == 0
+    done = lm_eval(url, folder, tmp_path / "b", "mmconvert_arc_easy", max_images=1)
+    said = [line for line in done.stderr.splitlines() if line.startswith("mmconvert harness")]
+    assert done.returncode != 0 and len(said) == 1, done.stderr[-2000:]
+    assert re.match(r"mmconvert harness: arc_easy doc \d+ has \d+ pages and the backend's "
+                    r"max_images is 1: give max_images=\d+ or more", said[0])
+    assert "Traceback" not in done.stderr
+
+
+def test_the_harness_writes_both_tasks_of_each_and_refuses_what_it_cannot(harness, tmp_path):
+    record = json.loads((harness / "harness.json").read_text())
+    assert sorted(record["tasks"]) == sorted(TASKS) and record["recipe"] == RECIPE
+    for task in TASKS:
+        for name in (f"mmconvert_{task}.yaml", f"mmconvert_{task}_text.yaml"):
+            assert (harness / name).is_file()
+    image = (harness / "mmconvert_gsm8k.yaml").read_text()
+    assert "doc_to_image: !function" in image and "strict-match" in image
+    assert "num_fewshot: 5" in image and "fewshot_config:" in image
+    text = (harness / "mmconvert_gsm8k_text.yaml").read_text()
+    assert "doc_to_image" not in text
+    for args, said in [
+        (("harness", "lm-eval", "arc_eazy", "--recipe", RECIPE), "lm-eval has no task, group "
+                                                                 "or tag 'arc_eazy'"),
+        (("harness", "lm-eval", "arc_easy", "--recipe", "readbnech"), "no recipe 'readbnech'"),
+        (("harness", "lm-eval", "arc_easy", "--recipe", RECIPE, "--source", FIXTURES / "coco"),
+         "no local copy of allenai/ai2_arc"),
+    ]:
+        result = run(*args, "--out", tmp_path / "x")
+        assert result.exit_code != 0 and said in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1
