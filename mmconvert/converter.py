@@ -214,6 +214,9 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
 
     if items is not None and not isinstance(items, list):
         raise UsageError(f"items: a list of item dicts, not {type(items).__name__}")
+    if config is not None and not isinstance(config, (RunConfig, dict)):
+        raise UsageError("config: expected a mapping of option names to values, not "
+                         f"{type(config).__name__}")
     given = config.model_dump(mode="json") if isinstance(config, RunConfig) else \
         dict(config or {})
     if items is not None:

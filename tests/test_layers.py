@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, str]] = [
               r"|scoring\.(vcr|spec)"),
     # a run of parts: selection, the converter, sweeps and chains, QA, stats
     ("runs", r"selection|converter|postprocess|postprocess\.(sweep|chain)|qa|qa\.(checks|ocr"
-             r"|textlayer|summary)|stats|recipes"),
+             r"|textlayer|summary)|stats|recipes|recipes\.training"),
     # what a user types: the CLI, its flags, the commands and evaluation
     ("commands", r"|cli|flags|reference|__main__|evaluation(\..*)?|qa\.(review|commands)"
                  r"|(corpora|postprocess|exporters|scoring|recipes)\.commands|harness(\..*)?"),

@@ -204,7 +204,7 @@ class InMemory(LocalFile):
     description = "items given in memory, as a list of dicts in the generic item schema"
 
     def __init__(self, rows: list[Any]):
-        super().__init__(Path("items.jsonl"))
+        super().__init__(Path("items"))
         self.rows = rows
 
     def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
 from ..errors import MMConvertError, UsageError
 from ..items import Item, RenderPart
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from ..config import RunConfig
     from ..runfolder import Output
+    from .training import ItemTransform
 
 SHIPPED = Path(__file__).parent
 # the items a recipe's fingerprint draws when its spec names none: written by us, one of
@@ -87,6 +88,7 @@ class Recipe(BaseModel):
     prompt_style: Literal["cot", "direct"] | None = None
     made_with: dict[str, Any] = Field(default_factory=dict)
     references: list[Reference] = Field(default_factory=list)
+    _drawer: Drawer | None = PrivateAttr(None)
 
     @field_validator("transforms")
     @classmethod
@@ -127,13 +129,30 @@ class Recipe(BaseModel):
 
         return run_config(merged(self.config_values(corpus), more), f"recipe {self.name}")
 
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()  # pickled without its open renderer
+        state["__pydantic_private__"] = {**(state.get("__pydantic_private__") or {}),
+                                         "_drawer": None}
+        return state
+
     def drawer(self) -> Drawer:
-        return Drawer(self)
+        """The recipe's renderer, opened once and kept."""
+        if self._drawer is None:
+            self._drawer = Drawer(self)
+        return self._drawer
 
     def render(self, item: dict[str, Any] | Item) -> list[Image.Image]:
         """The pages the model is shown for ``item`` (a dict in the generic item schema, or
         an ``Item``), as Pillow images: the pixels ``mmconvert render --recipe`` writes."""
         return self.drawer().render(item)
+
+    def transform(self, *, seed: int = 0, column: str = "images",
+                  fields: dict[str, str] | None = None) -> ItemTransform:
+        """A function for ``datasets.Dataset.with_transform``: each row of a batch gains
+        ``column``, its pages, drawn with a seed per item (see :mod:`.training`)."""
+        from .training import ItemTransform
+
+        return ItemTransform(self, seed=seed, column=column, fields=fields)
 
 
 def options_section(renderer) -> str:
@@ -180,9 +199,12 @@ def _read(path: str, size: int, mtime: int) -> Recipe:
     try:
         return Recipe.model_validate(values)
     except ValidationError as err:
+        from ..config import did_you_mean
+
         first = first_error(err)
         field = ".".join(str(p) for p in first["loc"]) or "recipe"
-        raise UsageError(f"{where}: {field}: {first['msg']}") from None
+        hint = did_you_mean(Recipe, first["loc"]) if first["type"] == "extra_forbidden" else ""
+        raise UsageError(f"{where}: {field}: {first['msg']}{hint}") from None
 
 
 def load_recipe(name: str | Path) -> Recipe:

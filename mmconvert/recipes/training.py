@@ -1,0 +1,101 @@
+"""Rendering for training loaders: a recipe's pages made as a batch or an item is read.
+
+``recipe.transform()`` is a function for ``datasets.Dataset.with_transform`` (or ``set_transform``):
+each row of a batch becomes an item in the generic schema (``fields`` maps an item field to the
+dataset's column) and gains a column of its pages as Pillow images. ``RenderedDataset(rows,
+recipe)`` is a map-style dataset (``__len__`` and ``__getitem__``, what PyTorch's ``DataLoader``
+reads) over any sequence of row dicts.
+
+Seeded per item: a style's draws (a font, a size) are taken from the seed and the item's id, and
+a row without an id is given one from its content, so an item's pages do not depend on the batch
+it comes in, the order a loader shuffles it into, or the worker that reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from . import Drawer, Recipe
+
+ITEM_FIELDS = ("id", "context", "question", "options", "answer", "subset", "split", "language")
+
+
+class ItemTransform:
+    """``batch`` (a column -> values mapping, as ``datasets`` passes it) with ``column`` added:
+    each row's pages as a list of Pillow images. The renderer is opened on first use, in the
+    process that reads (a loader's worker), and kept."""
+
+    def __init__(self, recipe: Recipe, *, seed: int = 0, column: str = "images",
+                 fields: Mapping[str, str] | None = None):
+        unknown = sorted(set(fields or {}) - set(ITEM_FIELDS))
+        if unknown:
+            raise UsageError(f"fields: {', '.join(unknown)} is not an item field (they are "
+                             f"{', '.join(ITEM_FIELDS)})")
+        self.recipe, self.seed, self.column = recipe, seed, column
+        self.fields = {name: name for name in ITEM_FIELDS} | dict(fields or {})
+        self._drawer: Drawer | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_drawer": None}  # a loader's worker opens its own
+
+    @property
+    def drawer(self) -> Drawer:
+        if self._drawer is None:
+            from . import Drawer
+
+            self._drawer = Drawer(self.recipe, seed=self.seed)
+        return self._drawer
+
+    def item(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """The item a dataset row is: its fields taken from their columns, an id made from
+        its content when it has none."""
+        item = {name: row[column] for name, column in self.fields.items()
+                if column in row and row[column] is not None}
+        if "id" in item:
+            item["id"] = str(item["id"])
+        else:
+            content = json.dumps(item, sort_keys=True, ensure_ascii=False, default=str)
+            item["id"] = "row-" + hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+        return item
+
+    def pages(self, row: Mapping[str, Any]) -> list[Image.Image]:
+        return self.drawer.render(self.item(row))
+
+    def __call__(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+        columns = list(batch)
+        size = len(batch[columns[0]]) if columns else 0
+        out = {name: list(values) for name, values in batch.items()}
+        out[self.column] = [self.pages({name: batch[name][i] for name in columns})
+                            for i in range(size)]
+        return out
+
+
+class RenderedDataset:
+    """``rows`` (a sequence of dicts: a list, a ``datasets.Dataset``) with each row's pages
+    drawn as it is read: ``dataset[i]`` is the row with ``column`` added. A map-style dataset
+    for PyTorch's ``DataLoader``, whose workers each open their own renderer."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], recipe: Recipe | str, *,
+                 seed: int = 0, column: str = "images", fields: Mapping[str, str] | None = None):
+        from . import Recipe, load_recipe
+
+        self.rows = rows
+        self.transform = ItemTransform(recipe if isinstance(recipe, Recipe)
+                                       else load_recipe(recipe),
+                                       seed=seed, column=column, fields=fields)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        row = dict(self.rows[index])
+        row[self.transform.column] = self.transform.pages(row)
+        return row
