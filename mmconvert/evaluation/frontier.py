@@ -56,8 +56,14 @@ class FrontierOptions(EvalOptions):
     sample: int | None = Field(None, ge=1, description="seeded sample of N items per subset, "
                                                        "before --limit")
     seed: int = Field(0, description="seed of the sample, the style draws and the bootstrap")
-    style: str = Field("wild", description="the style file or preset the points are drawn "
-                                           "from; a --grid's base")
+    style: str | None = Field(
+        None, description="the style file or preset the points are drawn from; a --grid's "
+                          "base (default: --recipe's style, else wild)")
+    recipe: str | None = Field(
+        None, json_schema_extra=cli(metavar="NAME|FILE"),
+        description="a recipe every point is rendered with (its renderer options, scope, "
+                    "target and transforms; its style is --style's default); a point's "
+                    "style fields go over the recipe's options")
     points: int = Field(12, ge=1, le=1000, description="styles drawn at random from --style "
                                                        "(without --grid)")
     grid: list[str] | None = Field(
@@ -65,6 +71,16 @@ class FrontierOptions(EvalOptions):
         description="a style field and its values; repeatable: the points are every "
                     "combination, over --style's values (its ranges drawn once)")
     workers: int = Field(1, ge=1, le=512, description="render and OCR workers")
+
+    @field_validator("recipe")
+    @classmethod
+    def _recipe(cls, name: str | None) -> str | None:
+        from ..recipes import load_recipe
+
+        if name is not None and load_recipe(name).renderer != "page":
+            raise ValueError(f"{name} is drawn by the {load_recipe(name).renderer} renderer; "
+                             "the frontier's points are page styles")
+        return name
 
     @field_validator("ratio_model")
     @classmethod
@@ -94,7 +110,7 @@ def style_points(options: FrontierOptions) -> list[Point]:
     from ..renderers.style_files import load, plain_value
 
     check_grid_fields(options.grid)
-    style, fixed = load(options.style)
+    style, fixed = load(base_style(options))
     if options.grid:
         base = {**fixed, **style.draw(options.seed, "frontier-base")}
         axes = [parse_vary(text, "--grid") for text in options.grid]
@@ -111,7 +127,7 @@ def style_points(options: FrontierOptions) -> list[Point]:
     points: list[Any] = []
     seen: set[Any] = set()
     for values, label in drawn:
-        where = f"--grid {label}" if options.grid else f"--style {options.style}"
+        where = f"--grid {label}" if options.grid else f"--style {base_style(options)}"
         values = {name: plain_value(where, name, value) for name, value in sorted(values.items())}
         key = json.dumps(values, sort_keys=True)
         if key not in seen:
@@ -120,12 +136,48 @@ def style_points(options: FrontierOptions) -> list[Point]:
     return points
 
 
+def base_style(options: FrontierOptions) -> str:
+    """The style the points come from: --style, else the recipe's, else wild."""
+    if options.style is not None:
+        return options.style
+    if options.recipe is not None:
+        from ..recipes import load_recipe
+
+        recipe = load_recipe(options.recipe)
+        if isinstance(recipe.style, dict):
+            raise UsageError(f"--recipe {options.recipe}: its style is written in the recipe, "
+                             "not a style file: give --style")
+        if recipe.style is not None:
+            return recipe.style
+    return "wild"
+
+
+def point_config(corpus: str, style: Path, point: Point, options: FrontierOptions
+                 ) -> dict[str, Any]:
+    """The render config of a point: the recipe's (when one is given) with the point's style,
+    whose fields go over the recipe's options, and the dev sample's selection."""
+    config: dict[str, Any] = {"corpus": corpus}
+    if options.recipe is not None:
+        from ..recipes import load_recipe, options_section
+        from ..renderers import renderer_class
+
+        recipe = load_recipe(options.recipe)
+        config = recipe.config_values(corpus)
+        section = options_section(renderer_class(recipe.renderer, "--recipe"))
+        config[section] = {k: v for k, v in config.get(section, {}).items()
+                           if k not in point.values}
+    selection = {"source": options.source, "subsets": options.subsets,
+                 "sample": options.sample, "limit": options.limit, "seed": options.seed}
+    return {**config, "style": str(style),
+            **{k: v for k, v in selection.items() if v is not None}}
+
+
 def write_style(path: Path, point: Point, options: FrontierOptions) -> None:
     """The point's style file; one left by another frontier (other values) is refused."""
     import yaml
 
     text = (f"# mmconvert frontier point {point.name} ({point.label}), from --style "
-            f"{options.style}, seed {options.seed}\n"
+            f"{base_style(options)}, seed {options.seed}\n"
             + yaml.safe_dump(point.values, sort_keys=True, allow_unicode=True))
     if path.is_file() and path.read_text(encoding="utf-8") != text:
         raise UsageError(f"{path}: another frontier's point (its style differs); use another "
@@ -262,11 +314,9 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
             write_style(out / "styles" / f"{point.name}.yaml", point, options)
         for number, point in enumerate(points, start=1):
             run = out / "points" / point.name
-            config = {"corpus": corpus, "source": options.source, "subsets": options.subsets,
-                      "sample": options.sample, "limit": options.limit, "seed": options.seed,
-                      "style": str(out / "styles" / f"{point.name}.yaml")}
-            summary = convert({k: v for k, v in config.items() if v is not None}, out=run,
-                              workers=options.workers, log=lambda m: None)
+            config = point_config(corpus, out / "styles" / f"{point.name}.yaml", point,
+                                  options)
+            summary = convert(config, out=run, workers=options.workers, log=lambda m: None)
             rows = open_run(run).rows()
             point.figures = compression(rows, tokenizer, options.ratio_model)
             evals = out / "evals" / point.name
@@ -284,7 +334,8 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
         result = {
             "corpus": corpus, "scorer": options.model or "ocr:tesseract",
             "ratio_model": options.ratio_model, "tokenizer": tokenizer.record(),
-            "style": options.style, "seed": options.seed, "grid": options.grid,
+            "style": base_style(options), "recipe": options.recipe, "seed": options.seed,
+            "grid": options.grid,
             "points": [{"name": p.name, "label": p.label,
                         "style_file": str(Path("styles") / f"{p.name}.yaml"),
                         "run": str(Path("points") / p.name), "on_front": p.name in on_front,

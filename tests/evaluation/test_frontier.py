@@ -172,3 +172,30 @@ def test_bad_frontier_options_are_one_line(tmp_path, extra, message):
 def test_a_frontier_needs_a_tokenizer(tmp_path):
     result = run("frontier", "mmlu-redux", "--ratio-model", "qwen2-vl", "--out", tmp_path)
     assert result.exit_code == 2 and "--tokenizer: Field required" in result.output
+
+
+def test_a_frontier_over_a_recipe_renders_its_pages(tmp_path):
+    """--recipe: every point is the recipe's render with the point's style fields over it; the
+    point at the recipe's own values draws the pages render --recipe draws."""
+    out = tmp_path / "f"
+    result = run("frontier", "mmlu-redux", "--source", SAMPLE, "--recipe", "readbench",
+                 "--grid", "ppi:60,92.9", "--tokenizer", minilm_folder(), "--ratio-model",
+                 "qwen2-vl", "--limit", "2", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--recipe", "readbench", "--limit",
+               "2", "--out", tmp_path / "r").exit_code == 0
+    rows = points_rows(out)
+    recipe_run = JsonlLog(tmp_path / "r" / "manifest.jsonl").read()
+    assert [[i["sha256"] for i in r["images"]] for r in rows["p02"]] == \
+        [[i["sha256"] for i in r["images"]] for r in recipe_run]
+    assert {r["renderer"]["params"]["ppi"] for r in rows["p01"]} == {60.0}
+    record = json.loads((out / "frontier.json").read_text())
+    assert record["recipe"] == "readbench" and record["style"] == "readbench"
+    other = tmp_path / "doc.yaml"
+    other.write_text("name: doc\nrenderer: document\n")
+    result = run("frontier", "mmlu-redux", "--source", SAMPLE, "--recipe", other,
+                 "--tokenizer", minilm_folder(), "--ratio-model", "qwen2-vl", "--out",
+                 tmp_path / "g")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "drawn by the document renderer; the frontier's points are page styles" in \
+        result.output
