@@ -29,6 +29,7 @@ from ..errors import SourceError, UsageError
 from ..items import safe_name
 
 PREFIX = "mmconvert_"
+LM_EVAL, LMMS_EVAL = "lm-eval", "lmms-eval"
 MODULE = "mmconvert_harness"
 # lm-eval's multimodal backends: those that send a doc's images to the model
 MULTIMODAL_BACKENDS = ("local-chat-completions", "openai-chat-completions", "hf-multimodal",
@@ -139,9 +140,15 @@ def yaml_text(data: dict[str, Any]) -> str:
 
 
 def task_yaml(task: str, config: dict[str, Any], source: Path | None, *,
-              image: bool) -> dict[str, Any]:
+              image: bool, harness: str = LM_EVAL) -> dict[str, Any]:
     """The written task's config: the original's dataset and splits, and for an image task
-    mmconvert's ``doc_to_image`` and ``doc_to_text``."""
+    mmconvert's ``doc_to_image`` (lmms-eval: ``doc_to_visual``) and ``doc_to_text``.
+
+    For lmms-eval, whose few-shot examples would be drawn with the image task's own
+    ``doc_to_text``, the prompt holds them itself (as lm-eval's ``fewshot_context`` writes
+    them, the task's description first), and the task asks for none; its text twin's
+    ``doc_to_visual`` gives no image; the letter filter is a filter class."""
+    lmms = harness == LMMS_EVAL
     key = safe_name(task).replace("-", "_")
     out: dict[str, Any] = {"task": f"{PREFIX}{task}" + ("" if image else "_text"),
                            "tag": [f"{PREFIX}{'image' if image else 'text'}"]}
@@ -157,30 +164,55 @@ def task_yaml(task: str, config: dict[str, Any], source: Path | None, *,
         out["process_docs"] = function(f"process_docs_{key}")
     out["output_type"] = "generate_until"
     generation = config.get("output_type") == "generate_until"
-    out["doc_to_text"] = function(f"{'image' if image else 'text'}_prompt_{key}")
-    if image:
+    kind = "image" if image else "text"
+    out["doc_to_text"] = function(f"{'lmms_' if lmms else ''}{kind}_prompt_{key}")
+    if lmms:
+        out["doc_to_visual"] = function(f"images_{key}" if image else "no_images")
+    elif image:
         out["doc_to_image"] = function(f"images_{key}")
     out["doc_to_target"] = function(f"target_{key}")
     if generation:
         for name in GENERATION_KEPT:
             if config.get(name) is not None:
                 out[name] = config[name]
-        fewshot = dict(config.get("fewshot_config") or {})
-        fewshot["doc_to_text"] = function(f"fewshot_prompt_{key}")
-        out["fewshot_config"] = fewshot
+        if lmms:  # the prompt holds the examples and the description
+            out.pop("description", None)
+            out["num_fewshot"] = 0
+            check_filters(task, out.get("filter_list") or [])
+        else:
+            fewshot = dict(config.get("fewshot_config") or {})
+            fewshot["doc_to_text"] = function(f"fewshot_prompt_{key}")
+            out["fewshot_config"] = fewshot
     else:  # asked for the letter of an option, as mmconvert's prompts ask it
         out["num_fewshot"] = 0
         out["generation_kwargs"] = {"until": [], "do_sample": False, "temperature": 0.0}
-        out["filter_list"] = [{"name": "letter", "filter": [
-            {"function": "custom", "filter_fn": function(f"letter_{key}")},
-            {"function": "take_first"}]}]
+        letter = ({"function": function(f"Letter_{key}")} if lmms else
+                  {"function": "custom", "filter_fn": function(f"letter_{key}")})
+        out["filter_list"] = [{"name": "letter", "filter": [letter,
+                                                            {"function": "take_first"}]}]
         out["metric_list"] = [{"metric": "exact_match", "aggregation": "mean",
                                "higher_is_better": True}]
     out["metadata"] = {"version": 1.0, "mmconvert": {"task": task, "image": image}}
     return out
 
 
-def module_text(tasks: list[str]) -> str:
+# the filters lmms-eval knows by name (its filters' registry)
+LMMS_FILTERS = ("take_first", "regex", "majority_vote", "take_first_k", "remove_whitespace",
+                "lowercase", "uppercase", "map", "multi_choice_regex")
+
+
+def check_filters(task: str, filters: list[dict[str, Any]]) -> None:
+    """A task whose filters lmms-eval does not have is refused in one line."""
+    for ensemble in filters:
+        for step in ensemble.get("filter") or []:
+            name = step.get("function")
+            if isinstance(name, str) and name not in LMMS_FILTERS:
+                raise UsageError(f"lm-eval task {task}: its filter {ensemble.get('name')!r} "
+                                 f"uses {name!r}, which lmms-eval does not have (it has "
+                                 f"{', '.join(LMMS_FILTERS)})")
+
+
+def module_text(tasks: list[str], harness: str = LM_EVAL) -> str:
     """``mmconvert_harness.py``: the functions the written YAML files name, each a call into
     ``mmconvert.harness.runtime`` with its task."""
     lines = ['"""Written by mmconvert harness: the functions its tasks\' YAML files name. Each',
@@ -190,24 +222,34 @@ def module_text(tasks: list[str]) -> str:
              "from mmconvert.harness import runtime", "",
              "HERE = Path(__file__).resolve().parent",
              "runtime.check_backend()", ""]
+    if harness == LMMS_EVAL:
+        lines += ["", "def no_images(doc):", "    return []", ""]
     # plain functions (lm-eval deep-copies a task's config, which a bound method's object,
     # holding a lock, would not survive)
     for task in tasks:
         key = safe_name(task).replace("-", "_")
         lines += ["", f"# {task}", f"_{key} = runtime.Harness(HERE, {task!r})"]
-        for name, args in (("image_prompt", "doc"), ("text_prompt", "doc"),
-                           ("fewshot_prompt", "doc"), ("images", "doc"), ("target", "doc"),
-                           ("letter", "resps, docs"), ("process_docs", "dataset")):
+        names = (("lmms_image_prompt", "doc"), ("lmms_text_prompt", "doc")) \
+            if harness == LMMS_EVAL else (("image_prompt", "doc"), ("text_prompt", "doc"),
+                                          ("fewshot_prompt", "doc"), ("letter", "resps, docs"))
+        for name, args in (*names, ("images", "doc"), ("target", "doc"),
+                           ("process_docs", "dataset")):
             lines += ["", "", f"def {name}_{key}({args}):",
                       f"    return _{key}.{name}({args})"]
+        if harness == LMMS_EVAL:  # lmms-eval makes a filter of a class
+            lines += ["", "", f"class Letter_{key}:",
+                      "    def __init__(self, *args, **kwargs):", "        pass", "",
+                      "    def apply(self, resps, docs):",
+                      f"        return _{key}.letter(resps, docs)"]
     return "\n".join(lines) + "\n"
 
 
-def write_lmeval(tasks: list[str], recipe: str, out: Path, *, source: Path | None = None,
-                 prompt_style: str | None = None, tokenizer: str | None = None,
-                 models: list[str] | None = None) -> dict[str, Any]:
-    """Write the lm-eval tasks for ``tasks`` drawn with ``recipe`` into ``out``; returns
-    ``harness.json``'s record."""
+def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_EVAL,
+                source: Path | None = None, prompt_style: str | None = None,
+                tokenizer: str | None = None, models: list[str] | None = None
+                ) -> dict[str, Any]:
+    """Write the ``harness`` tasks (lm-eval's or lmms-eval's) for ``tasks`` drawn with
+    ``recipe`` into ``out``; returns ``harness.json``'s record."""
     from .._version import __version__
     from ..corpora.lmeval import TAKES, task_config
     from ..manifest import atomic_write
@@ -227,14 +269,14 @@ def write_lmeval(tasks: list[str], recipe: str, out: Path, *, source: Path | Non
             raise UsageError(f"lm-eval task {task} already gives images; mmconvert takes text "
                              "tasks")
         configs[task] = config
-    out.mkdir(parents=True, exist_ok=True)
-    for task, config in configs.items():
-        for image in (True, False):
-            data = task_yaml(task, config, source, image=image)
-            atomic_write(out / f"{data['task']}.yaml", yaml_text(data).encode("utf-8"))
-    atomic_write(out / f"{MODULE}.py", module_text(list(configs)).encode("utf-8"))
+    written = [task_yaml(task, config, source, image=image, harness=harness)
+               for task, config in configs.items() for image in (True, False)]
+    out.mkdir(parents=True, exist_ok=True)  # everything refused before anything is written
+    for data in written:
+        atomic_write(out / f"{data['task']}.yaml", yaml_text(data).encode("utf-8"))
+    atomic_write(out / f"{MODULE}.py", module_text(list(configs), harness).encode("utf-8"))
     atomic_write(out / "recipe.yaml", dump(found).encode("utf-8"))
-    record = {"mmconvert": __version__, "harness": "lm-eval", "recipe": found.name,
+    record = {"mmconvert": __version__, "harness": harness, "recipe": found.name,
               "tasks": {task: {"image": f"{PREFIX}{task}", "text": f"{PREFIX}{task}_text",
                                "output_type": configs[task].get("output_type"),
                                "source": str(dataset_folder(source, configs[task]).resolve())

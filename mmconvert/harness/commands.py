@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..cli import reports_errors
+from . import LM_EVAL, LMMS_EVAL
 
 COMMON = [
     click.argument("tasks", metavar="TASK[,TASK...]"),
@@ -56,7 +57,30 @@ def lm_eval_command(tasks, recipe, source, out, prompt_style, tokenizer, models)
         --model_args model=M,base_url=http://127.0.0.1:8000/v1/chat/completions,max_images=4 \\
         --tasks mmconvert_arc_easy,mmconvert_arc_easy_text --include_path tasks/
     """
-    from . import task_names, write_lmeval
+    write(LM_EVAL, tasks, recipe, source, out, prompt_style, tokenizer, models)
+
+
+@harness.command("lmms-eval")
+@common
+@reports_errors
+def lmms_eval_command(tasks, recipe, source, out, prompt_style, tokenizer, models):
+    """Write lmms-eval tasks for TASK (lm-eval tasks, groups or tags, comma-separated): for
+    each, mmconvert_<task>, whose doc_to_visual draws each doc with the recipe, and its text
+    twin mmconvert_<task>_text (no image). The prompt holds the task's description and
+    few-shot examples (as text), as lm-eval writes them. lm-eval's TaskManager builds the
+    original task inside lmms-eval: install mmconvert[lm-eval] beside it.
+
+    
+    Example:
+      mmconvert harness lmms-eval gsm8k --recipe glyph --out tasks/
+      lmms-eval --model openai --model_args model_version=M --tasks mmconvert_gsm8k \
+        --include_path tasks/
+    """
+    write(LMMS_EVAL, tasks, recipe, source, out, prompt_style, tokenizer, models)
+
+
+def write(harness, tasks, recipe, source, out, prompt_style, tokenizer, models):
+    from . import task_names, write_tasks
 
     names = task_names(tasks)
     wanted = [m.strip() for m in models.split(",") if m.strip()] if models else None
@@ -68,11 +92,12 @@ def lm_eval_command(tasks, recipe, source, out, prompt_style, tokenizer, models)
         from ..tokens import load_tokenizer
 
         load_tokenizer(tokenizer)
-    record = write_lmeval(names, recipe, out, source=source, prompt_style=prompt_style,
-                          tokenizer=tokenizer, models=wanted)
+    record = write_tasks(names, recipe, out, harness=harness, source=source,
+                         prompt_style=prompt_style, tokenizer=tokenizer, models=wanted)
     listed = ", ".join(f"{t['image']}, {t['text']}" for t in record["tasks"].values())
+    program = "lm_eval" if harness == LM_EVAL else "lmms-eval"
     click.echo(f"{len(record['tasks'])} task(s) written to {out}: {listed}; run them with "
-               f"lm_eval --include_path {out}", err=True)
+               f"{program} --include_path {out}", err=True)
 
 
 def harness_command() -> click.Group:

@@ -17,6 +17,8 @@ from typing import Any
 
 from . import MULTIMODAL_BACKENDS, PREFIX
 
+FEWSHOT_SEED = 1234  # lm-eval's default --fewshot_random_seed
+
 
 def refuse(message: str) -> None:
     """End the harness's process with one line (lm-eval would show a traceback)."""
@@ -154,12 +156,22 @@ class Harness:
     def fewshot_prompt(self, doc: dict[str, Any]) -> str:
         return self.original.doc_to_text(doc)
 
-    def _prompts(self, doc: dict[str, Any]) -> tuple[str, str]:
+    def _prompts(self, doc: dict[str, Any], fewshot: bool = False) -> tuple[str, str]:
+        """The image prompt and the text prompt of ``doc``; with ``fewshot``, a generation
+        task's prompt holds its description and few-shot examples as lm-eval's
+        ``fewshot_context`` writes them (the seed set before each doc, so a doc's examples
+        do not depend on the order docs are asked in)."""
         from ..corpora.lmeval import IN_THE_IMAGE
 
         item = self.item(doc)
-        if self.original.config.output_type == "generate_until":
-            text = self.original.doc_to_text(doc)
+        task = self.original
+        if task.config.output_type == "generate_until":
+            if fewshot:
+                with self._lock:
+                    task.set_fewshot_seed(FEWSHOT_SEED)
+                    text = task.fewshot_context(doc, int(task.config.num_fewshot or 0))
+            else:
+                text = task.doc_to_text(doc)
             drawn = item.context or (item.question or "").strip()
             at = text.rfind(drawn) if drawn else -1
             image = text[:at] + IN_THE_IMAGE + text[at + len(drawn):] if at >= 0 else text
@@ -172,6 +184,12 @@ class Harness:
 
     def text_prompt(self, doc: dict[str, Any]) -> str:
         return self._prompts(doc)[1]
+
+    def lmms_image_prompt(self, doc: dict[str, Any], kwargs: Any = None) -> str:
+        return self._prompts(doc, fewshot=True)[0]
+
+    def lmms_text_prompt(self, doc: dict[str, Any], kwargs: Any = None) -> str:
+        return self._prompts(doc, fewshot=True)[1]
 
     def target(self, doc: dict[str, Any]):
         """The task's own target (a few-shot example's too); a multiple-choice doc's letter."""

@@ -209,7 +209,14 @@ def test_the_harness_writes_both_tasks_of_each_and_refuses_what_it_cannot(harnes
         (("harness", "lm-eval", "arc_easy", "--recipe", "readbnech"), "no recipe 'readbnech'"),
         (("harness", "lm-eval", "arc_easy", "--recipe", RECIPE, "--source", FIXTURES / "coco"),
          "no local copy of allenai/ai2_arc"),
+        (("harness", "lm-eval", "lambada_openai", "--recipe", RECIPE),
+         "lm-eval task lambada_openai is a loglikelihood task; mmconvert takes "
+         "multiple_choice and generate_until tasks"),
+        (("harness", "lmms-eval", "gsm8k,acp_app_gen", "--recipe", RECIPE),
+         "lm-eval task acp_app_gen: its filter 'acp_grammar_parse' uses "
+         "'ACP_grammar_filter', which lmms-eval does not have (it has take_first, regex,"),
     ]:
         result = run(*args, "--out", tmp_path / "x")
         assert result.exit_code != 0 and said in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
+        assert not (tmp_path / "x").exists()
