@@ -296,6 +296,11 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
                 raise UsageError(f"recipe {found.name} is drawn by the {found.renderer} "
                                  f"renderer: use mmconvert render CORPUS --recipe {recipe}")
             values = merged(found.config_values(corpus), values)
+            from .recipes import fingerprint_note
+
+            note = fingerprint_note(found, recipe)
+            if note:
+                click.echo(f"warning: {note}", err=True)
         api_values = dict(values.pop("api", None) or {}) if api_flags else {}
         values = fill(config_flags, given, {**values, "corpus": corpus})
         config = build(config_model, values, origin, flags=names)

@@ -222,9 +222,13 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
     if items is not None:
         given.setdefault("corpus", InMemory.name)
     if recipe is not None:
-        from .recipes import load_recipe, merged
+        from .recipes import fingerprint_note, load_recipe, merged
 
-        given = merged(load_recipe(recipe).config_values(given.get("corpus", "")), given)
+        found = load_recipe(recipe)
+        given = merged(found.config_values(given.get("corpus", "")), given)
+        note = fingerprint_note(found, recipe)
+        if note:
+            (log or (lambda m: print(m, file=sys.stderr)))(f"warning: {note}")
     config = config if isinstance(config, RunConfig) and recipe is None and items is None \
         else run_config(given, "config")
     api_options: ApiOptions | None = build(ApiOptions, api, "api") if isinstance(api, dict) \

@@ -225,3 +225,27 @@ def test_training_transform_draws_each_item_with_its_own_seed():
                                                                        "text": "x"})
     with pytest.raises(UsageError, match="fields: txt is not an item field"):
         recipe.transform(fields={"txt": "text"})
+
+
+def test_a_recipe_that_draws_otherwise_here_is_said_wherever_it_draws(tmp_path):
+    data = yaml.safe_load(shipped()["readbench"].read_text())
+    data["references"][0]["pages"][0]["sha256"] = "0" * 64
+    data["references"][0]["pages"][0]["pixels"] = "0" * 64
+    data["made_with"]["libraries"]["pymupdf"] = "1.0.0"
+    path = tmp_path / "tampered.yaml"
+    path.write_text(yaml.safe_dump(data))
+    here = load_recipe("readbench").made_with["libraries"]["pymupdf"]
+    said = (f"warning: recipe readbench: its fingerprint differs here (ref-options page 1: "
+            f"other pixels; why: libraries pymupdf: the recipe's 1.0.0, here {here}; 1 page(s) "
+            f"differ): these pages are not the recipe's; mmconvert recipe verify {path} says "
+            "all")
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps(REFERENCE_ITEMS[0]) + "\n")
+    result = run("render", items, "--recipe", path, "--out", tmp_path / "r")
+    assert result.exit_code == 0 and said in result.output.splitlines(), result.output
+    logged = []
+    mmconvert.convert({"corpus": "items"}, items=REFERENCE_ITEMS[:1], recipe=path,
+                      out=tmp_path / "api", progress=False, log=logged.append)
+    assert said in logged
+    clean = run("render", items, "--recipe", "readbench", "--out", tmp_path / "c")
+    assert clean.exit_code == 0 and "warning" not in clean.output

@@ -308,6 +308,12 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
     elif "text-image" in options.modality:
         raise UsageError("--modality: the frontier scores image and text; text-image is "
                          "occlusions' own")
+    if options.recipe is not None:
+        from ..recipes import fingerprint_note, load_recipe
+
+        note = fingerprint_note(load_recipe(options.recipe), options.recipe)
+        if note:
+            echo(f"warning: {note}")
     points = style_points(options)
     with locked(out / LOCK, out):
         for point in points:

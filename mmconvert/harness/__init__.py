@@ -276,7 +276,11 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
         atomic_write(out / f"{data['task']}.yaml", yaml_text(data).encode("utf-8"))
     atomic_write(out / f"{MODULE}.py", module_text(list(configs), harness).encode("utf-8"))
     atomic_write(out / "recipe.yaml", dump(found).encode("utf-8"))
+    from ..recipes import fingerprint_note
+
+    note = fingerprint_note(found, recipe)
     record = {"mmconvert": __version__, "harness": harness, "recipe": found.name,
+              "recipe_fingerprint": note or ("identical" if found.references else "none"),
               "tasks": {task: {"image": f"{PREFIX}{task}", "text": f"{PREFIX}{task}_text",
                                "output_type": configs[task].get("output_type"),
                                "source": str(dataset_folder(source, configs[task]).resolve())

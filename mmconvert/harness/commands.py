@@ -94,6 +94,8 @@ def write(harness, tasks, recipe, source, out, prompt_style, tokenizer, models):
         load_tokenizer(tokenizer)
     record = write_tasks(names, recipe, out, harness=harness, source=source,
                          prompt_style=prompt_style, tokenizer=tokenizer, models=wanted)
+    if record["recipe_fingerprint"] not in ("identical", "none"):
+        click.echo(f"warning: {record['recipe_fingerprint']}", err=True)
     listed = ", ".join(f"{t['image']}, {t['text']}" for t in record["tasks"].values())
     program = "lm_eval" if harness == LM_EVAL else "lmms-eval"
     click.echo(f"{len(record['tasks'])} task(s) written to {out}: {listed}; run them with "

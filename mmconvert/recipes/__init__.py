@@ -389,6 +389,33 @@ def verify(recipe: Recipe) -> Verdict:
                    or ["why: nothing recorded differs (mmconvert's drawing changed)"])
 
 
+_VERDICTS: dict[str, Verdict] = {}  # a recipe's verdict here, by its whole text
+
+
+def _checked(recipe: Recipe) -> Verdict:
+    key = dump(recipe)
+    if key not in _VERDICTS:
+        _VERDICTS[key] = verify(recipe)
+    return _VERDICTS[key]
+
+
+def fingerprint_note(recipe: Recipe, given: str | Path | None = None) -> str | None:
+    """One line when ``recipe``'s reference pages draw otherwise on this machine (what
+    differs first, and the first reason), or None when they are identical or it has none.
+    Said wherever a recipe draws (render, convert, frontier, harness), never hidden;
+    ``given``: the name or file the user gave, for the hint."""
+    if not recipe.references:
+        return None
+    verdict = _checked(recipe)
+    if verdict.identical:
+        return None
+    pages = [line for line in verdict.lines if not line.startswith("why: ")]
+    why = [line for line in verdict.lines if line.startswith("why: ")]
+    return (f"recipe {recipe.name}: its fingerprint differs here ({pages[0]}"
+            + (f"; {why[0]}" if why else "") + f"; {len(pages)} page(s) differ): these pages "
+            f"are not the recipe's; mmconvert recipe verify {given or recipe.name} says all")
+
+
 def differences(recorded: dict[str, Any], here: dict[str, Any], path: str = "") -> list[str]:
     """What the recipe records it was made with that this machine has otherwise."""
     out = []

@@ -195,6 +195,7 @@ def test_a_backend_without_images_or_too_few_is_one_line(server, harness, tmp_pa
 def test_the_harness_writes_both_tasks_of_each_and_refuses_what_it_cannot(harness, tmp_path):
     record = json.loads((harness / "harness.json").read_text())
     assert sorted(record["tasks"]) == sorted(TASKS) and record["recipe"] == RECIPE
+    assert record["recipe_fingerprint"] == "identical"
     for task in TASKS:
         for name in (f"mmconvert_{task}.yaml", f"mmconvert_{task}_text.yaml"):
             assert (harness / name).is_file()
