@@ -29,6 +29,7 @@ FILE = "tokenizer.json"
 # the largest tokenizer.json read (the largest models' are about 30 MB)
 MAX_TOKENIZER_BYTES = 256 << 20
 TIKTOKEN = "tiktoken:"
+CUT_MARK = " [...] "  # where ``TextTokenizer.cut`` took out a text's middle
 
 
 @dataclass
@@ -55,6 +56,41 @@ class TextTokenizer:
             raise UsageError(f"--tokenizer {self.name}: the tokenizer failed on a text of "
                              f"{len(text):,} characters ({first_line(err, 160, kind=True)})") \
                 from None
+
+    def starts(self, text: str) -> list[int]:
+        """The character offset in ``text`` where each of its tokens starts."""
+        if self.name.startswith(TIKTOKEN):
+            return list(self.tokenizer.decode_with_offsets(
+                self.tokenizer.encode_ordinary(text))[1])
+        return [start for start, _ in
+                self.tokenizer.encode(text, add_special_tokens=False).offsets]
+
+    def cut(self, text: str, keep: int, where: str = "head") -> str:
+        """``text`` cut, on its own token boundaries, to at most ``keep`` tokens: its first
+        ones (``head``), its last ones (``tail``), or both ends around a cut middle
+        (``ends``, joined by ``CUT_MARK``, whose tokens count). The cut string is counted
+        again (a boundary may tokenize otherwise) and cut shorter until it fits."""
+        if keep <= 0 or not text:
+            return ""
+        starts = self.starts(text)
+        if len(starts) <= keep:
+            return text
+        mark = self.count(CUT_MARK) if where == "ends" else 0
+        budget = keep
+        while budget > 0:
+            if where == "tail":
+                out = text[starts[len(starts) - budget]:]
+            elif where == "ends" and budget > mark + 1:
+                head = (budget - mark + 1) // 2
+                tail = budget - mark - head
+                out = text[:starts[head]] + CUT_MARK + (text[starts[len(starts) - tail]:]
+                                                       if tail else "")
+            else:
+                out = text[:starts[budget]]
+            if self.count(out) <= keep:
+                return out
+            budget -= 1
+        return ""
 
     def record(self) -> dict[str, str]:
         return {"name": self.name, "file": str(self.path), "sha256": self.sha256}

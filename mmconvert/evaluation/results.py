@@ -19,8 +19,8 @@ from .paired import mcnemar_exact, paired_bootstrap
 if TYPE_CHECKING:
     from .run import EvalOptions
 
-Condition = Literal["image", "text", "text-image"]
-CONDITIONS: tuple[Condition, ...] = ("image", "text", "text-image")
+Condition = Literal["image", "text", "text-budget", "text-image"]
+CONDITIONS: tuple[Condition, ...] = ("image", "text", "text-budget", "text-image")
 
 
 @dataclass
@@ -161,22 +161,25 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
                 for name in ("exact_match", "jaccard"):
                     flat = [v for extra in spans for v in extra[name]]
                     out[condition][f"{name}_spans"] = round(100 * sum(flat) / len(flat), 4)
-        if "image" in conditions and "text" in conditions:
+        # image against the text twin (delta), and against the text at the image's budget
+        for other, prefix in (("text", ""), ("text-budget", "budget_")):
+            if "image" not in conditions or other not in conditions:
+                continue
             paired = [(image_scored, text_scored) for i, o in by_condition["image"].items()
-                      if (image_scored := o.scored) is not None and i in by_condition["text"]
-                      and (text_scored := by_condition["text"][i].scored) is not None]
+                      if (image_scored := o.scored) is not None and i in by_condition[other]
+                      and (text_scored := by_condition[other][i].scored) is not None]
             image = [pair[0].value for pair in paired]
             text = [pair[1].value for pair in paired]
-            out["paired_n"] = len(paired)
+            out[f"{prefix}paired_n"] = len(paired)
             if paired:
-                out["delta"] = round(100 * (sum(image) - sum(text)) / len(paired), 4)
+                out[f"{prefix}delta"] = round(100 * (sum(image) - sum(text)) / len(paired), 4)
                 low, high = paired_bootstrap(image, text, seed=options.seed)
-                out["delta_ci95"] = [round(100 * low, 4), round(100 * high, 4)]
+                out[f"{prefix}delta_ci95"] = [round(100 * low, 4), round(100 * high, 4)]
                 if all(v in (0.0, 1.0) for v in image + text):
-                    out["mcnemar_p"] = mcnemar_exact([v == 1.0 for v in image],
-                                                     [v == 1.0 for v in text])
+                    out[f"{prefix}mcnemar_p"] = mcnemar_exact([v == 1.0 for v in image],
+                                                              [v == 1.0 for v in text])
             else:
-                out["delta"], out["delta_ci95"] = None, None
+                out[f"{prefix}delta"], out[f"{prefix}delta_ci95"] = None, None
         return out
 
     by_subset: dict[str, list[Outcome]] = defaultdict(list)

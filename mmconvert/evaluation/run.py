@@ -33,6 +33,8 @@ from ..scoring.spec import (
     spec_of,
     unscorable,
 )
+from .budget import FIELD as BUDGET
+from .budget import Cut
 from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
 from .judge import judge_prompt, read_judgement
 from .results import (
@@ -63,8 +65,13 @@ class EvalOptions(BaseModel):
                                                            "key; the key is never written")
     modality: list[Condition] = Field(
         default_factory=lambda: list[Condition](["image", "text"]), min_length=1,
-        description="conditions, comma-separated: image, text, text-image (occlusions' "
-                    "text-only image)", json_schema_extra=cli(split=True))
+        description="conditions, comma-separated: image, text, text-budget (the text cut to "
+                    "each item's vision tokens for the first --ratio-model; needs "
+                    "--tokenizer), text-image (occlusions' text-only image)",
+        json_schema_extra=cli(split=True))
+    budget_cut: Cut = Field(
+        "head", description="what text-budget keeps of a context too long for the budget: "
+                            "its head, its tail, or both ends around a cut middle")
     protocol: Literal["official", "strict"] = Field(
         "official", description="VCR scoring protocol (see score vcr)")
     limit: int | None = Field(None, ge=1, description="evaluate the first N items of the run")
@@ -158,6 +165,8 @@ def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]
 
 
 def prompt_of(row: dict[str, Any], condition: Condition) -> str:
+    if condition == "text-budget":
+        return row[BUDGET]["prompt"]
     return row["text_prompt"] if condition == "text" else row["prompt"]
 
 
@@ -184,6 +193,13 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     if lacking:  # a metric whose package is not installed: said before any request
         raise UsageError(sorted(str(why) for why in lacking)[0])
     conditions = conditions_for(rows, options.modality, run)
+    if "text-budget" in conditions:  # each item's text cut to its pages' vision tokens
+        from ..tokens import load_tokenizer
+        from .budget import budgeted, check
+
+        model = check(options.tokenizer, options.ratio_models)
+        tokenizer = load_tokenizer(cast(str, options.tokenizer))
+        rows = [budgeted(row, tokenizer, model, options.budget_cut) for row in rows]
     prompt_tokens = sum(estimate_tokens(prompt_of(row, condition))
                         for row in rows for condition in conditions)
     # every image sent, over every request; a rule's total is None when that model's
@@ -344,6 +360,12 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     results["scoring"] = scoring_summary(todo.rows, outcomes, options)
     if options.tokenizer or options.ratio_models:
         results["compression"] = compression_of(todo.rows, options, outcomes)
+    if "text-budget" in todo.conditions:
+        from ..tokens import load_tokenizer
+        from .budget import summary
+
+        results["text_budget"] = summary(todo.rows, load_tokenizer(cast(str, options.tokenizer)),
+                                         options.budget_cut)
     if "grid" in results:
         results["grid"]["flagged"] = [
             {"id": row["id"], "reason": row["metadata"]["grid_flag"]} for row in todo.rows
