@@ -41,9 +41,11 @@ class FrontierOptions(EvalOptions):
         None, description="model name the endpoint serves; without it, each point is scored "
                           "by Tesseract's character accuracy on its images")
     modality: list[Condition] = Field(
-        default_factory=lambda: list[Condition](["image"]), min_length=1,
-        description="conditions, comma-separated: image, and text for the text twin's score "
-                    "as a reference line", json_schema_extra=cli(split=True))
+        default_factory=lambda: list[Condition](["image", "text-budget"]), min_length=1,
+        description="conditions, comma-separated: image; text-budget, each point's items as "
+                    "text cut to their pages' vision tokens (its text_baseline); text, the "
+                    "whole text twin's score as a reference line",
+        json_schema_extra=cli(split=True))
     limit: int | None = Field(50, ge=1, description="items in the dev sample (after --sample)")
     tokenizer: str = Field(
         description="the tokenizer text tokens are counted with (a tokenizer.json, a folder "
@@ -275,7 +277,11 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
     return {"accuracy": overall["image"]["score"],
             "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed),
             "n": overall["image"]["n"], "unscored": results["unscored"]["n"],
-            **({"text": overall["text"]["score"]} if "text" in overall else {})}
+            **({"text": overall["text"]["score"]} if "text" in overall else {}),
+            **({"text_baseline": overall["text-budget"]["score"],
+                "text_baseline_delta": overall.get("budget_delta"),
+                "text_baseline_tokens": results["text_budget"]["kept_tokens"].get("mean")}
+               if "text-budget" in overall else {})}
 
 
 # --- the front -------------------------------------------------------------------------------
@@ -380,6 +386,11 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
     for p in points:
         ax.annotate(p["name"], (p["compression"], p["accuracy"]), fontsize=7,
                     xytext=(3, 3), textcoords="offset points")
+    baselines = [p for p in points if p.get("text_baseline") is not None]
+    if baselines:  # each point's text cut to its own vision tokens, at its compression
+        ax.scatter([p["compression"] for p in baselines],
+                   [p["text_baseline"] for p in baselines], marker="x", color="#4c72b0",
+                   s=28, zorder=3, label="text at the same budget")
     texts = {p.get("text") for p in result["points"]} - {None}
     if len(texts) == 1:
         ax.axhline(texts.pop(), color="grey", linestyle="--", label="text twin")
@@ -399,12 +410,16 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
 def table(result: dict[str, Any]) -> str:
     """The points as a table, the front marked."""
     width = max([len("point"), *(len(p["name"]) for p in result["points"])]) + 2
-    lines = [f"{'point':<{width}}{'compression':>12}{'accuracy':>10}{'n':>5}  front  style"]
+    baseline = any("text_baseline" in p for p in result["points"])
+    lines = [f"{'point':<{width}}{'compression':>12}{'accuracy':>10}"
+             + (f"{'text@budget':>12}" if baseline else "") + f"{'n':>5}  front  style"]
     for p in result["points"]:
         accuracy = f"{p['accuracy']:10.1f}" if p["accuracy"] is not None else f"{'-':>10}"
         compression = (f"{p['compression']:12.3f}" if p["compression"] is not None
                        else f"{'-':>12}")
-        lines.append(f"{p['name']:<{width}}{compression}{accuracy}{p['n']:>5}  "
+        text = p.get("text_baseline")
+        at_budget = (f"{text:12.1f}" if text is not None else f"{'-':>12}") if baseline else ""
+        lines.append(f"{p['name']:<{width}}{compression}{accuracy}{at_budget}{p['n']:>5}  "
                      f"{'  *  ' if p['on_front'] else '     '}  {p['label']}")
     lines.append(f"front: {', '.join(result['front']) or 'none'}; style files in styles/"
                  + (f"; plot: {result['plot']}" if result["plot"] else ""))

@@ -199,3 +199,76 @@ def test_a_frontier_over_a_recipe_renders_its_pages(tmp_path):
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert "drawn by the document renderer; the frontier's points are page styles" in \
         result.output
+
+
+@pytest.mark.slow
+def test_each_point_has_its_text_baseline_at_the_same_budget(tmp_path, monkeypatch):
+    """Long contexts whose answer needs one sentence: an image is read right when it has
+    PIXELS_PER_CHARACTER or more, a text when the needed sentence is whole in it. Each point's
+    image score and its text baseline (the text cut to the point's own vision tokens) equal
+    that function; the smaller the type, the fewer vision tokens, the less text kept."""
+    from inspect_ai.log import read_eval_log
+
+    from tests.evaluation.test_text_budget import FILLER, needed
+
+    items = tmp_path / "items.jsonl"
+    with open(items, "w") as handle:
+        for index in range(9):
+            sentences = [FILLER] * 40
+            sentences.insert((3, 20, 37)[index % 3], needed(index) + " ")
+            handle.write(json.dumps({
+                "id": f"doc-{index:02d}", "context": "".join(sentences).strip(),
+                "question": f"What is the code word for file {index}?",
+                "answer": [f"ZEPHYR{index:03d}"]}) + "\n")
+    out = tmp_path / "f"
+
+    def answer(body):
+        parts = body["messages"][-1]["content"]
+        parts = parts if isinstance(parts, list) else [{"type": "text", "text": parts}]
+        text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+        file = int(text.split("code word for file ")[-1].split("?")[0])
+        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
+        if urls:
+            digest = hashlib.sha256(base64.b64decode(urls[0].split(",", 1)[1])).hexdigest()
+            row = next(r for rs in points_rows(out).values() for r in rs
+                       if any(i["sha256"] == digest for i in r["images"]))
+            right = legible(row, sum(i["width"] * i["height"] for i in row["images"]))
+        else:
+            right = needed(file) in text
+        return f"Answer: {f'ZEPHYR{file:03d}' if right else 'unknown'}"
+
+    fake = FakeOpenAI(answer=answer, models=("reader",))
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
+    try:
+        result = run("frontier", items, "--tokenizer", minilm_folder(), "--ratio-model",
+                     "qwen2.5-vl", "--style", "readbench", "--grid", "font_size:4,8,24",
+                     "--model", "reader", "--base-url", url, "--modality",
+                     "image,text-budget,text", "--out", out)
+        assert result.exit_code == 0, result.output
+    finally:
+        fake.stop()
+    found = json.loads((out / "frontier.json").read_text())
+    rows = points_rows(out)
+    baselines = []
+    for point in found["points"]:
+        items_rows = rows[point["name"]]
+        right = [legible(r, sum(i["width"] * i["height"] for i in r["images"]))
+                 for r in items_rows]
+        assert point["accuracy"] == pytest.approx(100 * sum(right) / len(right), abs=1e-3)
+        # the baseline: the known function of each text this point's evaluation sent
+        (log,) = [read_eval_log(str(path)) for path in
+                  (out / "evals" / point["name"] / "logs").glob("*text-budget*.eval")]
+        texts = [" ".join(part.text for part in sample.input[-1].content
+                          if getattr(part, "text", None)) for sample in log.samples]
+        kept = [needed(int(sample.id[-2:])) in text
+                for sample, text in zip(log.samples, texts, strict=True)]
+        assert len(kept) == len(items_rows) and all("[...]" not in t for t in texts)
+        assert point["text_baseline"] == pytest.approx(100 * sum(kept) / len(kept), abs=1e-3)
+        assert point["text"] == 100.0
+        baselines.append(point["text_baseline"])
+    # smaller type: fewer vision tokens, so less text kept and a lower baseline
+    assert baselines == sorted(baselines) and baselines[0] < baselines[-1]
+    accuracies = [p["accuracy"] for p in found["points"]]
+    assert accuracies[0] == 0 and accuracies[-1] == 100  # the image function discriminates
+    assert "text@budget" in result.output
