@@ -400,6 +400,28 @@ RULE_ALIASES = {"qwen2.5-vl": "qwen2-vl", "internvl3": "internvl2.5", "internvl2
                 "gemini-2.0": "gemini-2", "gemini-2.5": "gemini-2"}
 
 
+# the steps, in pixels, in which a page's width changes a rule's count (its patch or cell
+# after merging): a target may move the page width in them when the font size alone cannot
+# meet it. A rule not here counts in whole tiles or gives every image the same count, so a
+# width moved by a few pixels changes nothing, or everything at once (``WHY_NOT_EXACT``).
+WIDTH_STEPS = {"qwen2-vl": 28, "qwen3-vl": 32, "glm-4.1v": 28, "pixtral": 16,
+               "gpt-4.1-mini": 32}
+WHY_NOT_EXACT = {
+    **{name: "it gives every image the same count (the image is resized to one size)"
+       for name in ("llava-1.5", "gemma-3", "gemini-3", "deepseek-ocr-tiny",
+                    "deepseek-ocr-small", "deepseek-ocr-base", "deepseek-ocr-large")},
+    **{name: "it counts whole tiles, so its counts come in tile-sized steps"
+       for name in ("internvl2.5", "idefics3", "gpt-4o", "o3", "gpt-5", "gemini-2",
+                    "llava-onevision", "llama-4", "deepseek-ocr-gundam", "deepseek-ocr-2")},
+    "claude": "it scales the image's area, rounded, with no steps a width can move in",
+}
+
+
+def width_step(name: str) -> int | None:
+    """The pixels a page's width moves in for model ``name``'s rule, or None."""
+    return WIDTH_STEPS.get(RULE_ALIASES.get(name, name))
+
+
 def token_rule(name: str):
     """The vision-token rule of model ``name``; one line naming the known ones otherwise."""
     from .errors import UsageError, did_you_mean

@@ -249,3 +249,16 @@ def test_a_recipe_that_draws_otherwise_here_is_said_wherever_it_draws(tmp_path):
     assert said in logged
     clean = run("render", items, "--recipe", "readbench", "--out", tmp_path / "c")
     assert clean.exit_code == 0 and "warning" not in clean.output
+
+
+def test_pages_that_differ_with_nothing_recorded_differing_say_mmconvert_changed(tmp_path):
+    data = yaml.safe_load(shipped()["glyph"].read_text())
+    data["references"][2]["pages"][0].update(sha256="0" * 64, pixels="0" * 64)
+    path = tmp_path / "glyph.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = run("recipe", "verify", path)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[1:3] == [
+        "  ref-question page 1: other pixels",
+        "  why: nothing the recipe records differs here: mmconvert's own drawing of these "
+        "settings changed"]

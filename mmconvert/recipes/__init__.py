@@ -385,8 +385,10 @@ def verify(recipe: Recipe) -> Verdict:
                 lines.append(f"{item_id} page {number}: other pixels")
     if not lines:
         return Verdict(True, [])
-    return Verdict(False, lines + [f"why: {why}" for why in differences(recipe.made_with, here)]
-                   or ["why: nothing recorded differs (mmconvert's drawing changed)"])
+    whys = [f"why: {why}" for why in differences(recipe.made_with, here)] or [
+        "why: nothing the recipe records differs here: mmconvert's own drawing of these "
+        "settings changed"]
+    return Verdict(False, lines + whys)
 
 
 _VERDICTS: dict[str, Verdict] = {}  # a recipe's verdict here, by its whole text

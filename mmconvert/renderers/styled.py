@@ -19,7 +19,7 @@ from ..errors import ItemError
 from ..jobs import Job
 from ..options import cli, first_error
 from .style_files import Style
-from .target import TOLERANCE, TargetOptions, fit, fit_pages
+from .target import TOLERANCE, TargetOptions, fit, fit_pages, fit_width
 
 if TYPE_CHECKING:
     from ..items import Item, RenderPart
@@ -161,21 +161,24 @@ class StyledJob(Job):
         base = renderer.options
         text_tokens = (self.tokenizer.count(renderer.shown_text(item, part))
                        if self.tokenizer else None)
-        sized: dict[float, Any] = {}
+        sized: dict[tuple[float, float | None], Any] = {}
 
-        def at(size: float):
-            if size not in sized:
+        def at(size: float, width: float | None = None):
+            """The renderer at font ``size`` (and page ``width`` in inches, when moved)."""
+            if (size, width) not in sized:
                 values: dict[str, Any] = {"font_size": size}
                 if base.line_pitch is not None:  # a fixed pitch keeps its share of the size
                     values["line_pitch"] = base.line_pitch * size / base.font_size
+                if width is not None:
+                    values["page_width"] = width
                 try:
-                    sized[size] = self.make_renderer(base.with_values(values))
+                    sized[size, width] = self.make_renderer(base.with_values(values))
                 except ValidationError:
-                    sized[size] = None
-            return sized[size]
+                    sized[size, width] = None
+            return sized[size, width]
 
-        def tokens_at(size: float) -> int | None:
-            drawer = at(size)
+        def tokens_at(size: float, width: float | None = None) -> int | None:
+            drawer = at(size, width)
             if drawer is None:
                 return None
             return image_tokens(self.rule, [{"width": w, "height": h}
@@ -190,10 +193,14 @@ class StyledJob(Job):
             found = fit_pages(self.target, pages_at)
         else:
             found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
+            if not found.record.get("exact") and self.target.move_width and \
+                    hasattr(base, "page_width") and found.vision_tokens is not None:
+                found = fit_width(self.target, text_tokens, tokens_at, found,
+                                  base.page_width, base.ppi)
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
                             item.id, field="target", item_id=item.id, stage="render")
-        return at(found.font_size) or renderer, found.record
+        return at(found.font_size, found.page_width) or renderer, found.record
 
     def styled_renderer(self, item: Item, part: RenderPart) -> tuple[Any, dict | None]:
         """The renderer that draws ``item``, and its target's record (None without one)."""

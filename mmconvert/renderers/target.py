@@ -49,6 +49,10 @@ class TargetOptions(BaseModel):
         None, ge=1, le=1000, description="draw each item at the largest font size (in half "
                                          "points) at which it fits this many pages (Text or "
                                          "Pixels: 1)")
+    move_width: bool = Field(
+        True, description="when the font size alone cannot meet a vision budget or ratio "
+                          "exactly, move the page width too, in the ratio model's own steps "
+                          "(its 28 px cells for Qwen2.5-VL)")
     min_font_size: float = Field(4.0, gt=2, le=72, description="the smallest font size a "
                                                                "target may choose, in points")
     max_font_size: float = Field(48.0, gt=2, le=72, description="the largest font size a "
@@ -89,12 +93,13 @@ class TargetOptions(BaseModel):
 
 @dataclass
 class Fit:
-    """The size a search chose and what it gives."""
+    """The size a search chose and what it gives; ``page_width`` (inches) when it moved."""
 
     font_size: float
     vision_tokens: int | None
     layouts: int
     record: dict[str, Any]
+    page_width: float | None = None
 
 
 def on_grid(size: float, low: float, high: float) -> float:
@@ -155,6 +160,8 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
     best = min(tried, key=lambda s: (error(s), abs(s - start))) if goal else next(iter(tried))
     tokens = tried[best]
     record.update({"font_size": best, "vision_tokens": tokens, "layouts": len(tried)})
+    if goal:
+        record["exact"] = tokens == round(goal)
     if tokens and text_tokens is not None:
         record["ratio"] = round(text_tokens / tokens, 4)
     off = error(best) if goal else math.inf
@@ -174,6 +181,54 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
             record["reason"] = (f"{options.ratio_model}'s tokens come in steps: the nearest "
                                 f"size, {best:g} pt, gives {tokens} against {goal:.0f} wanted")
     return Fit(best, tokens, len(tried), record)
+
+
+WIDTH_MOVES = 8  # page widths tried each side of the style's, in the rule's steps
+
+
+def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found: Fit,
+              page_width: float, ppi: float) -> Fit:
+    """``found`` (the font size alone) made exact, if it can be, by moving the page width in
+    the ratio model's steps too: the widths nearest the style's first, each with its own
+    font size search; the first exact one is kept, else the closest (``found`` if none is
+    closer). The record says what moved, or why the rule cannot be met exactly."""
+    from ..vision_tokens import RULE_ALIASES, WHY_NOT_EXACT, width_step
+
+    model = options.ratio_model or ""
+    step = width_step(model)
+    if step is None:
+        why = WHY_NOT_EXACT.get(RULE_ALIASES.get(model, model))
+        if why and not found.record["within"]:
+            found.record["reason"] += f"; {model} cannot be met exactly: {why}"
+        return found
+    base = round(page_width * ppi)
+    layouts = found.layouts
+    best = found
+    goal = round(found.record.get("vision_budget") or (
+        text_tokens / options.target_ratio if text_tokens and options.target_ratio else 0))
+    for k in sorted(range(-WIDTH_MOVES, WIDTH_MOVES + 1), key=lambda k: (abs(k), k)):
+        pixels = base + k * step
+        inches = round(pixels / ppi, 4)
+        if k == 0 or not 1 < inches <= 40:
+            continue
+        moved = fit(options, text_tokens, lambda size, w=inches: tokens_at(size, w),
+                    start=found.font_size)
+        layouts += moved.layouts
+        if moved.vision_tokens is None:
+            continue
+        closer = abs(moved.vision_tokens - goal) < abs((best.vision_tokens or 0) - goal)
+        if moved.record.get("exact") or closer:
+            best = Fit(moved.font_size, moved.vision_tokens, moved.layouts, moved.record,
+                       inches)
+            if moved.record.get("exact"):
+                break
+    record = dict(best.record)
+    record["layouts"] = layouts
+    record["moved"] = ["font_size", "page_width"] if best.page_width is not None \
+        else ["font_size"]
+    if best.page_width is not None:
+        record["page_width"] = best.page_width
+    return Fit(best.font_size, best.vision_tokens, layouts, record, best.page_width)
 
 
 PAGE_FIT_STEP = 0.5  # points: the sizes a page fit tries (Text or Pixels' own steps below 24)

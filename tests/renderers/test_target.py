@@ -65,7 +65,10 @@ def test_render_to_a_ratio_and_stats_reads_the_same_ratio_back(tmp_path):
         target = row["target"]
         assert target["model"] == "qwen2.5-vl" and target["target_ratio"] == 2
         assert row["renderer"]["params"]["font_size"] == target["font_size"]
-        assert target["layouts"] <= 8
+        assert target["layouts"] <= (8 if "moved" not in target else 8 * 17)
+        if "page_width" in target:  # moved in Qwen's 28 px cells from the A4 width
+            assert row["renderer"]["params"]["page_width"] == target["page_width"]
+            assert (round(target["page_width"] * 92.9) - round(8.27 * 92.9)) % 28 == 0
         if not target["within"]:
             assert target["reason"]
     stats = run("stats", out, "--tokenizer", minilm_folder(), "--json", "--no-plots")
@@ -115,3 +118,33 @@ def test_a_target_that_cannot_be_read_is_one_line(tmp_path, args, message):
 def test_unknown_model_names_a_close_one():
     with pytest.raises(UsageError, match="did you mean 'qwen2.5-vl'"):
         TargetOptions(vision_budget=64, ratio_model="qwen2.5-v")
+
+
+def test_a_budget_is_met_exactly_by_moving_the_page_width_in_the_rules_steps(tmp_path):
+    """Qwen's tokens come in 28 px cells: on an A4 page 768 px wide a row is 27 tokens, so
+    the font size alone gives 243 or 270 for a budget of 256. Moving the page width in 28 px
+    steps meets it exactly for every context; a rule of tiles says why it cannot."""
+    items = items_file(tmp_path, 6)
+    fixed = tmp_path / "fixed"
+    assert run("render", items, "--render", "context", "--vision-budget", 256, "--ratio-model",
+               "qwen2.5-vl", "--no-move-width", "--out", fixed).exit_code == 0
+    rows = [json.loads(line)["target"] for line in (fixed / "manifest.jsonl").read_text()
+            .splitlines()]
+    assert {t["vision_tokens"] for t in rows} <= {243, 270} and not any(t["exact"] for t in rows)
+    moved = tmp_path / "moved"
+    assert run("render", items, "--render", "context", "--vision-budget", 256, "--ratio-model",
+               "qwen2.5-vl", "--out", moved).exit_code == 0
+    rows = [json.loads(line) for line in (moved / "manifest.jsonl").read_text().splitlines()]
+    for row in rows:
+        target = row["target"]
+        assert target["exact"] and target["vision_tokens"] == 256
+        assert target["moved"] == ["font_size", "page_width"]
+        from mmconvert.vision_tokens import image_tokens, token_rule
+
+        assert image_tokens(token_rule("qwen2.5-vl"), row["images"]) == 256  # as drawn
+    tiles = tmp_path / "tiles"
+    assert run("render", items, "--render", "context", "--vision-budget", 300, "--ratio-model",
+               "internvl2.5", "--out", tiles).exit_code == 0
+    reasons = [json.loads(line)["target"].get("reason", "") for line in
+               (tiles / "manifest.jsonl").read_text().splitlines()]
+    assert any("internvl2.5 cannot be met exactly: it counts whole tiles" in r for r in reasons)
