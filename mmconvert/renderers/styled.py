@@ -19,7 +19,7 @@ from ..errors import ItemError
 from ..jobs import Job
 from ..options import cli, first_error
 from .style_files import Style
-from .target import TOLERANCE, TargetOptions, fit, fit_pages, fit_width
+from .target import TOLERANCE, TargetOptions, close_enough, fit, fit_pages, fit_width
 
 if TYPE_CHECKING:
     from ..items import Item, RenderPart
@@ -193,8 +193,8 @@ class StyledJob(Job):
             found = fit_pages(self.target, pages_at)
         else:
             found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
-            if not found.record.get("exact") and self.target.move_width and \
-                    hasattr(base, "page_width") and found.vision_tokens is not None:
+            if self.target.move_width and hasattr(base, "page_width") and \
+                    found.vision_tokens is not None and not close_enough(found.record):
                 found = fit_width(self.target, text_tokens, tokens_at, found,
                                   base.page_width, base.ppi)
         if not found.record["within"] and self.config.on_error == "skip":
