@@ -152,3 +152,48 @@ def frontier_command() -> click.Command:
         click.Option(["--json", "as_json"], is_flag=True,
                      help="Print frontier.json instead of a table."),
         progress_option("inspect's progress display (default: when stderr is a terminal).")])
+
+
+def curve_command() -> click.Command:
+    from ..flags import fill, flag_names, model_flags
+    from .curve import CurveOptions
+
+    flags = model_flags(CurveOptions)
+
+    def run_curve(corpus, out, as_json, progress, **given):
+        """A model's compression curve: render a dev sample of CORPUS to each vision budget
+        (--budgets) or compression ratio (--ratios) for --ratio-model's rule, over a recipe
+        or a style, and score each point through an OpenAI-compatible endpoint as eval does:
+        the images, the text cut to each item's own vision tokens (the baseline at the same
+        budget) and the whole text. Writes OUT/curve.json (the rule named with its source
+        and date), OUT/curve.png and a table. Without --budgets or --ratios, one point: the
+        recipe's pages as they are (VTCBench's fixed render).
+
+        \b
+        Examples:
+          mmconvert curve mmlu-redux --model Qwen/Qwen2.5-VL-7B-Instruct \\
+              --base-url http://localhost:8000/v1 --tokenizer Qwen/Qwen2.5-VL-7B-Instruct \\
+              --ratio-model qwen2.5-vl --budgets 64,100,256,400 --recipe readbench
+          mmconvert curve longbench --model M --base-url URL --tokenizer tok.json \\
+              --ratio-model internvl2.5 --ratios 1,2,4 --recipe vtcbench
+        """
+        from ..config import build, show_progress
+        from .curve import curve, table
+
+        values = fill(flags, given, {})
+        options = build(CurveOptions, values, flags=flag_names(flags))
+        label = "".join(c if c.isalnum() or c in ".-" else "_" for c in options.model)
+        target = out or Path("runs") / f"{Path(corpus).stem}-curve-{label}"
+        result = curve(corpus, target, options,
+                       display="full" if show_progress(progress) else "none",
+                       echo=lambda text: click.echo(text, err=True))
+        click.echo(json.dumps(result, indent=1) if as_json else table(result))
+
+    return command("curve", run_curve, flags, [
+        click.Argument(["corpus"]),
+        click.Option(["--out", "-o"], type=click.Path(path_type=Path),
+                     help="Folder for the points' runs, evaluations, curve.json and curve.png "
+                          "(default: runs/<corpus>-curve-<model>)."),
+        click.Option(["--json", "as_json"], is_flag=True,
+                     help="Print curve.json instead of a table."),
+        progress_option("inspect's progress display (default: when stderr is a terminal).")])

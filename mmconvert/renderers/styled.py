@@ -193,8 +193,10 @@ class StyledJob(Job):
             found = fit_pages(self.target, pages_at)
         else:
             found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
-            if self.target.move_width and hasattr(base, "page_width") and \
-                    found.vision_tokens is not None and not close_enough(found.record):
+            # a width is moved only where the type moves the count: a page of a fixed size
+            # (a document's) takes the same tokens at any size, and is met by its page size
+            if self.target.move_width and hasattr(base, "page_width") and found.responsive \
+                    and found.vision_tokens is not None and not close_enough(found.record):
                 found = fit_width(self.target, text_tokens, tokens_at, found,
                                   base.page_width, base.ppi)
         if not found.record["within"] and self.config.on_error == "skip":

@@ -100,6 +100,7 @@ class Fit:
     layouts: int
     record: dict[str, Any]
     page_width: float | None = None
+    responsive: bool = True  # the count changed with the font size (a page that grows)
 
 
 def on_grid(size: float, low: float, high: float) -> float:
@@ -180,7 +181,8 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
         else:
             record["reason"] = (f"{options.ratio_model}'s tokens come in steps: the nearest "
                                 f"size, {best:g} pt, gives {tokens} against {goal:.0f} wanted")
-    return Fit(best, tokens, len(tried), record)
+    return Fit(best, tokens, len(tried), record,
+               responsive=len({t for t in tried.values() if t is not None}) > 1)
 
 
 WIDTH_MOVES = 8  # page widths tried each side of the style's, in the rule's steps

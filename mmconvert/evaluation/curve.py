@@ -1,0 +1,253 @@
+"""``mmconvert curve``: a model's compression curve, accuracy against vision tokens, from one
+command.
+
+Each point renders the same dev sample drawn to a target for the model's vision-token rule
+(``--budgets``: a vision budget per point, or ``--ratios``: a compression ratio per point, as
+VTCBench's fixed-ratio mode tunes a size per model), over a recipe or a style (any renderer
+that draws to a target: the page renderer or documents), and scores it through ``mmconvert
+eval``: the images, the text cut to each item's own vision tokens (``text-budget``, the
+baseline at the same budget) and, once, the whole text (the reference line). VTCBench's
+fixed-render mode is a recipe with no target: ``--budgets`` left out, one point, the recipe's
+pages, counted with the model's rule.
+
+Written: ``curve.json`` (each point's target, its items' vision tokens, ratio and how many met
+the target exactly, the image score with its interval, the text baseline's, and the rule with
+its source and the date it was checked, so two labs' curves can be compared), ``curve.png``
+and a table. Every step resumes: a point's render skips finished items, its evaluation answers
+from the shared response cache (``OUT/cache``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from ..manifest import write_json
+from ..options import cli
+from ..runfolder import LOCK, locked, open_run
+from .run import Condition, EvalOptions
+
+CURVE = "curve.json"
+
+
+class CurveOptions(EvalOptions):
+    """What ``mmconvert curve`` renders and asks. The evaluation's options are ``eval``'s."""
+
+    modality: list[Condition] = Field(
+        default_factory=lambda: list[Condition](["image", "text-budget", "text"]), min_length=1,
+        description="conditions, comma-separated: image; text-budget, the text cut to each "
+                    "item's vision tokens; text, the whole text's reference line",
+        json_schema_extra=cli(split=True))
+    tokenizer: str = Field(  # required here
+        description="the tokenizer text tokens are counted and cut with (a tokenizer.json, a "
+                    "folder holding one, a hub id in the local cache, or tiktoken:NAME)")
+    ratio_model: str = Field(
+        description="the model whose vision-token rule the targets are met for and counted in "
+                    "(mmconvert stats names them)")
+    ratio_models: list[str] | None = Field(None, json_schema_extra=cli(off=True))
+    budgets: list[int] | None = Field(
+        None, json_schema_extra=cli(split=True, metavar="N1,N2"),
+        description="vision budgets, one point each (DeepSeek-OCR's: 64,100,256,400)")
+    ratios: list[float] | None = Field(
+        None, json_schema_extra=cli(split=True, metavar="R1,R2"),
+        description="compression ratios (text tokens over vision tokens), one point each")
+    recipe: str | None = Field(
+        None, json_schema_extra=cli(metavar="NAME|FILE"),
+        description="the recipe every point renders with (its renderer, scope, style, PPI); "
+                    "its own target gives way to the point's")
+    style: str | None = Field(None, description="a style preset or file, without --recipe")
+    source: Path | None = Field(None, description="local copy of the corpus (as render's)")
+    sample: int | None = Field(None, ge=1, description="seeded sample of N items per subset")
+    limit: int | None = Field(50, ge=1, description="items in the dev sample")
+    workers: int = Field(1, ge=1, le=512, description="render workers")
+
+    @model_validator(mode="after")
+    def _points(self) -> CurveOptions:
+        from ..vision_tokens import token_rule
+
+        token_rule(self.ratio_model)  # an unknown model: one line with a did-you-mean
+        if self.budgets and self.ratios:
+            raise ValueError("give --budgets or --ratios, not both")
+        if any(b < 1 for b in self.budgets or []) or any(r <= 0 for r in self.ratios or []):
+            raise ValueError("budgets are whole vision tokens over 0, ratios over 0")
+        if self.recipe and self.style:
+            raise ValueError("give --recipe or --style, not both")
+        if "text-image" in self.modality:
+            raise ValueError("--modality: text-image is occlusions' own")
+        return self
+
+
+def points_of(options: CurveOptions) -> list[tuple[str, dict[str, Any] | None]]:
+    """Each point's label and target (None: the recipe's own pages, fixed render)."""
+    if options.budgets:
+        return [(f"budget-{b}", {"vision_budget": b}) for b in sorted(set(options.budgets))]
+    if options.ratios:
+        return [(f"ratio-{r:g}", {"target_ratio": r, "tokenizer": options.tokenizer})
+                for r in sorted(set(options.ratios), reverse=True)]
+    return [("fixed", None)]
+
+
+def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | None
+                 ) -> dict[str, Any]:
+    config: dict[str, Any] = {"corpus": corpus}
+    if options.recipe is not None:
+        from ..recipes import load_recipe
+
+        config = load_recipe(options.recipe).config_values(corpus)
+        config.pop("target", None)  # the point's target, or none
+    elif options.style is not None:
+        config["style"] = options.style
+    if target is not None:
+        config["target"] = {**target, "ratio_model": options.ratio_model}
+    selection = {"source": options.source, "subsets": options.subsets,
+                 "sample": options.sample, "limit": options.limit, "seed": options.seed}
+    return {**config, **{k: v for k, v in selection.items() if v is not None}}
+
+
+def measured(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any]:
+    """The point's pages for ``model``: mean vision tokens, the pooled ratio, and how many
+    items met the target exactly and within 5 %."""
+    from .frontier import compression
+
+    figures = compression(rows, tokenizer, model)
+    targets = [row["target"] for row in rows if row.get("target")]
+    return {"vision_tokens": round(figures["vision_tokens"] / len(rows), 2) if rows else None,
+            "ratio": figures["compression"], "items": len(rows),
+            **({"exact": sum(bool(t.get("exact")) for t in targets),
+                "within": sum(bool(t.get("within")) for t in targets)} if targets else {})}
+
+
+def curve(corpus: str, out: Path, options: CurveOptions, *, display: str = "none",
+          echo=print) -> dict[str, Any]:
+    """Render and score every point into ``out``; write and return curve.json."""
+    from ..converter import convert
+    from ..tokens import load_tokenizer
+    from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES
+    from .run import evaluate
+    from .sweeps import image_interval
+
+    tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
+    if options.recipe is not None:
+        from ..recipes import fingerprint_note, load_recipe
+
+        note = fingerprint_note(load_recipe(options.recipe), options.recipe)
+        if note:
+            echo(f"warning: {note}")
+    key = RULE_ALIASES.get(options.ratio_model, options.ratio_model)
+    source, checked = {**RULE_SOURCES, **EXTRA_SOURCES}.get(key, ("", None))
+    values = {name: getattr(options, name) for name in EvalOptions.model_fields
+              if name not in ("limit", "subsets", "ratio_models")}
+    evaluation = EvalOptions.model_validate({**values, "ratio_models": [options.ratio_model]})
+    points = []
+    with locked(out / LOCK, out):
+        for number, (label, target) in enumerate(points_of(options), start=1):
+            run = out / "points" / label
+            summary = convert(point_config(corpus, options, target), out=run,
+                              workers=options.workers, log=lambda m: None)
+            rows = open_run(run).rows()
+            point: dict[str, Any] = {"name": label, "target": target, "run": str(
+                Path("points") / label), **measured(rows, tokenizer, options.ratio_model)}
+            results = evaluate(run, out / "evals" / label, evaluation, display=display,
+                               cache=out / "cache")
+            overall = results["overall"]
+            point.update({
+                "accuracy": overall["image"]["score"] if "image" in overall else None,
+                "accuracy_ci95": image_interval(out / "evals" / label / "responses.jsonl",
+                                                options.seed),
+                "n": next(iter(overall.values()))["n"] if overall else 0,
+                "unscored": results["unscored"]["n"]})
+            if "text-budget" in overall:
+                point["text_baseline"] = overall["text-budget"]["score"]
+                point["text_baseline_tokens"] = results["text_budget"]["kept_tokens"].get(
+                    "mean")
+                point["text_baseline_delta"] = overall.get("budget_delta")
+            if "text" in overall:
+                point["text"] = overall["text"]["score"]
+            points.append(point)
+            echo(f"[{number}/{len(points_of(options))}] {label}: {summary.rendered} item(s) "
+                 f"rendered, {summary.already_done} already done; "
+                 f"{point['vision_tokens']} vision tokens an item, image "
+                 f"{_pct(point['accuracy'])}, text at the budget "
+                 f"{_pct(point.get('text_baseline'))}")
+        texts = {p.get("text") for p in points} - {None}
+        result = {
+            "corpus": corpus, "model": options.model, "base_url": options.base_url,
+            "rule": {"name": options.ratio_model, "source": source, "checked": checked},
+            "tokenizer": tokenizer.record(), "recipe": options.recipe, "style": options.style,
+            "budget_cut": options.budget_cut, "seed": options.seed,
+            "text": texts.pop() if len(texts) == 1 else None, "points": points}
+        drawn = plot(result, out)
+        result["plot"] = drawn.name if drawn else None
+        write_json(out / CURVE, result, indent=1)
+    return result
+
+
+def _pct(value: float | None) -> str:
+    return f"{value:.1f} %" if value is not None else "-"
+
+
+def plot(result: dict[str, Any], out: Path) -> Path | None:
+    """Accuracy against vision tokens: the images, the text at the same budget, and the whole
+    text's line; None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    from ..stats import write_figure
+
+    points = [p for p in result["points"] if p["vision_tokens"] is not None]
+    figure, ax = plt.subplots(figsize=(7, 5))
+    for key, label, style in (("accuracy", "image", "o-"),
+                              ("text_baseline", "text at the same budget", "x--")):
+        shown = [p for p in points if p.get(key) is not None]
+        if shown:
+            ax.plot([p["vision_tokens"] for p in shown], [p[key] for p in shown], style,
+                    label=label)
+    if result.get("text") is not None:
+        ax.axhline(result["text"], color="grey", linestyle=":", label="whole text")
+    rule = result["rule"]
+    ax.set_xlabel(f"vision tokens an item ({rule['name']}'s rule, checked {rule['checked']})")
+    ax.set_ylabel(f"{result['model']} score (%)")
+    ax.set_ylim(0, 105)
+    ax.legend()
+    xs = [p["vision_tokens"] for p in points if p["vision_tokens"]]
+    if xs and max(xs) >= 4 * min(xs):
+        ax.set_xscale("log")  # budgets grow by factors (64, 100, 256, 400)
+        ax.set_xticks(sorted(set(xs)), [f"{x:g}" for x in sorted(set(xs))])
+        ax.minorticks_off()
+    ax.set_title(f"{Path(result['corpus']).name}: accuracy against vision tokens")
+    path = out / "curve.png"
+    figure.tight_layout()
+    write_figure(figure, path, metadata={"Software": None})
+    plt.close(figure)
+    return path
+
+
+def table(result: dict[str, Any]) -> str:
+    """The points as a table, with the rule named."""
+    rule = result["rule"]
+    lines = [f"{result['model']} on {result['corpus']}; vision tokens by {rule['name']}'s rule "
+             f"(checked {rule['checked']})",
+             f"{'point':<14}{'vision tok':>11}{'ratio':>8}{'exact':>7}{'image':>8}"
+             f"{'text@budget':>12}{'n':>5}"]
+    for p in result["points"]:
+        exact = f"{p['exact']}/{p['items']}" if "exact" in p else "-"
+        lines.append(f"{p['name']:<14}{_num(p['vision_tokens'], 11)}{_num(p['ratio'], 8, 2)}"
+                     f"{exact:>7}{_num(p['accuracy'], 8)}{_num(p.get('text_baseline'), 12)}"
+                     f"{p['n']:>5}")
+    if result.get("text") is not None:
+        lines.append(f"whole text: {result['text']:.1f}")
+    lines.append(f"curve in {CURVE}" + (f"; plot: {result['plot']}" if result["plot"] else ""))
+    return "\n".join(lines)
+
+
+def _num(value: float | None, width: int, digits: int = 1) -> str:
+    return f"{value:{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
+
+
+__all__ = ["CurveOptions", "curve", "table"]

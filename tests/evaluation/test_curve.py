@@ -1,0 +1,114 @@
+"""``mmconvert curve``: a model's accuracy against vision tokens, from one command, against a
+real OpenAI-compatible server on 127.0.0.1 whose accuracy is a known function: an image is
+read right when it has PIXELS_PER_CHARACTER or more, a text when the sentence the answer needs
+is whole in it. Every point's image score and text baseline equal that function; the budgets
+are met exactly; the curve names its rule and the date it was checked."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from mmconvert.manifest import JsonlLog
+from mmconvert.vision_tokens import RULE_SOURCES
+from tests.evaluation.test_frontier import legible
+from tests.evaluation.test_text_budget import FILLER, needed
+from tests.openai_server import FakeOpenAI
+from tests.test_cli import run
+from tests.test_stats import tiktoken_files
+
+pytest.importorskip("inspect_ai")
+
+
+def points_rows(out: Path) -> dict[str, list[dict]]:
+    return {folder.name: JsonlLog(folder / "manifest.jsonl").read()
+            for folder in sorted((out / "points").iterdir())}
+
+
+@pytest.mark.slow
+def test_a_curve_scores_each_budget_by_known_functions_and_meets_it(tmp_path, monkeypatch):
+    from inspect_ai.log import read_eval_log
+
+    items = tmp_path / "items.jsonl"
+    with open(items, "w") as handle:
+        for index in range(6):
+            sentences = [FILLER] * 12
+            sentences.insert((1, 6, 11)[index % 3], needed(index) + " ")
+            handle.write(json.dumps({
+                "id": f"doc-{index:02d}", "context": "".join(sentences).strip(),
+                "question": f"What is the code word for file {index}?",
+                "answer": [f"ZEPHYR{index:03d}"]}) + "\n")
+    out = tmp_path / "curve"
+
+    def answer(body):
+        parts = body["messages"][-1]["content"]
+        parts = parts if isinstance(parts, list) else [{"type": "text", "text": parts}]
+        text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+        file = int(text.split("code word for file ")[-1].split("?")[0])
+        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
+        if urls:
+            digest = hashlib.sha256(base64.b64decode(urls[0].split(",", 1)[1])).hexdigest()
+            row = next(r for rs in points_rows(out).values() for r in rs
+                       if any(i["sha256"] == digest for i in r["images"]))
+            right = legible(row, sum(i["width"] * i["height"] for i in row["images"]))
+        else:
+            right = needed(file) in text
+        return f"Answer: {f'ZEPHYR{file:03d}' if right else 'unknown'}"
+
+    fake = FakeOpenAI(answer=answer, models=("reader",))
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    args = ["curve", items, "--model", "reader", "--base-url", url, "--tokenizer",
+            "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl", "--budgets", "128,256,1024",
+            "--recipe", "readbench", "--out", out]
+    try:
+        result = run(*args)
+        assert result.exit_code == 0, result.output
+        sent = len(fake.requests("chat"))
+        again = run(*args)  # resumed: nothing drawn, nothing sent, the same curve
+        assert again.exit_code == 0 and len(fake.requests("chat")) == sent
+    finally:
+        fake.stop()
+    found = json.loads((out / "curve.json").read_text())
+    assert found["rule"] == {"name": "qwen2.5-vl", "source": RULE_SOURCES["qwen2-vl"][0],
+                             "checked": RULE_SOURCES["qwen2-vl"][1]}
+    assert [p["name"] for p in found["points"]] == ["budget-128", "budget-256", "budget-1024"]
+    rows = points_rows(out)
+    for point in found["points"]:
+        budget = point["target"]["vision_budget"]
+        drawn = rows[point["name"]]
+        assert [r["target"]["vision_tokens"] for r in drawn] == [budget] * len(drawn)
+        assert point["exact"] == len(drawn) and point["vision_tokens"] == budget
+        right = [legible(r, sum(i["width"] * i["height"] for i in r["images"])) for r in drawn]
+        assert point["accuracy"] == pytest.approx(100 * sum(right) / len(right), abs=1e-3)
+        # the last evaluation's log (the resumed one answered from the cache)
+        log = read_eval_log(str(sorted((out / "evals" / point["name"] / "logs")
+                                       .glob("*text-budget*.eval"))[-1]))
+        kept = [needed(int(s.id[-2:])) in " ".join(c.text for c in s.input[-1].content
+                                                  if getattr(c, "text", None))
+                for s in log.samples]
+        assert point["text_baseline"] == pytest.approx(100 * sum(kept) / len(kept), abs=1e-3)
+    accuracy = [p["accuracy"] for p in found["points"]]
+    baseline = [p["text_baseline"] for p in found["points"]]
+    assert accuracy == sorted(accuracy) and baseline == sorted(baseline)
+    assert baseline[0] < baseline[-1] and found["text"] == 100.0
+    assert (out / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert "vision tokens by qwen2.5-vl's rule (checked 2026-11-24)" in result.output
+
+
+def test_bad_curve_options_are_one_line(tmp_path):
+    for extra, said in [
+        (["--budgets", "64", "--ratios", "2"], "give --budgets or --ratios, not both"),
+        (["--budgets", "0"], "budgets are whole vision tokens over 0"),
+        (["--ratio-model", "qwen2.5vl"], "did you mean 'qwen2.5-vl'?"),
+    ]:
+        args = ["curve", "mmlu-redux", "--model", "m", "--tokenizer", "t.json",
+                "--ratio-model", "qwen2.5-vl", "--out", tmp_path / "c", *extra]
+        result = run(*args)
+        assert result.exit_code == 2 and said in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1
