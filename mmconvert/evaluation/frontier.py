@@ -78,10 +78,15 @@ class FrontierOptions(EvalOptions):
     @classmethod
     def _recipe(cls, name: str | None) -> str | None:
         from ..recipes import load_recipe
+        from ..renderers import renderer_class
 
-        if name is not None and load_recipe(name).renderer != "page":
-            raise ValueError(f"{name} is drawn by the {load_recipe(name).renderer} renderer; "
-                             "the frontier's points are page styles")
+        if name is None:
+            return name
+        renderer = renderer_class(load_recipe(name).renderer, "--recipe")
+        if "style" not in renderer.config_model.model_fields:
+            raise ValueError(f"{name} is drawn by the {renderer.name} renderer, which takes no "
+                             "style; the frontier's points are styles (the page and document "
+                             "renderers take them)")
         return name
 
     @field_validator("ratio_model")

@@ -191,14 +191,13 @@ def test_a_frontier_over_a_recipe_renders_its_pages(tmp_path):
     assert {r["renderer"]["params"]["ppi"] for r in rows["p01"]} == {60.0}
     record = json.loads((out / "frontier.json").read_text())
     assert record["recipe"] == "readbench" and record["style"] == "readbench"
-    other = tmp_path / "doc.yaml"
-    other.write_text("name: doc\nrenderer: document\n")
+    other = tmp_path / "occlude.yaml"
+    other.write_text("name: occ\nrenderer: occlude\n")
     result = run("frontier", "mmlu-redux", "--source", SAMPLE, "--recipe", other,
                  "--tokenizer", minilm_folder(), "--ratio-model", "qwen2-vl", "--out",
                  tmp_path / "g")
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
-    assert "drawn by the document renderer; the frontier's points are page styles" in \
-        result.output
+    assert "drawn by the occlude renderer, which takes no style" in result.output
 
 
 @pytest.mark.slow
@@ -272,3 +271,21 @@ def test_each_point_has_its_text_baseline_at_the_same_budget(tmp_path, monkeypat
     accuracies = [p["accuracy"] for p in found["points"]]
     assert accuracies[0] == 0 and accuracies[-1] == 100  # the image function discriminates
     assert "text@budget" in result.output
+
+
+@pytest.mark.slow
+def test_a_frontier_over_a_document_recipe_typesets_each_point(tmp_path):
+    pytest.importorskip("playwright")
+    recipe = tmp_path / "doc.yaml"
+    recipe.write_text("name: doc\nrenderer: document\nscope: context\n")
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": f"d{n}", "context": "Some **bold** prose. " * 40,
+                                         "question": "Q?", "answer": ["a"]}) + "\n"
+                             for n in range(2)))
+    out = tmp_path / "f"
+    result = run("frontier", items, "--recipe", recipe, "--grid", "font_size:8,14",
+                 "--tokenizer", minilm_folder(), "--ratio-model", "qwen2.5-vl", "--out", out)
+    assert result.exit_code == 0, result.output
+    rows = points_rows(out)
+    assert {r["renderer"]["name"] for rs in rows.values() for r in rs} == {"document"}
+    assert [rows[p][0]["renderer"]["params"]["font_size"] for p in ("p01", "p02")] == [8, 14]
