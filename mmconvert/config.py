@@ -156,11 +156,9 @@ class RunConfig(Stored):
     @field_validator("transforms")
     @classmethod
     def _steps(cls, steps: list[str]) -> list[str]:
-        from .postprocess.transforms import parse_step
+        from .postprocess.transforms import checked_steps
 
-        for step in steps:
-            parse_step(step, "transforms:")
-        return steps
+        return checked_steps(steps)
 
     def identity(self) -> dict[str, Any]:
         data = super().identity()

@@ -71,6 +71,29 @@ def write_figure(fig, path: Path, **options) -> None:
     atomic_write(path, data.getvalue())
 
 
+def pyplot():
+    """matplotlib's pyplot on its file backend, or None when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def save_plot(figure, path: Path) -> Path:
+    """A finished figure laid out, written as ``write_figure`` writes it (no software stamp,
+    so the same figure is the same bytes) and closed."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    write_figure(figure, path, metadata={"Software": None})
+    plt.close(figure)
+    return path
+
+
 def summarise(given: list[float | None]) -> dict[str, float]:
     """Count, min, median, mean, max of the values there are (None: none to count)."""
     values = [v for v in given if v is not None]

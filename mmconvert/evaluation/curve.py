@@ -191,14 +191,11 @@ def _pct(value: float | None) -> str:
 def plot(result: dict[str, Any], out: Path) -> Path | None:
     """Accuracy against vision tokens: the images, the text at the same budget, and the whole
     text's line; None without matplotlib."""
-    try:
-        import matplotlib
+    from ..stats import pyplot, save_plot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
-    from ..stats import write_figure
 
     points = [p for p in result["points"] if p["vision_tokens"] is not None]
     figure, ax = plt.subplots(figsize=(7, 5))
@@ -221,11 +218,7 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
         ax.set_xticks(sorted(set(xs)), [f"{x:g}" for x in sorted(set(xs))])
         ax.minorticks_off()
     ax.set_title(f"{Path(result['corpus']).name}: accuracy against vision tokens")
-    path = out / "curve.png"
-    figure.tight_layout()
-    write_figure(figure, path, metadata={"Software": None})
-    plt.close(figure)
-    return path
+    return save_plot(figure, out / "curve.png")
 
 
 def table(result: dict[str, Any]) -> str:

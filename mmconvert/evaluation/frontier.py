@@ -367,14 +367,11 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
 def plot(result: dict[str, Any], out: Path) -> Path | None:
     """Accuracy against compression, the front drawn as a step line; None without
     matplotlib."""
-    try:
-        import matplotlib
+    from ..stats import pyplot, save_plot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
-    from ..stats import write_figure
 
     points = [p for p in result["points"]
               if p["accuracy"] is not None and p["compression"] is not None]
@@ -405,11 +402,7 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
     ax.set_ylim(0, 105)
     ax.legend()
     ax.set_title(f"{result['corpus']}: accuracy against compression")
-    path = out / "frontier.png"
-    figure.tight_layout()
-    write_figure(figure, path, metadata={"Software": None})
-    plt.close(figure)
-    return path
+    return save_plot(figure, out / "frontier.png")
 
 
 def table(result: dict[str, Any]) -> str:

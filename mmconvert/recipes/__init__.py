@@ -93,11 +93,9 @@ class Recipe(BaseModel):
     @field_validator("transforms")
     @classmethod
     def _steps(cls, steps: list[str]) -> list[str]:
-        from ..postprocess.transforms import parse_step
+        from ..postprocess.transforms import checked_steps
 
-        for step in steps:
-            parse_step(step, "transforms:")
-        return steps
+        return checked_steps(steps)
 
     # -- what the recipe asks for ---------------------------------------------------------
 

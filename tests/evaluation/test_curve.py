@@ -6,17 +6,13 @@ are met exactly; the curve names its rule and the date it was checked."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
-from mmconvert.manifest import JsonlLog
 from mmconvert.vision_tokens import RULE_SOURCES
-from tests.evaluation.test_frontier import legible
-from tests.evaluation.test_text_budget import FILLER, needed
+from tests.evaluation.test_frontier import codeword_items, known_reader, legible, points_rows
+from tests.evaluation.test_text_budget import needed
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
 from tests.test_stats import tiktoken_files
@@ -24,42 +20,13 @@ from tests.test_stats import tiktoken_files
 pytest.importorskip("inspect_ai")
 
 
-def points_rows(out: Path) -> dict[str, list[dict]]:
-    return {folder.name: JsonlLog(folder / "manifest.jsonl").read()
-            for folder in sorted((out / "points").iterdir())}
-
-
 @pytest.mark.slow
 def test_a_curve_scores_each_budget_by_known_functions_and_meets_it(tmp_path, monkeypatch):
     from inspect_ai.log import read_eval_log
 
-    items = tmp_path / "items.jsonl"
-    with open(items, "w") as handle:
-        for index in range(6):
-            sentences = [FILLER] * 12
-            sentences.insert((1, 6, 11)[index % 3], needed(index) + " ")
-            handle.write(json.dumps({
-                "id": f"doc-{index:02d}", "context": "".join(sentences).strip(),
-                "question": f"What is the code word for file {index}?",
-                "answer": [f"ZEPHYR{index:03d}"]}) + "\n")
+    items = codeword_items(tmp_path / "items.jsonl", 6, 12, (1, 6, 11))
     out = tmp_path / "curve"
-
-    def answer(body):
-        parts = body["messages"][-1]["content"]
-        parts = parts if isinstance(parts, list) else [{"type": "text", "text": parts}]
-        text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
-        file = int(text.split("code word for file ")[-1].split("?")[0])
-        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
-        if urls:
-            digest = hashlib.sha256(base64.b64decode(urls[0].split(",", 1)[1])).hexdigest()
-            row = next(r for rs in points_rows(out).values() for r in rs
-                       if any(i["sha256"] == digest for i in r["images"]))
-            right = legible(row, sum(i["width"] * i["height"] for i in row["images"]))
-        else:
-            right = needed(file) in text
-        return f"Answer: {f'ZEPHYR{file:03d}' if right else 'unknown'}"
-
-    fake = FakeOpenAI(answer=answer, models=("reader",))
+    fake = FakeOpenAI(answer=known_reader(out), models=("reader",))
     url = fake.start()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())

@@ -34,6 +34,45 @@ def legible(row: dict, area: int) -> bool:
     return area / len(expected_text(row)) >= PIXELS_PER_CHARACTER
 
 
+def codeword_items(path: Path, count: int, fillers: int, places: tuple[int, ...]) -> Path:
+    """Long contexts whose answer needs one sentence, put at one of ``places`` among
+    ``fillers`` filler sentences."""
+    from tests.evaluation.test_text_budget import FILLER, needed
+
+    with open(path, "w") as handle:
+        for index in range(count):
+            sentences = [FILLER] * fillers
+            sentences.insert(places[index % len(places)], needed(index) + " ")
+            handle.write(json.dumps({
+                "id": f"doc-{index:02d}", "context": "".join(sentences).strip(),
+                "question": f"What is the code word for file {index}?",
+                "answer": [f"ZEPHYR{index:03d}"]}) + "\n")
+    return path
+
+
+def known_reader(out: Path):
+    """A server's answer rule over the points under ``out``: an image is read right when
+    it is legible (PIXELS_PER_CHARACTER), a text when the needed sentence is whole in it."""
+    from tests.evaluation.test_text_budget import needed
+
+    def answer(body):
+        parts = body["messages"][-1]["content"]
+        parts = parts if isinstance(parts, list) else [{"type": "text", "text": parts}]
+        text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+        file = int(text.split("code word for file ")[-1].split("?")[0])
+        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
+        if urls:
+            digest = hashlib.sha256(base64.b64decode(urls[0].split(",", 1)[1])).hexdigest()
+            row = next(r for rs in points_rows(out).values() for r in rs
+                       if any(i["sha256"] == digest for i in r["images"]))
+            right = legible(row, sum(i["width"] * i["height"] for i in row["images"]))
+        else:
+            right = needed(file) in text
+        return f"Answer: {f'ZEPHYR{file:03d}' if right else 'unknown'}"
+
+    return answer
+
+
 @pytest.fixture
 def reader(tmp_path):
     """A local OpenAI-compatible server that answers an item's question right exactly when
@@ -208,35 +247,11 @@ def test_each_point_has_its_text_baseline_at_the_same_budget(tmp_path, monkeypat
     that function; the smaller the type, the fewer vision tokens, the less text kept."""
     from inspect_ai.log import read_eval_log
 
-    from tests.evaluation.test_text_budget import FILLER, needed
+    from tests.evaluation.test_text_budget import needed
 
-    items = tmp_path / "items.jsonl"
-    with open(items, "w") as handle:
-        for index in range(9):
-            sentences = [FILLER] * 40
-            sentences.insert((3, 20, 37)[index % 3], needed(index) + " ")
-            handle.write(json.dumps({
-                "id": f"doc-{index:02d}", "context": "".join(sentences).strip(),
-                "question": f"What is the code word for file {index}?",
-                "answer": [f"ZEPHYR{index:03d}"]}) + "\n")
+    items = codeword_items(tmp_path / "items.jsonl", 9, 40, (3, 20, 37))
     out = tmp_path / "f"
-
-    def answer(body):
-        parts = body["messages"][-1]["content"]
-        parts = parts if isinstance(parts, list) else [{"type": "text", "text": parts}]
-        text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
-        file = int(text.split("code word for file ")[-1].split("?")[0])
-        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
-        if urls:
-            digest = hashlib.sha256(base64.b64decode(urls[0].split(",", 1)[1])).hexdigest()
-            row = next(r for rs in points_rows(out).values() for r in rs
-                       if any(i["sha256"] == digest for i in r["images"]))
-            right = legible(row, sum(i["width"] * i["height"] for i in row["images"]))
-        else:
-            right = needed(file) in text
-        return f"Answer: {f'ZEPHYR{file:03d}' if right else 'unknown'}"
-
-    fake = FakeOpenAI(answer=answer, models=("reader",))
+    fake = FakeOpenAI(answer=known_reader(out), models=("reader",))
     url = fake.start()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
     try:

@@ -108,6 +108,18 @@ def lm_eval(url: str, folder: Path, out: Path, tasks: str, *more: str,
                           env=env, cwd=folder)
 
 
+def eval_scores(renders: dict[str, Path], url: str, tmp_path: Path) -> dict[str, dict]:
+    """``mmconvert eval``'s score of each item of each task's CLI render, by task."""
+    evaluated: dict[str, dict[str, float]] = {}
+    for task, folder in renders.items():
+        out = tmp_path / f"eval-{task}"
+        result = run("eval", folder, "--model", "reader-1", "--base-url", url, "--out", out,
+                     "--modality", "image")
+        assert result.exit_code == 0, result.output
+        evaluated[task] = {r["id"]: r["score"] for r in JsonlLog(out / "responses.jsonl").read()}
+    return evaluated
+
+
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("harness")
@@ -122,14 +134,7 @@ def test_lm_eval_runs_the_image_tasks_and_scores_them_as_mmconvert_eval_does(
         renders, server, harness, tmp_path, monkeypatch):
     url, received = server
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    # mmconvert eval on each CLI render
-    evaluated: dict[str, dict[str, float]] = {}
-    for task, folder in renders.items():
-        out = tmp_path / f"eval-{task}"
-        result = run("eval", folder, "--model", "reader-1", "--base-url", url, "--out", out,
-                     "--modality", "image")
-        assert result.exit_code == 0, result.output
-        evaluated[task] = {r["id"]: r["score"] for r in JsonlLog(out / "responses.jsonl").read()}
+    evaluated = eval_scores(renders, url, tmp_path)
     sent_by_eval = len(received)
     # lm-eval's own CLI on the harness's tasks
     logs = tmp_path / "lm"

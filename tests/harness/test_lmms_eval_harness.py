@@ -29,6 +29,7 @@ from tests.harness.test_lmeval_harness import (  # noqa: E402,F401 (fixtures)
     ROOT,
     SECRET,
     TASKS,
+    eval_scores,
     pixels,
     renders,
     server,
@@ -59,13 +60,7 @@ def test_lmms_eval_runs_the_image_tasks_and_scores_them_as_mmconvert_eval_does(
     gsm8k = (folder / "mmconvert_gsm8k.yaml").read_text()
     assert "doc_to_visual: !function" in gsm8k and "num_fewshot: 0" in gsm8k
     assert "no_images" in (folder / "mmconvert_gsm8k_text.yaml").read_text()
-    evaluated: dict[str, dict[str, float]] = {}
-    for task, rendered in renders.items():
-        out = tmp_path / f"eval-{task}"
-        done = run("eval", rendered, "--model", "reader-1", "--base-url", url, "--out", out,
-                   "--modality", "image")
-        assert done.exit_code == 0, done.output
-        evaluated[task] = {r["id"]: r["score"] for r in JsonlLog(out / "responses.jsonl").read()}
+    evaluated = eval_scores(renders, url, tmp_path)
     sent_by_eval = len(received)
     logs = tmp_path / "lmms"
     done = lmms_eval(url, folder, logs, ",".join(f"mmconvert_{t}" for t in TASKS))

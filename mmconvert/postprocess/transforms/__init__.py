@@ -27,6 +27,14 @@ def transform_class(name: str) -> type[Transform]:
     return TRANSFORMS.get(name)
 
 
+def checked_steps(steps: list[str]) -> list[str]:
+    """A config's or a recipe's ``transforms`` (``NAME:VALUE`` steps), each parsed once to
+    check it (a bad one is ``parse_step``'s one line); returned as given."""
+    for step in steps:
+        parse_step(step, "transforms:")
+    return steps
+
+
 def parse_step(text: str, where: str = "--apply") -> Transform:
     """A step as the CLI writes it: ``NAME:VALUE`` sets the transform's main option
     (``blur:1.5``, ``jpeg:75``, ``augraphy:scanner``), ``NAME:key=value,key=value`` any of its
