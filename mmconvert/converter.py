@@ -381,6 +381,9 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
             folder.in_order(order)  # the changed items' rows were appended last
         summary.skipped += len(report.skipped)
         summary.seconds = time.perf_counter() - started
+        # every write of this run is in place: a temporary file left now is a killed run's
+        # (a Ray pack task of a killed driver can outlive the resume's first sweep)
+        folder.remove_partial_files()
         status = "stopped: budget" if summary.stopped else "complete"
         folder.write_info(_run_info(config, summary, job, folder, status=status))
         return summary
