@@ -43,20 +43,20 @@ GENERATION_KEPT = ("description", "num_fewshot", "generation_kwargs", "filter_li
 
 def task_names(given: str) -> list[str]:
     """The leaf tasks ``given`` (comma-separated tasks, groups or tags) names, as lm-eval's
-    TaskManager knows them; an unknown name is one line with a did-you-mean."""
-    from ..corpora.lmeval import task_config, task_manager
+    index knows them; an unknown name is one line with a did-you-mean."""
+    from ..corpora.lmeval import task_config, task_index
     from ..errors import did_you_mean
 
-    manager = task_manager()
+    index = task_index()
     out: list[str] = []
     for name in (n.strip() for n in given.split(",") if n.strip()):
-        if name not in manager.all_tasks:
+        if name not in index:
             raise UsageError(f"lm-eval has no task, group or tag {name!r}"
-                             + did_you_mean(name, manager.all_tasks))
+                             + did_you_mean(name, list(index)))
         if task_config(name) is not None:
             out.append(name)
             continue
-        leaves = [t for t in _leaves(manager, name) if task_config(t) is not None]
+        leaves = [t for t in _leaves(index, name) if task_config(t) is not None]
         if not leaves:
             raise UsageError(f"lm-eval's {name} holds no task mmconvert can write")
         out.extend(leaves)
@@ -65,23 +65,22 @@ def task_names(given: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _leaves(manager, name: str) -> list[str]:
+def _leaves(index: dict[str, tuple[str, str | None, tuple[str, ...]]], name: str) -> list[str]:
     """The tasks under group or tag ``name`` (its YAML's ``task`` list, or the tasks that
     carry the tag)."""
-    entry = manager.task_index.get(name)
+    kind, path, _ = index[name]
     found: list[str] = []
-    if entry is not None and entry.kind.name == "GROUP" and entry.yaml_path:
+    if kind == "GROUP" and path:
         from lm_eval.tasks._yaml_loader import load_yaml
 
-        listed = load_yaml(entry.yaml_path, resolve_func=False).get("task") or []
+        listed = load_yaml(Path(path), resolve_func=False).get("task") or []
         for child in listed:
             child = child.get("task") if isinstance(child, dict) else child
-            if isinstance(child, str):
-                found += [child] if child in manager.all_tasks and \
-                    manager.task_index[child].kind.name == "TASK" else _leaves(manager, child)
+            if isinstance(child, str) and child in index:
+                found += [child] if index[child][0] == "TASK" else _leaves(index, child)
     else:
-        found = [task for task, info in manager.task_index.items()
-                 if info.kind.name == "TASK" and name in (getattr(info, "tags", None) or ())]
+        found = [task for task, (kind, _, tags) in index.items()
+                 if kind == "TASK" and name in tags]
     return found
 
 

@@ -79,11 +79,11 @@ class Harness:
     def original(self):
         """The task as lm-eval builds it from its own YAML (its functions and templates),
         over the harness's data."""
-        from ..corpora.lmeval import dataset_source, task_manager
+        from ..corpora.lmeval import dataset_source, manager_for
 
         source = (self.record["tasks"].get(self.task) or {}).get("source")
         with dataset_source(Path(source) if source else None):
-            loaded = task_manager().load([self.task])
+            loaded = manager_for([self.task]).load([self.task])
         return loaded["tasks"][self.task]
 
     @functools.cached_property

@@ -161,3 +161,39 @@ def test_the_rows_record_the_task_in_json(tmp_path):
     row = json.loads((out / "manifest.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert row["language"] == "zh" and row["metadata"]["lm_eval"]["cue"] == "答案："
     assert row["options"] == ["农业生产工具", "土地", "劳动力", "资金"] and row["answer"] == "B"
+
+
+@pytest.mark.slow
+def test_the_task_index_is_kept_and_indexed_again_when_it_cannot_be_trusted(tmp_path,
+                                                                            monkeypatch):
+    """lm-eval indexes its tasks in about 6 s on every call: the index is kept in the cache
+    folder under lm-eval's version and its task folder's listing, read back as lm-eval made
+    it, and made again when the file is unreadable or another's; a task alone is built over
+    its own folder, with the docs and prompts the whole index's manager gives."""
+    from mmconvert.corpora.lmeval import dataset_source, manager_for, task_index
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    task_index.cache_clear()
+    try:
+        built = task_index()
+        kept = tmp_path / "mmconvert" / "lm-eval-index.json"
+        assert kept.is_file()
+        assert set(built) == set(task_manager().task_index)
+        assert built["arc_easy"][0] == "TASK" and built["mmlu"][0] == "GROUP"
+        task_index.cache_clear()
+        assert task_index() == built
+        for broken in ("not json", json.dumps({"key": "another lm-eval",
+                                               "entries": {"x": ["TASK", None, []]}})):
+            kept.write_text(broken)
+            task_index.cache_clear()
+            assert task_index() == built
+        assert manager_for(["arc_easy"]) is not task_manager()
+        assert manager_for(["mmlu"]) is task_manager()  # a group: the whole index
+        with dataset_source(LM / "ai2_arc"):
+            alone = manager_for(["arc_easy"]).load(["arc_easy"])["tasks"]["arc_easy"]
+            whole = task_manager().load(["arc_easy"])["tasks"]["arc_easy"]
+        docs = list(alone.test_docs())
+        assert docs == list(whole.test_docs()) and len(docs) == 6
+        assert [alone.doc_to_text(d) for d in docs] == [whole.doc_to_text(d) for d in docs]
+    finally:
+        task_index.cache_clear()
