@@ -161,9 +161,10 @@ def curve_command() -> click.Command:
     flags = model_flags(CurveOptions)
 
     def run_curve(corpus, out, as_json, progress, **given):
-        """A model's compression curve: render a dev sample of CORPUS to each vision budget
-        (--budgets) or compression ratio (--ratios) for --ratio-model's rule, over a recipe
-        or a style, and score each point through an OpenAI-compatible endpoint as eval does:
+        """Each model's compression curve (--model, comma-separated, each with its
+        --ratio-model rule): render a dev sample of CORPUS to each vision budget (--budgets)
+        or compression ratio (--ratios) for the rule, over a recipe or a style, and score
+        each point through an OpenAI-compatible endpoint as eval does:
         the images, the text cut to each item's own vision tokens (the baseline at the same
         budget) and the whole text. Writes OUT/curve.json (the rule named with its source
         and date), OUT/curve.png and a table. Without --budgets or --ratios, one point: the
@@ -174,15 +175,15 @@ def curve_command() -> click.Command:
           mmconvert curve mmlu-redux --model Qwen/Qwen2.5-VL-7B-Instruct \\
               --base-url http://localhost:8000/v1 --tokenizer Qwen/Qwen2.5-VL-7B-Instruct \\
               --ratio-model qwen2.5-vl --budgets 64,100,256,400 --recipe readbench
-          mmconvert curve longbench --model M --base-url URL --tokenizer tok.json \\
-              --ratio-model internvl2.5 --ratios 1,2,4 --recipe vtcbench
+          mmconvert curve longbench --model Q,I --base-url URL --tokenizer tok.json \\
+              --ratio-model qwen2.5-vl,internvl2.5 --ratios 1,2,4 --recipe vtcbench
         """
         from ..config import build, show_progress
         from .curve import curve, table
 
         values = fill(flags, given, {})
         options = build(CurveOptions, values, flags=flag_names(flags))
-        label = "".join(c if c.isalnum() or c in ".-" else "_" for c in options.model)
+        label = "".join(c if c.isalnum() or c in ".-" else "_" for c in options.models[0])
         target = out or Path("runs") / f"{Path(corpus).stem}-curve-{label}"
         result = curve(corpus, target, options,
                        display="full" if show_progress(progress) else "none",

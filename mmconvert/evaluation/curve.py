@@ -44,8 +44,9 @@ class CurveOptions(EvalOptions):
         description="the tokenizer text tokens are counted and cut with (a tokenizer.json, a "
                     "folder holding one, a hub id in the local cache, or tiktoken:NAME)")
     ratio_model: str = Field(
-        description="the model whose vision-token rule the targets are met for and counted in "
-                    "(mmconvert stats names them)")
+        description="the vision-token rule the targets are met for and counted in (mmconvert "
+                    "stats names them): one for every --model, or one per model, "
+                    "comma-separated in --model's order")
     ratio_models: list[str] | None = Field(None, json_schema_extra=cli(off=True))
     budgets: list[int] | None = Field(
         None, json_schema_extra=cli(split=True, metavar="N1,N2"),
@@ -67,7 +68,11 @@ class CurveOptions(EvalOptions):
     def _points(self) -> CurveOptions:
         from ..vision_tokens import token_rule
 
-        token_rule(self.ratio_model)  # an unknown model: one line with a did-you-mean
+        for rule in self.rules:
+            token_rule(rule)  # an unknown model: one line with a did-you-mean
+        if len(self.rules) not in (1, len(self.models)):
+            raise ValueError(f"--ratio-model: {len(self.rules)} rules for {len(self.models)} "
+                             "models; give one for all or one per model")
         if self.budgets and self.ratios:
             raise ValueError("give --budgets or --ratios, not both")
         if any(b < 1 for b in self.budgets or []) or any(r <= 0 for r in self.ratios or []):
@@ -77,6 +82,25 @@ class CurveOptions(EvalOptions):
         if "text-image" in self.modality:
             raise ValueError("--modality: text-image is occlusions' own")
         return self
+
+
+    @property
+    def models(self) -> list[str]:
+        """The models --model names, comma-separated: a curve each."""
+        return [m.strip() for m in self.model.split(",") if m.strip()]
+
+    @property
+    def rules(self) -> list[str]:
+        return [r.strip() for r in self.ratio_model.split(",") if r.strip()]
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Each model with its rule."""
+        rules = self.rules * len(self.models) if len(self.rules) == 1 else self.rules
+        return list(zip(self.models, rules, strict=True))
+
+
+def safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in ".-" else "_" for c in name)
 
 
 def points_of(options: CurveOptions) -> list[tuple[str, dict[str, Any] | None]]:
@@ -89,8 +113,8 @@ def points_of(options: CurveOptions) -> list[tuple[str, dict[str, Any] | None]]:
     return [("fixed", None)]
 
 
-def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | None
-                 ) -> dict[str, Any]:
+def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | None,
+                 rule: str) -> dict[str, Any]:
     config: dict[str, Any] = {"corpus": corpus}
     if options.recipe is not None:
         from ..recipes import load_recipe
@@ -100,7 +124,7 @@ def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | No
     elif options.style is not None:
         config["style"] = options.style
     if target is not None:
-        config["target"] = {**target, "ratio_model": options.ratio_model}
+        config["target"] = {**target, "ratio_model": rule}
     selection = {"source": options.source, "subsets": options.subsets,
                  "sample": options.sample, "limit": options.limit, "seed": options.seed}
     return {**config, **{k: v for k, v in selection.items() if v is not None}}
@@ -121,12 +145,9 @@ def measured(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any
 
 def curve(corpus: str, out: Path, options: CurveOptions, *, display: str = "none",
           echo=print) -> dict[str, Any]:
-    """Render and score every point into ``out``; write and return curve.json."""
-    from ..converter import convert
+    """Render and score every model's points into ``out``; write and return curve.json: a
+    curve per model (``curves``), each with its rule named."""
     from ..tokens import load_tokenizer
-    from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES
-    from .run import evaluate
-    from .sweeps import image_interval
 
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
     if options.recipe is not None:
@@ -135,53 +156,65 @@ def curve(corpus: str, out: Path, options: CurveOptions, *, display: str = "none
         note = fingerprint_note(load_recipe(options.recipe), options.recipe)
         if note:
             echo(f"warning: {note}")
-    key = RULE_ALIASES.get(options.ratio_model, options.ratio_model)
-    source, checked = {**RULE_SOURCES, **EXTRA_SOURCES}.get(key, ("", None))
-    values = {name: getattr(options, name) for name in EvalOptions.model_fields
-              if name not in ("limit", "subsets", "ratio_models")}
-    evaluation = EvalOptions.model_validate({**values, "ratio_models": [options.ratio_model]})
-    points = []
     with locked(out / LOCK, out):
-        for number, (label, target) in enumerate(points_of(options), start=1):
-            run = out / "points" / label
-            summary = convert(point_config(corpus, options, target), out=run,
-                              workers=options.workers, log=lambda m: None)
-            rows = open_run(run).rows()
-            point: dict[str, Any] = {"name": label, "target": target, "run": str(
-                Path("points") / label), **measured(rows, tokenizer, options.ratio_model)}
-            results = evaluate(run, out / "evals" / label, evaluation, display=display,
-                               cache=out / "cache")
-            overall = results["overall"]
-            point.update({
-                "accuracy": overall["image"]["score"] if "image" in overall else None,
-                "accuracy_ci95": image_interval(out / "evals" / label / "responses.jsonl",
-                                                options.seed),
-                "n": next(iter(overall.values()))["n"] if overall else 0,
-                "unscored": results["unscored"]["n"]})
-            if "text-budget" in overall:
-                point["text_baseline"] = overall["text-budget"]["score"]
-                point["text_baseline_tokens"] = results["text_budget"]["kept_tokens"].get(
-                    "mean")
-                point["text_baseline_delta"] = overall.get("budget_delta")
-            if "text" in overall:
-                point["text"] = overall["text"]["score"]
-            points.append(point)
-            echo(f"[{number}/{len(points_of(options))}] {label}: {summary.rendered} item(s) "
-                 f"rendered, {summary.already_done} already done; "
-                 f"{point['vision_tokens']} vision tokens an item, image "
-                 f"{_pct(point['accuracy'])}, text at the budget "
-                 f"{_pct(point.get('text_baseline'))}")
-        texts = {p.get("text") for p in points} - {None}
-        result = {
-            "corpus": corpus, "model": options.model, "base_url": options.base_url,
-            "rule": {"name": options.ratio_model, "source": source, "checked": checked},
-            "tokenizer": tokenizer.record(), "recipe": options.recipe, "style": options.style,
-            "budget_cut": options.budget_cut, "seed": options.seed,
-            "text": texts.pop() if len(texts) == 1 else None, "points": points}
+        curves = [model_curve(corpus, out, options, model, rule, tokenizer, display, echo)
+                  for model, rule in options.pairs()]
+        result = {"corpus": corpus, "base_url": options.base_url,
+                  "tokenizer": tokenizer.record(), "recipe": options.recipe,
+                  "style": options.style, "budget_cut": options.budget_cut,
+                  "seed": options.seed, "curves": curves}
         drawn = plot(result, out)
         result["plot"] = drawn.name if drawn else None
         write_json(out / CURVE, result, indent=1)
     return result
+
+
+def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule: str,
+                tokenizer, display: str, echo) -> dict[str, Any]:
+    """One model's points: the renders for its rule (shared by the models of one rule), its
+    evaluations (``OUT/evals/<model>/<point>``), the response cache shared by all."""
+    from ..converter import convert
+    from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES
+    from .run import evaluate
+    from .sweeps import image_interval
+
+    source, checked = {**RULE_SOURCES, **EXTRA_SOURCES}.get(RULE_ALIASES.get(rule, rule),
+                                                           ("", None))
+    values = {name: getattr(options, name) for name in EvalOptions.model_fields
+              if name not in ("limit", "subsets", "ratio_models", "model")}
+    evaluation = EvalOptions.model_validate({**values, "model": model, "ratio_models": [rule]})
+    labels = points_of(options)
+    points = []
+    for number, (label, target) in enumerate(labels, start=1):
+        run = out / "points" / f"{safe(rule)}-{label}"
+        summary = convert(point_config(corpus, options, target, rule), out=run,
+                          workers=options.workers, log=lambda m: None)
+        rows = open_run(run).rows()
+        folder = out / "evals" / safe(model) / label
+        point: dict[str, Any] = {"name": label, "target": target,
+                                 "run": str(run.relative_to(out)),
+                                 **measured(rows, tokenizer, rule)}
+        results = evaluate(run, folder, evaluation, display=display, cache=out / "cache")
+        overall = results["overall"]
+        point.update({
+            "accuracy": overall["image"]["score"] if "image" in overall else None,
+            "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed),
+            "n": next(iter(overall.values()))["n"] if overall else 0,
+            "unscored": results["unscored"]["n"]})
+        if "text-budget" in overall:
+            point["text_baseline"] = overall["text-budget"]["score"]
+            point["text_baseline_tokens"] = results["text_budget"]["kept_tokens"].get("mean")
+            point["text_baseline_delta"] = overall.get("budget_delta")
+        if "text" in overall:
+            point["text"] = overall["text"]["score"]
+        points.append(point)
+        echo(f"{model} [{number}/{len(labels)}] {label}: {summary.rendered} item(s) rendered, "
+             f"{summary.already_done} already done; {point['vision_tokens']} vision tokens an "
+             f"item, image {_pct(point['accuracy'])}, text at the budget "
+             f"{_pct(point.get('text_baseline'))}")
+    texts = {p.get("text") for p in points} - {None}
+    return {"model": model, "rule": {"name": rule, "source": source, "checked": checked},
+            "text": texts.pop() if len(texts) == 1 else None, "points": points}
 
 
 def _pct(value: float | None) -> str:
@@ -189,30 +222,34 @@ def _pct(value: float | None) -> str:
 
 
 def plot(result: dict[str, Any], out: Path) -> Path | None:
-    """Accuracy against vision tokens: the images, the text at the same budget, and the whole
-    text's line; None without matplotlib."""
+    """Accuracy against vision tokens, a colour per model: its images (solid), its text at
+    the same budget (dashed) and its whole text's line (dotted); None without matplotlib."""
     from ..stats import pyplot, save_plot
 
     plt = pyplot()
     if plt is None:
         return None
-
-    points = [p for p in result["points"] if p["vision_tokens"] is not None]
     figure, ax = plt.subplots(figsize=(7, 5))
-    for key, label, style in (("accuracy", "image", "o-"),
-                              ("text_baseline", "text at the same budget", "x--")):
-        shown = [p for p in points if p.get(key) is not None]
-        if shown:
-            ax.plot([p["vision_tokens"] for p in shown], [p[key] for p in shown], style,
-                    label=label)
-    if result.get("text") is not None:
-        ax.axhline(result["text"], color="grey", linestyle=":", label="whole text")
-    rule = result["rule"]
-    ax.set_xlabel(f"vision tokens an item ({rule['name']}'s rule, checked {rule['checked']})")
-    ax.set_ylabel(f"{result['model']} score (%)")
+    xs: list[float] = []
+    for number, found in enumerate(result["curves"]):
+        colour = f"C{number}"
+        points = [p for p in found["points"] if p["vision_tokens"] is not None]
+        xs += [p["vision_tokens"] for p in points if p["vision_tokens"]]
+        rule = found["rule"]
+        name = f"{found['model']} ({rule['name']}'s rule, {rule['checked']})"
+        for key, what, style in (("accuracy", "image", "o-"),
+                                 ("text_baseline", "text at the same budget", "x--")):
+            shown = [p for p in points if p.get(key) is not None]
+            if shown:
+                ax.plot([p["vision_tokens"] for p in shown], [p[key] for p in shown], style,
+                        color=colour, label=f"{name}: {what}")
+        if found.get("text") is not None:
+            ax.axhline(found["text"], color=colour, linestyle=":", linewidth=1,
+                       label=f"{found['model']}: whole text")
+    ax.set_xlabel("vision tokens an item, by each model's rule")
+    ax.set_ylabel("score (%)")
     ax.set_ylim(0, 105)
-    ax.legend()
-    xs = [p["vision_tokens"] for p in points if p["vision_tokens"]]
+    ax.legend(fontsize=7)
     if xs and max(xs) >= 4 * min(xs):
         ax.set_xscale("log")  # budgets grow by factors (64, 100, 256, 400)
         ax.set_xticks(sorted(set(xs)), [f"{x:g}" for x in sorted(set(xs))])
@@ -222,20 +259,23 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
 
 
 def table(result: dict[str, Any]) -> str:
-    """The points as a table, with the rule named."""
-    rule = result["rule"]
-    lines = [f"{result['model']} on {result['corpus']}; vision tokens by {rule['name']}'s rule "
-             f"(checked {rule['checked']})",
-             f"{'point':<14}{'vision tok':>11}{'ratio':>8}{'exact':>7}{'image':>8}"
-             f"{'text@budget':>12}{'n':>5}"]
-    for p in result["points"]:
-        exact = f"{p['exact']}/{p['items']}" if "exact" in p else "-"
-        lines.append(f"{p['name']:<14}{_num(p['vision_tokens'], 11)}{_num(p['ratio'], 8, 2)}"
-                     f"{exact:>7}{_num(p['accuracy'], 8)}{_num(p.get('text_baseline'), 12)}"
-                     f"{p['n']:>5}")
-    if result.get("text") is not None:
-        lines.append(f"whole text: {result['text']:.1f}")
-    lines.append(f"curve in {CURVE}" + (f"; plot: {result['plot']}" if result["plot"] else ""))
+    """The points as a table per model, with its rule named."""
+    lines: list[str] = []
+    for found in result["curves"]:
+        rule = found["rule"]
+        lines += [f"{found['model']} on {result['corpus']}; vision tokens by {rule['name']}'s "
+                  f"rule (checked {rule['checked']})",
+                  f"{'point':<14}{'vision tok':>11}{'ratio':>8}{'exact':>7}{'image':>8}"
+                  f"{'text@budget':>12}{'n':>5}"]
+        for p in found["points"]:
+            exact = f"{p['exact']}/{p['items']}" if "exact" in p else "-"
+            lines.append(f"{p['name']:<14}{_num(p['vision_tokens'], 11)}"
+                         f"{_num(p['ratio'], 8, 2)}{exact:>7}{_num(p['accuracy'], 8)}"
+                         f"{_num(p.get('text_baseline'), 12)}{p['n']:>5}")
+        if found.get("text") is not None:
+            lines.append(f"whole text: {found['text']:.1f}")
+        lines.append("")
+    lines.append(f"curves in {CURVE}" + (f"; plot: {result['plot']}" if result["plot"] else ""))
     return "\n".join(lines)
 
 

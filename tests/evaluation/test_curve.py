@@ -10,8 +10,9 @@ import json
 
 import pytest
 
+from mmconvert.manifest import JsonlLog
 from mmconvert.vision_tokens import RULE_SOURCES
-from tests.evaluation.test_frontier import codeword_items, known_reader, legible, points_rows
+from tests.evaluation.test_frontier import codeword_items, known_reader, legible
 from tests.evaluation.test_text_budget import needed
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
@@ -26,46 +27,53 @@ def test_a_curve_scores_each_budget_by_known_functions_and_meets_it(tmp_path, mo
 
     items = codeword_items(tmp_path / "items.jsonl", 6, 12, (1, 6, 11))
     out = tmp_path / "curve"
-    fake = FakeOpenAI(answer=known_reader(out), models=("reader",))
+    fake = FakeOpenAI(answer=known_reader(out), models=("reader", "reader-2"))
     url = fake.start()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
-    args = ["curve", items, "--model", "reader", "--base-url", url, "--tokenizer",
-            "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl", "--budgets", "128,256,1024",
-            "--recipe", "readbench", "--out", out]
+    args = ["curve", items, "--model", "reader,reader-2", "--base-url", url, "--tokenizer",
+            "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl,qwen3-vl", "--budgets",
+            "128,256,1024", "--recipe", "readbench", "--out", out]
     try:
         result = run(*args)
         assert result.exit_code == 0, result.output
         sent = len(fake.requests("chat"))
-        again = run(*args)  # resumed: nothing drawn, nothing sent, the same curve
+        again = run(*args)  # resumed: nothing drawn, nothing sent, the same curves
         assert again.exit_code == 0 and len(fake.requests("chat")) == sent
     finally:
         fake.stop()
     found = json.loads((out / "curve.json").read_text())
-    assert found["rule"] == {"name": "qwen2.5-vl", "source": RULE_SOURCES["qwen2-vl"][0],
-                             "checked": RULE_SOURCES["qwen2-vl"][1]}
-    assert [p["name"] for p in found["points"]] == ["budget-128", "budget-256", "budget-1024"]
-    rows = points_rows(out)
-    for point in found["points"]:
-        budget = point["target"]["vision_budget"]
-        drawn = rows[point["name"]]
-        assert [r["target"]["vision_tokens"] for r in drawn] == [budget] * len(drawn)
-        assert point["exact"] == len(drawn) and point["vision_tokens"] == budget
-        right = [legible(r, sum(i["width"] * i["height"] for i in r["images"])) for r in drawn]
-        assert point["accuracy"] == pytest.approx(100 * sum(right) / len(right), abs=1e-3)
-        # the last evaluation's log (the resumed one answered from the cache)
-        log = read_eval_log(str(sorted((out / "evals" / point["name"] / "logs")
-                                       .glob("*text-budget*.eval"))[-1]))
-        kept = [needed(int(s.id[-2:])) in " ".join(c.text for c in s.input[-1].content
-                                                  if getattr(c, "text", None))
-                for s in log.samples]
-        assert point["text_baseline"] == pytest.approx(100 * sum(kept) / len(kept), abs=1e-3)
-    accuracy = [p["accuracy"] for p in found["points"]]
-    baseline = [p["text_baseline"] for p in found["points"]]
-    assert accuracy == sorted(accuracy) and baseline == sorted(baseline)
-    assert baseline[0] < baseline[-1] and found["text"] == 100.0
+    assert [(c["model"], c["rule"]["name"]) for c in found["curves"]] == [
+        ("reader", "qwen2.5-vl"), ("reader-2", "qwen3-vl")]
+    for curve, key in zip(found["curves"], ("qwen2-vl", "qwen3-vl"), strict=True):
+        assert curve["rule"] == {"name": curve["rule"]["name"],
+                                 "source": RULE_SOURCES[key][0], "checked": RULE_SOURCES[key][1]}
+        assert [p["name"] for p in curve["points"]] == ["budget-128", "budget-256",
+                                                        "budget-1024"]
+        for point in curve["points"]:
+            budget = point["target"]["vision_budget"]
+            drawn = JsonlLog(out / point["run"] / "manifest.jsonl").read()
+            assert [r["target"]["vision_tokens"] for r in drawn] == [budget] * len(drawn)
+            assert point["exact"] == len(drawn) and point["vision_tokens"] == budget
+            assert {r["target"]["model"] for r in drawn} == {curve["rule"]["name"]}
+            right = [legible(r, sum(i["width"] * i["height"] for i in r["images"]))
+                     for r in drawn]
+            assert point["accuracy"] == pytest.approx(100 * sum(right) / len(right), abs=1e-3)
+            # the last evaluation's log (the resumed one answered from the cache)
+            log = read_eval_log(str(sorted((out / "evals" / curve["model"] / point["name"] /
+                                            "logs").glob("*text-budget*.eval"))[-1]))
+            kept = [needed(int(s.id[-2:])) in " ".join(c.text for c in s.input[-1].content
+                                                      if getattr(c, "text", None))
+                    for s in log.samples]
+            assert point["text_baseline"] == pytest.approx(100 * sum(kept) / len(kept),
+                                                           abs=1e-3)
+        accuracy = [p["accuracy"] for p in curve["points"]]
+        baseline = [p["text_baseline"] for p in curve["points"]]
+        assert accuracy == sorted(accuracy) and baseline == sorted(baseline)
+        assert baseline[0] < baseline[-1] and curve["text"] == 100.0
     assert (out / "curve.png").read_bytes()[:4] == b"\x89PNG"
     assert "vision tokens by qwen2.5-vl's rule (checked 2026-11-24)" in result.output
+    assert "reader-2 on " in result.output and "vision tokens by qwen3-vl's rule" in result.output
 
 
 def test_bad_curve_options_are_one_line(tmp_path):
@@ -73,6 +81,8 @@ def test_bad_curve_options_are_one_line(tmp_path):
         (["--budgets", "64", "--ratios", "2"], "give --budgets or --ratios, not both"),
         (["--budgets", "0"], "budgets are whole vision tokens over 0"),
         (["--ratio-model", "qwen2.5vl"], "did you mean 'qwen2.5-vl'?"),
+        (["--model", "a,b,c", "--ratio-model", "qwen2.5-vl,glm-4.1v"],
+         "--ratio-model: 2 rules for 3 models; give one for all or one per model"),
     ]:
         args = ["curve", "mmlu-redux", "--model", "m", "--tokenizer", "t.json",
                 "--ratio-model", "qwen2.5-vl", "--out", tmp_path / "c", *extra]
