@@ -81,7 +81,7 @@ def main() -> None:
                                       "--recipe", "readbench", "--limit", str(args.items),
                                       "--out", f"{tmp}/curve", "--json", env=env)
             curve_requests = len(fake.requests("chat")) - before
-            curve = json.loads((Path(tmp) / "curve" / "curve.json").read_text())
+            curve = json.loads((Path(tmp) / "curve" / "curve.json").read_text())["curves"][0]
             before = len(fake.requests("chat"))
             hand_seconds, hand = 0.0, {}
             for budget in args.budgets.split(","):
