@@ -59,6 +59,9 @@ class CurveOptions(EvalOptions):
         description="the recipe every point renders with (its renderer, scope, style, PPI); "
                     "its own target gives way to the point's")
     style: str | None = Field(None, description="a style preset or file, without --recipe")
+    move_width: bool = Field(
+        True, description="meet each target by the page width too, in the rule's steps; "
+                          "--no-move-width moves the font size alone (VTCBench's fixed ratio)")
     source: Path | None = Field(None, description="local copy of the corpus (as render's)")
     sample: int | None = Field(None, ge=1, description="seeded sample of N items per subset")
     limit: int | None = Field(50, ge=1, description="items in the dev sample")
@@ -124,7 +127,7 @@ def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | No
     elif options.style is not None:
         config["style"] = options.style
     if target is not None:
-        config["target"] = {**target, "ratio_model": rule}
+        config["target"] = {**target, "ratio_model": rule, "move_width": options.move_width}
     selection = {"source": options.source, "subsets": options.subsets,
                  "sample": options.sample, "limit": options.limit, "seed": options.seed}
     return {**config, **{k: v for k, v in selection.items() if v is not None}}
