@@ -131,12 +131,12 @@ def frontier_command() -> click.Command:
               --points 24 --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
         """
         from ..config import build, show_progress
+        from .curve import safe
         from .frontier import frontier, table
 
         values = fill(flags, given, {})
         options = build(FrontierOptions, values, flags=flag_names(flags))
-        label = "".join(c if c.isalnum() or c in ".-" else "_"
-                        for c in (options.model or "ocr"))
+        label = safe(options.model or "ocr")
         target = out or Path("runs") / f"{Path(corpus).stem}-frontier-{label}"
         result = frontier(corpus, target, options,
                           display="full" if show_progress(progress) else "none",
@@ -179,12 +179,11 @@ def curve_command() -> click.Command:
               --ratio-model qwen2.5-vl,internvl2.5 --ratios 1,2,4 --recipe vtcbench
         """
         from ..config import build, show_progress
-        from .curve import curve, table
+        from .curve import curve, safe, table
 
         values = fill(flags, given, {})
         options = build(CurveOptions, values, flags=flag_names(flags))
-        label = "".join(c if c.isalnum() or c in ".-" else "_" for c in options.models[0])
-        target = out or Path("runs") / f"{Path(corpus).stem}-curve-{label}"
+        target = out or Path("runs") / f"{Path(corpus).stem}-curve-{safe(options.models[0])}"
         result = curve(corpus, target, options,
                        display="full" if show_progress(progress) else "none",
                        echo=lambda text: click.echo(text, err=True))
