@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import reduce
+from operator import add
 
 from .fonts import INVISIBLE, FontChain
 
@@ -22,6 +24,9 @@ _NO_BREAK_BEFORE = frozenset(
     "々〻‐゠–〜～?!),.:;]}"
 )
 _NO_BREAK_AFTER = frozenset("（［｛〔〈《「『【〘〖〝‘“｟«([{")
+# runs of the break spaces (``is_break_space``: the Zs spaces but the non-breaking ones) other
+# than the zero-width one, which is invisible
+_SPACES = re.compile("([\u0020\u1680\u2000-\u2006\u2008-\u200a\u205f\u3000]+)")
 
 
 def normalise(text: str) -> str:
@@ -32,9 +37,13 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+# the C0 and C1 controls (Unicode's Cc) but tab and newline
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def control_characters(text: str) -> list[str]:
     """Characters that have no place in rendered text (C0/C1 controls other than tab/newline)."""
-    return sorted({c for c in text if unicodedata.category(c) == "Cc" and c not in "\n\t"})
+    return sorted(set(_CONTROLS.findall(text)))
 
 
 def is_break_space(char: str) -> bool:
@@ -47,6 +56,19 @@ def is_break_space(char: str) -> bool:
 def is_wide(char: str) -> bool:
     """Characters between which a line may break (CJK ideographs, kana, hangul, fullwidth)."""
     return unicodedata.east_asian_width(char) in "WF"
+
+
+def _slow(char: str) -> bool:
+    """A character ``LineBreaker.pieces`` takes one by one: a tab, an invisible character, or a
+    wide one (a line may break around it); a word of other characters is measured whole."""
+    try:
+        return _SLOW[char]
+    except KeyError:
+        slow = _SLOW[char] = char == "\t" or char in INVISIBLE or is_wide(char)
+        return slow
+
+
+_SLOW: dict[str, bool] = {}
 
 
 @dataclass
@@ -124,6 +146,11 @@ class LineBreaker:
         # the share of each space's width a line may run past ``width`` to take one more
         # word (reportlab's spaceShrinkage); 0: never past it
         self.shrink = shrink
+        # words and runs of spaces measured once each: the piece, the font of its characters
+        # (-1: more than one) and their advances
+        self._measured: dict[str, tuple[Piece, int, tuple[float, ...]]] = {}
+
+    _MEASURED_MAX = 100_000  # words kept measured (a corpus's vocabulary, not its text)
 
     def advance(self, char: str) -> float:
         if char in INVISIBLE:
@@ -131,9 +158,41 @@ class LineBreaker:
         return self.chain.glyph(char)[1] * self.size + self.spacing
 
     def pieces(self, paragraph: str) -> list[Piece]:
+        """The paragraph's words, spaces and tabs, measured. A word of narrow visible
+        characters alone is measured once (``measured``); a word with a tab, an invisible or
+        a wide character is cut character by character (``_cut``)."""
         out: list[Piece] = []
+        slow = [char for char in set(paragraph) if _slow(char)]
+        has_slow = re.compile("[" + re.escape("".join(slow)) + "]").search if slow else None
+        measured = self.measured
+        space = False  # ``re.split`` alternates word and spaces, from a word (maybe empty)
+        for token in _SPACES.split(paragraph):
+            if not token:
+                pass
+            elif space:
+                piece = measured(token, "space")
+                if out and out[-1].kind == "space":  # after a zero-width space
+                    steps = self._measured[token][2]
+                    out[-1] = Piece(out[-1].text + token, reduce(add, steps, out[-1].width),
+                                    "space")
+                else:
+                    out.append(piece)
+            elif has_slow is not None and has_slow(token):
+                self._cut(out, token)
+            else:
+                out.append(measured(token, "word"))
+            space = not space
+        return out
+
+    def _cut(self, out: list[Piece], text: str) -> None:
+        """Append the pieces of ``text`` (a word that follows a space or starts the
+        paragraph) to ``out``, character by character: invisible characters join the piece
+        before them, a wide character is a piece of its own unless kinsoku glues it, other
+        characters join the word before them."""
+        if out:  # it may grow: a copy, never the measured piece itself
+            out[-1] = replace(out[-1])
         glue_next = False
-        for char in paragraph:
+        for char in text:
             if char in INVISIBLE and char != "\u200b":
                 if out:
                     out[-1].text += char
@@ -166,7 +225,22 @@ class LineBreaker:
             else:
                 out.append(Piece(char, width, "word"))
             glue_next = char in _NO_BREAK_AFTER
-        return out
+
+    def measured(self, text: str, kind: str) -> Piece:
+        """The piece of a word of narrow visible characters, or of a run of spaces, measured
+        as ``_cut`` would measure it, and kept for the next time it comes."""
+        try:
+            return self._measured[text][0]
+        except KeyError:
+            pass
+        glyph, advance = self.chain.glyph, self.advance
+        steps = tuple(advance(char) for char in text)
+        fonts = {glyph(char)[0] for char in text}
+        piece = Piece(text, reduce(add, steps), kind)
+        if len(self._measured) >= self._MEASURED_MAX:
+            self._measured.clear()
+        self._measured[text] = (piece, fonts.pop() if len(fonts) == 1 else -1, steps)
+        return piece
 
     def split_long(self, piece: Piece, room: float) -> tuple[Piece, Piece]:
         """Split a word that does not fit in ``room`` at the last character that fits
@@ -287,6 +361,18 @@ class LineBreaker:
             self._place_spaced(line, text, x)
             return
         joins = not self.words
+        known = self._measured.get(text)
+        if known is not None and known[1] >= 0:
+            # a measured word of one font: its characters join as one by one they would
+            _, font, advances = known
+            last = line.runs[-1] if line.runs else None
+            if joins and last is not None and last.font == font and \
+                    abs(last.end - x) < _EPS and last.glyphs is None:
+                last.text += text
+                last.end = reduce(add, advances, last.end)
+            else:
+                line.runs.append(Run(x, text, font, reduce(add, advances, x)))
+            return
         for char in text:
             if char in INVISIBLE:
                 continue

@@ -93,3 +93,65 @@ def test_fallback_fonts_are_chosen_per_character(breaker):
     lines = breaker.lines(Block("A∀✓中"))
     fonts = [r.font for r in lines[0].runs]
     assert fonts[0] == 0 and len(set(fonts)) == 4
+
+
+# paragraphs that take every path of ``pieces``: plain words, runs of several kinds of space,
+# tabs, invisible characters (after a word, after a space, at the start), zero-width spaces
+# next to spaces, wide characters with kinsoku, combining marks, fallback fonts and tokens
+# longer than the line
+MIXED = [
+    "plain words only, repeated " * 40,
+    "Tabs\there\tand  double  spaces\u2003em\u2002en\u3000ideographic   trailing   ",
+    "\u200dstarts with a joiner; soft\u00adhyphen, zero\u200bwidth \u200b space, "
+    "joiner\u200d and nbsp\u00a0kept " * 12,
+    "中文文本，测试换行。（括号）和English words 日本語のテキスト、カタカナ。" * 12,
+    "Combining e\u0301 marks, caf\u00e9 \u2014 \u201cquotes\u201d ∑∫√ ℝ ⊂ ✓ ★ Привет " * 15,
+    "x" * 300 + " short " + "y" * 120,
+    "",
+    "   ",
+]
+
+
+def character_by_character(breaker: LineBreaker):
+    """A breaker that cuts every paragraph character by character (no word measured
+    whole, so no word placed whole either)."""
+    slow = LineBreaker(breaker.chain, breaker.size, breaker.width, spacing=breaker.spacing,
+                       words=breaker.words, shrink=breaker.shrink)
+
+    def pieces(paragraph):
+        out = []
+        slow._cut(out, paragraph)
+        return out
+
+    slow.pieces = pieces
+    return slow
+
+
+@pytest.mark.parametrize("options", [{}, {"words": True}, {"shrink": 0.05},
+                                     {"spacing": 0.4}], ids=["joined", "words", "shrink",
+                                                             "spacing"])
+def test_words_measured_whole_lay_out_as_character_by_character(options):
+    """The fast path (a word of narrow visible characters measured once, and placed whole)
+    gives the very pieces, runs and floats of the character-by-character one."""
+    fast = LineBreaker(font_chain(), 10.37, 301.3, **options)
+    slow = character_by_character(fast)
+    for text in MIXED:
+        assert [(p.text, p.width, p.kind) for p in fast.pieces(text)] == \
+            [(p.text, p.width, p.kind) for p in slow.pieces(text)]
+        ours, theirs = fast.lines(Block(text, hanging=7.5)), slow.lines(Block(text, hanging=7.5))
+        assert [[(r.x, r.text, r.font, r.end, r.glyphs) for r in line.runs] for line in ours] \
+            == [[(r.x, r.text, r.font, r.end, r.glyphs) for r in line.runs] for line in theirs]
+    assert fast._measured and not slow._measured
+
+
+def test_the_space_and_control_tables_are_unicodes():
+    """``_SPACES`` and ``_CONTROLS`` hold exactly the characters their predicates name."""
+    import unicodedata
+
+    from mmconvert.renderers.layout import _CONTROLS, _SPACES, is_break_space
+
+    chars = [chr(c) for c in range(0x110000)]
+    assert {c for c in chars if _SPACES.fullmatch(c)} == \
+        {c for c in chars if is_break_space(c) and c != "\u200b"}
+    assert {c for c in chars if _CONTROLS.fullmatch(c)} == \
+        {c for c in chars if unicodedata.category(c) == "Cc" and c not in "\n\t"}
