@@ -35,7 +35,7 @@ from ..rows import OcclusionRow
 from ..runfolder import Output, item_file
 from ..seeds import rng
 from .base import Profile, Renderer
-from .drawing import encode_png, fill_black, mupdf, png_deflater, show_runs
+from .drawing import encode_png, fill_black, mupdf, show_runs
 from .fonts import INVISIBLE, FontChain, caption_font, font_chain, font_manifest
 from .layout import Block, Run, control_characters, normalise
 from .shaping import ShapingLineBreaker, run_extents
@@ -261,9 +261,8 @@ class CaptionOccluder(Renderer[OccludeOptions]):
         self._choosers: dict[str, SpanChooser] = {}
         # layouts of the group ``prepare`` saw last, by (item id, seed), with the item itself
         self._laid_out: dict[tuple[str, int], tuple[Item, tuple]] = {}
-        # fail before any work when the entity model or the PNG encoder is missing
+        # fail before any work when the entity model is missing
         self.chooser(base_language(language))
-        png_deflater()
         if self.options.font:
             font_chain(self.options.font)
 

@@ -24,7 +24,7 @@ from ..rows import PageRow
 from ..runfolder import Output, item_file
 from ..units import POINTS_PER_INCH
 from .base import Fits, Profile, Redraws, Renderer, Restyles, item_from_row, question_beside_options
-from .drawing import color_params, fill_text, mupdf, paint, paint_box, set_png_ppi, show_runs
+from .drawing import fill_text, mupdf, paint, paint_box, pixels_png, show_runs
 from .fonts import FontChain, font_manifest, page_chain
 from .layout import (
     Block,
@@ -534,10 +534,15 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
     def rasterise(self, text, width_pt: float, height_pt: float,
                   ppi: float | None = None) -> PageImage:
         """The page as a PNG of ``pixels(inches, ppi)`` in each direction (default: the
-        options' PPI)."""
+        options' PPI): ``draw``, then ``encode``."""
+        ppi = ppi or self.options.ppi
+        return self.encode(self.draw(text, width_pt, height_pt, ppi), ppi)
+
+    def draw(self, text, width_pt: float, height_pt: float, ppi: float):
+        """The page's pixmap: its paper, paragraph boxes and text (a ``PageInk``) at
+        ``ppi``."""
         m = mupdf()
         o = self.options
-        ppi = ppi or o.ppi
         scale = ppi / POINTS_PER_INCH
         width, height = self.pixel_size(width_pt, height_pt, ppi)
         gray = o.color == "gray"
@@ -554,9 +559,14 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
                       o.newline_marker_color or o.text_color, gray)
         fill_text(m.fz_new_draw_device(m.fz_scale(across, scale), pix), text.text,
                   o.text_color, gray)
-        png = m.fz_buffer_extract(m.fz_new_buffer_from_pixmap_as_png(pix,
-                                                                             color_params()))
-        return PageImage(set_png_ppi(png, ppi), width, height)
+        return pix
+
+    @staticmethod
+    def encode(pix, ppi: float) -> PageImage:
+        """A drawn pixmap as a PNG that records ``ppi``."""
+        width, height = pix.w(), pix.h()
+        return PageImage(pixels_png(mupdf().fz_pixmap_samples_memoryview(pix), width, height,
+                                    pix.n(), pix.stride(), ppi), width, height)
 
 
 def pixels(inches: float, ppi: float) -> int:

@@ -187,3 +187,23 @@ def test_a_layout_set_in_other_geometry_is_refused():
         PageRenderer(PageOptions(font_size=10)).redraw(stored)
     with pytest.raises(ValueError, match="font chain"):
         PageRenderer().redraw({**stored, "fonts": ["Arial"]})
+
+
+@pytest.mark.parametrize("color", ["gray", "rgb"])
+def test_page_pngs_hold_the_drawn_pixels_and_the_ppi(color):
+    """A page's PNG (``drawing.pixels_png``: rows unfiltered, zlib-ng) decodes to the very
+    pixmap MuPDF drew, and records the PPI in pHYs."""
+    from mmconvert.renderers.drawing import mupdf
+
+    renderer = PageRenderer(PageOptions(ppi=150, color=color))
+    item = make_item(context="The lantern by the harbour was painted red. " * 80 + "中文 ∑ ✓")
+    layout = renderer.layout(item, "context")
+    widths, heights = renderer.page_sizes(layout)
+    pix = renderer.draw(renderer.text_object(layout.pages[0]), widths[0], heights[0], 150)
+    png = renderer.encode(pix, 150).png
+    image = Image.open(io.BytesIO(png))
+    assert image.mode == ("L" if color == "gray" else "RGB")
+    assert image.size == (pix.w(), pix.h())
+    assert image.tobytes() == bytes(mupdf().fz_pixmap_samples_memoryview(pix))
+    assert image.info["dpi"] == pytest.approx((150, 150), abs=0.02)  # whole pixels a metre
+    assert png == renderer.render(item, "context").pages[0].png

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..drawing import set_png_ppi
+from ..drawing import pixels_png
 from ..page import MAX_ITEM_MEGAPIXELS
 
 
@@ -282,5 +282,6 @@ def rasterise(pdf: bytes, ppi: float, color: str) -> list[tuple[bytes, int, int]
             pix = page.get_pixmap(matrix=pymupdf.Matrix(ppi / 72, ppi / 72), alpha=False,
                                   colorspace=pymupdf.csGRAY if color == "gray"
                                   else pymupdf.csRGB)
-            pages.append((set_png_ppi(pix.tobytes("png"), ppi), pix.width, pix.height))
+            pages.append((pixels_png(pix.samples_mv, pix.width, pix.height, pix.n, pix.stride,
+                                     ppi), pix.width, pix.height))
     return pages
