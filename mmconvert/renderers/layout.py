@@ -129,6 +129,10 @@ class Piece:
     width: float
     kind: str  # "word", "space", "tab"
     start: int = 0  # index in the paragraph (shaped paragraphs)
+    # a measured piece (``LineBreaker.measured``) of one font and no letter spacing: the
+    # font, and each character's advance in points, by which it is placed whole
+    font: int = -1
+    advances: tuple[float, ...] = ()
 
 
 class LineBreaker:
@@ -146,9 +150,8 @@ class LineBreaker:
         # the share of each space's width a line may run past ``width`` to take one more
         # word (reportlab's spaceShrinkage); 0: never past it
         self.shrink = shrink
-        # words and runs of spaces measured once each: the piece, the font of its characters
-        # (-1: more than one) and their advances
-        self._measured: dict[str, tuple[Piece, int, tuple[float, ...]]] = {}
+        # words and runs of spaces measured once each
+        self._measured: dict[str, Piece] = {}
 
     _MEASURED_MAX = 100_000  # words kept measured (a corpus's vocabulary, not its text)
 
@@ -164,23 +167,22 @@ class LineBreaker:
         out: list[Piece] = []
         slow = [char for char in set(paragraph) if _slow(char)]
         has_slow = re.compile("[" + re.escape("".join(slow)) + "]").search if slow else None
-        measured = self.measured
+        measured, known = self.measured, self._measured
         space = False  # ``re.split`` alternates word and spaces, from a word (maybe empty)
         for token in _SPACES.split(paragraph):
             if not token:
                 pass
             elif space:
-                piece = measured(token, "space")
+                piece = known.get(token) or measured(token, "space")
                 if out and out[-1].kind == "space":  # after a zero-width space
-                    steps = self._measured[token][2]
-                    out[-1] = Piece(out[-1].text + token, reduce(add, steps, out[-1].width),
-                                    "space")
+                    out[-1] = Piece(out[-1].text + token, reduce(
+                        add, (self.advance(char) for char in token), out[-1].width), "space")
                 else:
                     out.append(piece)
             elif has_slow is not None and has_slow(token):
                 self._cut(out, token)
             else:
-                out.append(measured(token, "word"))
+                out.append(known.get(token) or measured(token, "word"))
             space = not space
         return out
 
@@ -189,8 +191,8 @@ class LineBreaker:
         paragraph) to ``out``, character by character: invisible characters join the piece
         before them, a wide character is a piece of its own unless kinsoku glues it, other
         characters join the word before them."""
-        if out:  # it may grow: a copy, never the measured piece itself
-            out[-1] = replace(out[-1])
+        if out:  # it may grow: a copy, never the measured piece itself, placed by its text
+            out[-1] = replace(out[-1], font=-1, advances=())
         glue_next = False
         for char in text:
             if char in INVISIBLE and char != "\u200b":
@@ -230,16 +232,18 @@ class LineBreaker:
         """The piece of a word of narrow visible characters, or of a run of spaces, measured
         as ``_cut`` would measure it, and kept for the next time it comes."""
         try:
-            return self._measured[text][0]
+            return self._measured[text]
         except KeyError:
             pass
         glyph, advance = self.chain.glyph, self.advance
         steps = tuple(advance(char) for char in text)
         fonts = {glyph(char)[0] for char in text}
         piece = Piece(text, reduce(add, steps), kind)
+        if len(fonts) == 1 and not self.spacing:  # then each step is the glyph's advance
+            piece.font, piece.advances = fonts.pop(), steps
         if len(self._measured) >= self._MEASURED_MAX:
             self._measured.clear()
-        self._measured[text] = (piece, fonts.pop() if len(fonts) == 1 else -1, steps)
+        self._measured[text] = piece
         return piece
 
     def split_long(self, piece: Piece, room: float) -> tuple[Piece, Piece]:
@@ -278,6 +282,11 @@ class LineBreaker:
                         rtl: bool | None = None) -> list[Line]:
         return self._paragraph(paragraph, first_left, rest_left)
 
+    def _hooks(self):
+        """How a line's pieces are placed: ``_commit`` (the gaps before a word) and
+        ``_place_piece`` (a word)."""
+        return self._commit, self._place_piece
+
     def _paragraph(self, paragraph: str, first_left: float, rest_left: float) -> list[Line]:
         lines: list[Line] = []
         line = Line()
@@ -288,25 +297,28 @@ class LineBreaker:
         spaces = 0.0  # width of the spaces placed on the line (``shrink``)
         queue = self.pieces(paragraph)
         queue.reverse()
+        commit, place = self._hooks()
+        after_gap, shrink, limit = self._after_gap, self.shrink, self.width + _EPS
         while queue:
             piece = queue.pop()
-            if piece.kind in ("space", "tab"):
+            if piece.kind != "word":
                 if wrapped and not line.runs:
                     continue  # spaces at the start of a wrapped line are not drawn
                 pending.append(piece)
                 continue
             start = x
             for gap in pending:
-                start = self._after_gap(gap, start, left)
-            room = self.width + _EPS
-            if self.shrink and line.runs:
-                spaces += sum(gap.width for gap in pending if gap.kind == "space")
-                room += self.shrink * spaces
+                start = start + gap.width if gap.kind == "space" else after_gap(gap, start, left)
+            room = limit
+            if shrink and line.runs:
+                spaces += sum([gap.width for gap in pending if gap.kind == "space"])
+                room += shrink * spaces
             if start + piece.width <= room:
-                x = self._commit(line, pending, x, left)
-                self._place_piece(line, piece, x)
+                if pending:
+                    x = commit(line, pending, x, left)
+                    pending = []
+                place(line, piece, x)
                 x += piece.width
-                pending = []
                 continue
             if line.runs:
                 lines.append(line)
@@ -324,10 +336,10 @@ class LineBreaker:
                 queue.append(piece)
                 continue
             # an empty line and still too long: break inside the token
-            x = self._commit(line, pending, x, left)
+            x = commit(line, pending, x, left)
             pending = []
             head, tail = self.split_long(piece, self.width - x)
-            self._place_piece(line, head, x)
+            place(line, head, x)
             lines.append(line)
             line, left, x, wrapped = Line(), rest_left, rest_left, True
             spaces = 0.0
@@ -346,13 +358,24 @@ class LineBreaker:
             start = x
             x = self._after_gap(gap, x, left)
             if gap.kind == "space":
-                self._place(line, gap.text, start)
+                self._place_piece(line, gap, start)
             else:  # a tab: nothing drawn, but a run of its own, so the text layer holds it
                 line.runs.append(Run(start, gap.text, self.chain.glyph(" ")[0], x, glyphs=[]))
         return x
 
     def _place_piece(self, line: Line, piece: Piece, x: float) -> None:
-        self._place(line, piece.text, x)
+        if not piece.advances:
+            self._place(line, piece.text, x)
+            return
+        # a measured piece of one font: its characters join as one by one they would
+        runs = line.runs
+        last = runs[-1] if runs else None
+        if not self.words and last is not None and last.font == piece.font and \
+                abs(last.end - x) < _EPS and last.glyphs is None:
+            last.text += piece.text
+            last.end = reduce(add, piece.advances, last.end)
+        else:
+            runs.append(Run(x, piece.text, piece.font, reduce(add, piece.advances, x)))
 
     def _place(self, line: Line, text: str, x: float) -> None:
         """Append ``text`` at ``x`` as runs of one font each (invisible characters join the
@@ -361,18 +384,6 @@ class LineBreaker:
             self._place_spaced(line, text, x)
             return
         joins = not self.words
-        known = self._measured.get(text)
-        if known is not None and known[1] >= 0:
-            # a measured word of one font: its characters join as one by one they would
-            _, font, advances = known
-            last = line.runs[-1] if line.runs else None
-            if joins and last is not None and last.font == font and \
-                    abs(last.end - x) < _EPS and last.glyphs is None:
-                last.text += text
-                last.end = reduce(add, advances, last.end)
-            else:
-                line.runs.append(Run(x, text, font, reduce(add, advances, x)))
-            return
         for char in text:
             if char in INVISIBLE:
                 continue

@@ -387,14 +387,15 @@ class ShapingLineBreaker(LineBreaker):
         tail = Piece(piece.text[cut - piece.start:], self.measure(cut, end), "word", cut)
         return head, tail
 
-    def _place_piece(self, line: Line, piece: Piece, x: float) -> None:
+    def _hooks(self):
         if self._para is None:
-            return super()._place_piece(line, piece, x)
+            return super()._hooks()
+        return self._commit_shaped, self._place_shaped
+
+    def _place_shaped(self, line: Line, piece: Piece, x: float) -> None:
         line.runs.append(_Placed(x, piece.text, -1, x + piece.width, start=piece.start))
 
-    def _commit(self, line: Line, pending: list[Piece], x: float, left: float) -> float:
-        if self._para is None:
-            return super()._commit(line, pending, x, left)
+    def _commit_shaped(self, line: Line, pending: list[Piece], x: float, left: float) -> float:
         for gap in pending:
             start = x
             x = self._after_gap(gap, x, left)

@@ -103,7 +103,8 @@ MIXED = [
     "plain words only, repeated " * 40,
     "Tabs\there\tand  double  spaces\u2003em\u2002en\u3000ideographic   trailing   ",
     "\u200dstarts with a joiner; soft\u00adhyphen, zero\u200bwidth \u200b space, "
-    "joiner\u200d and nbsp\u00a0kept " * 12,
+    "joiner\u200d and nbsp\u00a0kept, \u2060a word joiner and \u00adsoft hyphen after "
+    "spaces " * 12,
     "中文文本，测试换行。（括号）和English words 日本語のテキスト、カタカナ。" * 12,
     "Combining e\u0301 marks, caf\u00e9 \u2014 \u201cquotes\u201d ∑∫√ ℝ ⊂ ✓ ★ Привет " * 15,
     "x" * 300 + " short " + "y" * 120,
