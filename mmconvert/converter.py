@@ -459,15 +459,12 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
+    from ._version import installed_version
 
     out = {"mmconvert": __version__, "python": platform.python_version()}
-    for name in ("pymupdf", "pymupdf-fonts", "pillow", "pydantic", "datasets", "spacy",
-                 "openai"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
+    for name in ("pymupdf", "pymupdf-fonts", "zlib-ng", "pillow", "pydantic", "datasets",
+                 "spacy", "openai"):
+        out[name] = installed_version(name) or "not installed"
     return out
 
 

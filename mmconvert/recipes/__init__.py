@@ -314,22 +314,14 @@ def page_hash(data: bytes) -> PageHash:
 def made_with(drawer: Drawer) -> dict[str, Any]:
     """What a recipe's pages were made with here: mmconvert's version, the renderer's, the
     libraries that draw and encode, the fonts (sha256) and, for documents, Chromium."""
-    import importlib.metadata
-
-    from .._version import __version__
-
-    def version(package: str) -> str | None:
-        try:
-            return importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            return None
+    from .._version import __version__, installed_version
 
     job = drawer.job
     record: dict[str, Any] = {
         "mmconvert": __version__,
         "renderer": {"name": job.renderer.name, "version": job.renderer.version},
-        "libraries": {name: version(name) for name in ("pymupdf", "pillow", "zlib-ng",
-                                                       "uharfbuzz")},
+        "libraries": {name: installed_version(name) for name in ("pymupdf", "pillow", "zlib-ng",
+                                                                 "uharfbuzz")},
         "fonts": {font["name"]: font["sha256"] for font in job.fonts()},
     }
     browser = job.report(lambda: []).get("browser") if hasattr(job, "report") else None

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, overload
 
 from ..errors import ItemError
 
@@ -75,19 +77,8 @@ class FontChain:
     """Loaded fonts plus a per-character cache of (font index, advance at size 1)."""
 
     def __init__(self, specs: tuple[FontSpec, ...] = FONT_CHAIN):
-        import pymupdf
-
         self.specs = specs
-        self.fonts = []
-        for spec in specs:
-            if spec.path:
-                self.fonts.append(load_font_file(spec.path))
-            elif spec.file:
-                self.fonts.append(pymupdf.Font(fontfile=str(FONT_DIR / spec.file)))
-            elif spec.script:
-                self.fonts.append(builtin_noto(spec.script))
-            else:
-                self.fonts.append(pymupdf.Font(spec.code))
+        self.fonts = LoadedFonts(specs)
         self.by_script = {spec.script: i for i, spec in enumerate(specs) if spec.script}
         self._glyphs: dict[str, tuple[int, float]] = {}
         self._gids: dict[tuple[int, str], int] = {}
@@ -154,6 +145,56 @@ class FontChain:
             except KeyError:
                 raise ItemError(f"no shipped font has a glyph for {describe(char)}",
                                 where=where, field=field, stage="render") from None
+
+
+def load_font(spec: FontSpec):
+    """The PyMuPDF font of ``spec``."""
+    import pymupdf
+
+    if spec.path:
+        return load_font_file(spec.path)
+    if spec.file:
+        return pymupdf.Font(fontfile=str(FONT_DIR / spec.file))
+    if spec.script:
+        return builtin_noto(spec.script)
+    return pymupdf.Font(spec.code)
+
+
+class LoadedFonts:
+    """A chain's fonts, each loaded when first asked for: a text in one script never loads
+    the faces of the others. The user's fonts (and the first) load at once, so that a bad
+    font file is refused before any item."""
+
+    def __init__(self, specs: tuple[FontSpec, ...]):
+        self.specs = specs
+        self._fonts: list[Any] = [None] * len(specs)
+        for index, spec in enumerate(specs):
+            if index == 0 or spec.path:
+                self[index]
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.specs)))]
+        font = self._fonts[index]
+        if font is None:
+            font = self._fonts[index] = load_font(self.specs[index])
+        return font
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[index] for index in range(len(self.specs)))
+
+    def loaded(self, index: int) -> Any:
+        """The font if it is loaded, else None."""
+        return self._fonts[index]
 
 
 def builtin_noto(script: str):
@@ -279,7 +320,61 @@ def font_bytes(spec: FontSpec, font=None) -> bytes:
     return bytes(font.buffer)
 
 
-def font_sha256(spec: FontSpec, font) -> str:
+# the sha256 of the faces PyMuPDF and pymupdf-fonts carry, at the versions pyproject.toml pins
+# (``tests/renderers/test_fonts.py`` checks them against the faces' bytes): run.json names
+# every font of the chain, and a run need not load the faces its text never uses to name them
+PINNED = ("1.28.2", "1.0.5")  # pymupdf, pymupdf-fonts
+PINNED_SHA256 = {
+    "notos": "6b04c8dd65af6b73eb4279472ed1580b29102d6496a377340e80a40cdb3b22c9",
+    "math": "ca61efa77e6bca4d4e90cd277cbb1364e55f5b58289ec28d2a6e5ec43e1e285b",
+    "symbol2": "76b6a7b09dae28704c061710e1fcd42d28e3be8a397298414630a07063ae89c6",
+    "symbol1": "c7591ff5fac35caa7845566d7376b7f7092eb228bc70e11f267129d35e2a0ad3",
+    "cjk": "ee38813ea00c3e32add4268fff7fff9e39417b4913cb13be2415164a47807cc2",
+    "ARABIC": "21d2fa0dc32187333d3a0861361cd8c6e8c0563c8d880ebee2cbd1b8f79a553c",
+    "HEBREW": "077b84bb939e097629621284e3362764dacc3e2365d68678cb747939fc047607",
+    "DEVANAGARI": "84ee3ebb79182043f12d14e7bb8612301a10694b9e9b4a6294e2728221360da1",
+    "BENGALI": "b9837b18eb4bc30d856de89c660a489bcd0435fcbf49dc19f5aacd736d00a1b3",
+    "TAMIL": "25929aaa15737345b5bed6cdddf17e7a7bf5308f56aa032d207cbc489c70e144",
+    "THAI": "76c235539d4fba40afc307bb7bb627d22b8a975676d6b3f2b3a393cf71f36e6e",
+    "LAO": "844fb038e125b2720ff41a025f517c2b7d687f0f48b960e5b1dea8dc8efd722d",
+    "KHMER": "74076ecbfb3f618d05737707b5e6d88583b0a4288c01b85c33c672a666b5d73a",
+    "MYANMAR": "99412d36c941bbecbb88a987ae727d0b1b60cdffa17a0b7b0b0e43bd6be67c89",
+    "EMOJI": "415dc6290378574135b64c808dc640c1df7531973290c4970c51fdeb849cb0c5",
+    "ubuntu": "bac6461feb3488e5d330e7e9434fc8e0c513aa3c1e7b57598eab1654e1055a14",
+    "figo": "495901c0c608ea265f4c31aa2a4c7a313e5cc2a3dd610da78a447fe8e07454a2",
+    "fimo": "1783904b9a03d1852ed185549d74526d9f6a4a643181eb591c3a69993ae42ced",
+    "ubuntm": "374c53178bfbc4b13f9b6ad5bbc81a4393aa65265ffc7d33aa7bd89f12a30df8",
+    "spacemo": "d0855b0c557b78ea0449762b25ccca018880f483e56ff9a69e7cbde1dc12fa3a",
+    "cascadia": "8107d343a6e3260d6204002a043fddf077fef00df6d0611d23876b9f7c962e9d",
+}
+
+
+@lru_cache(maxsize=1)
+def pinned_installed() -> bool:
+    """Whether the installed PyMuPDF and pymupdf-fonts are the pinned ones."""
+    import pymupdf
+
+    from .._version import installed_version
+
+    return (pymupdf.VersionBind, installed_version("pymupdf-fonts")) == PINNED
+
+
+@lru_cache(maxsize=64)
+def _file_sha256(path: Path, size: int, mtime: int) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def font_sha256(spec: FontSpec, font=None) -> str:
+    """The sha256 of the face's bytes (``font``: the face loaded, when it is)."""
+    if spec.path or spec.file:
+        path = Path(spec.path) if spec.path else FONT_DIR / str(spec.file)
+        stat = path.stat()
+        return _file_sha256(path, stat.st_size, stat.st_mtime_ns)
+    key = spec.code or spec.script
+    if key in PINNED_SHA256 and pinned_installed():
+        return PINNED_SHA256[key]
+    if font is None and spec.script:
+        font = builtin_noto(spec.script)
     return hashlib.sha256(font_bytes(spec, font)).hexdigest()
 
 
@@ -298,8 +393,9 @@ def font_manifest(chain: FontChain | None = None) -> list[dict[str, str]]:
     """Name, origin and sha256 of each font in the chain, for run.json."""
     chain = chain or font_chain()
     out = []
-    for spec, font in zip(chain.specs, chain.fonts, strict=True):
-        entry = {"name": spec.name, "origin": spec.origin, "sha256": font_sha256(spec, font)}
+    for index, spec in enumerate(chain.specs):
+        entry = {"name": spec.name, "origin": spec.origin,
+                 "sha256": font_sha256(spec, chain.fonts.loaded(index))}
         if spec.path:
             entry["path"] = spec.path
         out.append(entry)
