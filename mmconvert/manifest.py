@@ -139,6 +139,12 @@ def write_json(path: Path, data: Any, indent: int = 2) -> None:
     atomic_write(path, json_bytes(data, indent))
 
 
+def user_cache() -> Path:
+    """mmconvert's folder in the user's cache: ``$XDG_CACHE_HOME/mmconvert`` (``~/.cache``),
+    where what is costly to rebuild and cheap to check is kept between processes."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmconvert"
+
+
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half.
     ``durable``: on disk before the call returns (fsync); without it the rename is still

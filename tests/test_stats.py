@@ -172,6 +172,45 @@ def test_tiktoken_encodings_are_read_from_its_cache(monkeypatch, tmp_path, encod
     assert tiktoken.load.read_file.__module__ == "tiktoken.load"
 
 
+def test_a_tiktoken_encoding_is_kept_for_the_next_process_while_its_file_is_unchanged(
+        monkeypatch, tmp_path):
+    """The ranks tiktoken parsed are kept in mmconvert's cache folder and read back (the same
+    tokens and fingerprint); a changed file, another cache folder or an unreadable copy sends
+    the load back to tiktoken's own."""
+    import os
+    import shutil
+
+    import tiktoken
+
+    from mmconvert.tokens import _kept_tiktoken, _tiktoken_kept, load_tokenizer
+
+    files = tmp_path / "tiktoken-cache"
+    shutil.copytree(tiktoken_files(), files)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(files))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # read from the file here
+    first = load_tokenizer("tiktoken:o200k_base")
+    kept = _tiktoken_kept("o200k_base")
+    assert kept.is_file()
+    again = _kept_tiktoken("o200k_base", str(files), tiktoken)
+    assert again is not None
+    source, digest, encoding = again
+    assert (str(source), digest) == (first.record()["file"], first.record()["sha256"])
+    text = "Kept ranks: 12,345 tokens of <|endoftext|> and ünïcödé, 中文."
+    assert encoding.encode(text, allowed_special="all") == \
+        first.tokenizer.encode(text, allowed_special="all")
+    second = load_tokenizer("tiktoken:o200k_base")
+    assert second.record() == first.record() and second.count(text) == first.count(text)
+    assert _kept_tiktoken("o200k_base", str(tmp_path), tiktoken) is None  # another folder
+    os.utime(source, ns=(1, 1))  # the file changed
+    assert _kept_tiktoken("o200k_base", str(files), tiktoken) is None
+    load_tokenizer("tiktoken:o200k_base")  # kept again, for the file as it is now
+    assert _kept_tiktoken("o200k_base", str(files), tiktoken) is not None
+    kept.write_bytes(b"not marshal")
+    assert _kept_tiktoken("o200k_base", str(files), tiktoken) is None
+    assert load_tokenizer("tiktoken:o200k_base").record() == first.record()
+
+
 def test_a_tiktoken_encoding_not_in_the_cache_is_one_line_and_nothing_is_fetched(
         monkeypatch, tmp_path):
     import tiktoken.registry

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..manifest import atomic_write
+from ..manifest import atomic_write, user_cache
 
 
 def default_cache_dir() -> Path:
     """``$MMCONVERT_CACHE``, else ``$XDG_CACHE_HOME/mmconvert/responses`` (``~/.cache``)."""
     if os.environ.get("MMCONVERT_CACHE"):
         return Path(os.environ["MMCONVERT_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "mmconvert" / "responses"
+    return user_cache() / "responses"
 
 
 def request_key(identity: dict[str, Any]) -> str:

@@ -96,17 +96,15 @@ def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     folder (``$XDG_CACHE_HOME/mmconvert``), under lm-eval's version and a digest of its task
     folder's listing, so a changed or upgraded lm-eval indexes again."""
     import json
-    import os
 
-    from ..manifest import atomic_write
+    from ..manifest import atomic_write, user_cache
 
     tasks = _lm_eval_tasks()
     import lm_eval
 
     folder = Path(tasks.__file__).parent
     key = f"{getattr(lm_eval, '__version__', '?')}:{_listing(folder)}"
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmconvert" / \
-        "lm-eval-index.json"
+    cache = user_cache() / "lm-eval-index.json"
     try:
         kept = json.loads(cache.read_text(encoding="utf-8"))
         if kept.get("key") == key:
