@@ -7,10 +7,15 @@
 2. ``mmconvert eval`` as a whole process on ITEMS rendered option blocks x 2 conditions at
    CONCURRENCY against a server answering in DELAY s. The bound is requests x delay /
    concurrency (25 s for the defaults); the baseline, in the same run, is the plain ``openai``
-   async client sending the same requests at the same concurrency. mmconvert's overhead per
-   request = (its wall time - the baseline's) / requests.
+   async client sending the same requests at the same concurrency, a whole process too. The
+   two alternate ``--repeat`` times; mmconvert's overhead per request = (its median wall time
+   - the baseline's) / requests. The server runs in a process of its own (so that neither
+   client shares an interpreter with it) with a deep listen backlog; ``--load N`` keeps N
+   busy processes running meanwhile, to show that the figures hold on a loaded machine.
 3. The same command again: every answer from the response cache, and the number of requests
    the server saw (target 0).
+
+    python bench/eval_speed.py --baseline RUN URL CONCURRENCY   # the baseline's process
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -108,12 +115,53 @@ def baseline_seconds(run: Path, url: str, concurrency: int) -> float:
     return asyncio.run(main())
 
 
+def serve_apart(answer, delay: float):
+    """The bench's server in a forked process: its URL, a function giving the requests it has
+    answered so far, and one that stops it."""
+    here, there = multiprocessing.Pipe()
+
+    def serve() -> None:
+        fake = FakeOpenAI(answer=answer, delay=delay, models=("reader",))
+        there.send(fake.start())
+        while there.recv() == "count":
+            there.send(len(fake.requests()))
+        fake.stop()
+
+    process = multiprocessing.get_context("fork").Process(target=serve, daemon=True)
+    process.start()
+    url = here.recv()
+
+    def count() -> int:
+        here.send("count")
+        return here.recv()
+
+    def stop() -> None:
+        here.send("stop")
+        process.join(timeout=10)
+
+    return url, count, stop
+
+
+def busy(stop) -> None:
+    while not stop.is_set():
+        sum(range(10_000))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--load", type=int, default=0,
+                        help="busy processes kept running while the clients are timed")
+    parser.add_argument("--baseline", nargs=3, metavar=("RUN", "URL", "CONCURRENCY"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.baseline:
+        run, url, concurrency = args.baseline
+        baseline_seconds(Path(run), url, int(concurrency))
+        return
 
     seconds = scoring_seconds()
     print(f"[{'ok' if seconds < 5 else 'MISS'}] scoring 10,000 stored responses: {seconds:.2f} s "
@@ -128,35 +176,60 @@ def main() -> None:
                 return f"Answer: {key.get(content, 'A')}"
             return "Answer: A"
 
-        fake = FakeOpenAI(answer=answer, delay=args.delay, models=("reader",))
-        url = fake.start()
+        url, count, stop_server = serve_apart(answer, args.delay)
         requests = 2 * args.items
         bound = requests * args.delay / args.concurrency
-        base = baseline_seconds(run, url, args.concurrency)
-        seen = len(fake.requests())
-        command = [sys.executable, "-m", "mmconvert", "eval", str(run), "--model", "reader",
-                   "--base-url", url, "--out", str(Path(tmp) / "ev"), "--concurrency",
-                   str(args.concurrency), "--no-progress"]
         env = {**os.environ, "OPENAI_API_KEY": "none"}
-        started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - started
-        if done.returncode:
-            raise SystemExit(done.stderr)
-        sent = len(fake.requests()) - seen
+        stop_load = multiprocessing.Event()
+        load = [multiprocessing.Process(target=busy, args=(stop_load,), daemon=True)
+                for _ in range(args.load)]
+        for process in load:
+            process.start()
+        times: dict[str, list[float]] = {"baseline": [], "mmconvert": []}
+        sent = []
+
+        def evaluation(out: str) -> list[str]:
+            return [sys.executable, "-m", "mmconvert", "eval", str(run), "--model", "reader",
+                    "--base-url", url, "--out", str(Path(tmp) / out), "--concurrency",
+                    str(args.concurrency), "--no-progress"]
+
+        for round_ in range(args.repeat):
+            order = ("baseline", "mmconvert") if round_ % 2 == 0 else ("mmconvert", "baseline")
+            for who in order:
+                seen = count()
+                command = ([sys.executable, __file__, "--baseline", str(run), url,
+                            str(args.concurrency)] if who == "baseline"
+                           else evaluation(f"ev{round_}"))  # a folder, and a cache, each
+                started = time.perf_counter()
+                done = subprocess.run(command, capture_output=True, text=True, env=env)
+                times[who].append(time.perf_counter() - started)
+                if done.returncode:
+                    raise SystemExit(f"{who}: {done.stderr.strip()[-2000:]}")
+                if who == "mmconvert":
+                    sent.append(count() - seen)
+        load_avg = os.getloadavg()[0]
+        base, wall = (statistics.median(times[k]) for k in ("baseline", "mmconvert"))
+        overhead = 1000 * (wall - base) / requests
         print(f"{args.items} items x 2 conditions = {requests} requests at concurrency "
-              f"{args.concurrency}, server {args.delay * 1000:.0f} ms; bound {bound:.1f} s")
-        print(f"  openai client baseline: {base:.1f} s")
-        print(f"  mmconvert eval (whole process, start-up included): {wall:.1f} s, "
-              f"{sent} requests; overhead {1000 * (wall - base) / requests:.1f} ms/request "
-              f"over the baseline, {wall / bound:.2f}x the bound")
+              f"{args.concurrency}, server {args.delay * 1000:.0f} ms (its own process); bound "
+              f"{bound:.1f} s; {args.load} busy process(es), load {load_avg:.2f}, "
+              f"{os.cpu_count()} cores")
+        print("  openai client baseline (whole process): "
+              + ", ".join(f"{t:.2f}" for t in times["baseline"]) + f" s (median {base:.2f})")
+        print("  mmconvert eval (whole process): "
+              + ", ".join(f"{t:.2f}" for t in times["mmconvert"]) + f" s (median {wall:.2f}), "
+              f"requests {sent}")
+        print(f"[{'ok' if overhead < 1 else 'MISS'}] overhead {overhead:.2f} ms/request over "
+              f"the baseline (goal < 1); {wall / bound:.2f}x the bound")
+        seen = count()
         started = time.perf_counter()
-        again = subprocess.run(command, capture_output=True, text=True, env=env)
+        again = subprocess.run(evaluation("ev0"), capture_output=True, text=True, env=env)
         cached = time.perf_counter() - started
-        resent = len(fake.requests()) - seen - sent
+        resent = count() - seen
+        stop_load.set()
         print(f"[{'ok' if again.returncode == 0 and resent == 0 else 'MISS'}] re-run from the "
               f"cache: {cached:.1f} s, {resent} request(s) sent")
-        fake.stop()
+        stop_server()
 
 
 if __name__ == "__main__":

@@ -46,6 +46,14 @@ class Rule:
     path: str | None = None
 
 
+class _Server(ThreadingHTTPServer):
+    # a client opening many connections at once (a benchmark at 16 or 64) on a busy machine
+    # overflows socketserver's backlog of 5, and the connections it drops fail with a
+    # ReadError: a backlog as deep as a real server's
+    request_queue_size = 256
+    daemon_threads = True
+
+
 @dataclass
 class FakeOpenAI:
     """``delay``: seconds before every answer. ``image``: ``text`` draws the prompt's last
@@ -123,8 +131,7 @@ class FakeOpenAI:
             def do_GET(self):
                 fake._list_models(self)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", port), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 

@@ -341,6 +341,8 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     share = max(1, options.concurrency // len(todo.conditions))
     values = options.model_dump()
     count = len(todo.conditions)
+    if count > 1:  # what each condition's process would import, imported once before they fork
+        _preload()
     tasks = [(run, out, values, todo.rows, condition, display if count == 1 else "none", share)
              for condition in todo.conditions]
     parts = list(local_executor(count, count).map(condition_worker, tasks))
@@ -376,6 +378,23 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     return results
 
 
+def _preload() -> None:
+    """Import, in this process, the modules inspect and its OpenAI provider import on an
+    evaluation's first request, and read inspect's model database (its YAML, parsed in pure
+    Python): about 2 s of CPU that each condition's process, forked from this one, would
+    otherwise spend again."""
+    import openai  # noqa: F401
+    from inspect_ai.agent._acp import server  # noqa: F401
+    from inspect_ai.model._providers import openai_compatible  # noqa: F401
+
+    try:  # inspect's own cache of it, which the forked processes inherit
+        from inspect_ai.model._model_info import _get_model_info_db
+
+        _get_model_info_db()
+    except (ImportError, OSError, ValueError):
+        pass  # another inspect: each process reads it as it needs it
+
+
 def condition_worker():
     """The executor's worker: one task is ``run_condition``'s arguments."""
     return lambda task: run_condition(*task)
@@ -402,7 +421,10 @@ def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[dict[
                         # the per-sample bookkeeping a live viewer needs costs about 40 % of
                         # inspect's own time per request (bench/eval_speed.py); the logs are
                         # written in full at the end of the task all the same
-                        log_realtime=False, log_buffer=1000, log_model_api=False)
+                        log_realtime=False, log_buffer=1000, log_model_api=False,
+                        # no control server: it would open a socket for ``inspect ctl``,
+                        # which nothing here uses (and import a web framework to serve it)
+                        ctl_server=False)
     return read_logs(logs, rows, options.timeout)
 
 
