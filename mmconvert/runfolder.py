@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -87,6 +88,25 @@ def _resolved(root: str) -> str:
     return os.path.realpath(root)
 
 
+def _realpath_under(base: str, rel: str) -> str:
+    """``os.path.realpath(os.path.join(base, rel))`` for a resolved ``base`` and a ``rel``
+    that ``run_name`` let through: only ``rel``'s own components are looked at (a file's two,
+    not the eight or so of its whole path), and where one is a symbolic link the whole path is
+    resolved as realpath resolves it."""
+    path = base
+    for part in rel.split("/"):
+        if part in ("", "."):
+            continue
+        path = os.path.join(path, part)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:  # as realpath takes it: not a link, the rest joined as it is
+            continue
+        if stat.S_ISLNK(mode):
+            return os.path.realpath(os.path.join(base, rel))
+    return path
+
+
 def run_name(rel: str | None, *, where: str = "", field: str = "path", **context: str) -> None:
     """Refuse ``rel`` (an ItemError naming ``where`` and ``field``) unless it is a relative
     POSIX path with no '..': a name a run's file may have (``inside`` also resolves it)."""
@@ -106,7 +126,7 @@ def inside(root: Path, rel: str | None, *, where: str = "", field: str = "path",
     assert rel is not None  # refused above
     try:
         base = _resolved(os.path.abspath(root))
-        target = os.path.realpath(os.path.join(base, rel))
+        target = _realpath_under(base, rel)
         try:
             os.stat(target)  # realpath leaves a symlink loop as it is; stat meets it
         except OSError as err:  # a file not yet written is fine; a loop is not

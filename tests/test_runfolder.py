@@ -354,3 +354,25 @@ def test_a_row_holding_a_lone_surrogate_is_written_with_escapes(tmp_path):
     log.append({"id": "\ud800-0000", "reason": "bad"}, {"id": "é", "reason": "ok"})
     assert log.read() == [{"id": "\ud800-0000", "reason": "bad"}, {"id": "é", "reason": "ok"}]
     assert "é" in (tmp_path / "skipped.jsonl").read_text(encoding="utf-8")
+
+
+def test_a_run_file_resolves_as_realpath_resolves_it(tmp_path):
+    """``inside`` resolves only a file's own components, and the whole path where one is a
+    link: the same answer as ``os.path.realpath`` on every kind of name a run may meet."""
+    import os
+
+    from mmconvert.runfolder import _realpath_under
+
+    base = os.path.realpath(tmp_path)
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "a.png").write_bytes(b"")
+    (tmp_path / "file").write_bytes(b"")
+    os.symlink("/etc", tmp_path / "outside")
+    os.symlink(tmp_path / "images", tmp_path / "alias")
+    os.symlink("images/a.png", tmp_path / "file-link")
+    os.symlink("loop-b", tmp_path / "loop-a")
+    os.symlink("loop-a", tmp_path / "loop-b")
+    for rel in ["images/a.png", "images/new.png", "new/deeper/x.png", "outside/passwd",
+                "alias/a.png", "./images//a.png", "file/x", "file-link", "loop-a/x",
+                "images", "dangling/x"]:
+        assert _realpath_under(base, rel) == os.path.realpath(os.path.join(base, rel)), rel
