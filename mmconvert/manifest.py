@@ -145,13 +145,28 @@ def user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmconvert"
 
 
+_TEMPORARY = [0]  # this process's count of temporary files made
+
+
+def _temporary(path: Path) -> tuple[int, str]:
+    """A new file beside ``path`` (``.NAME.<pid>-<n>.tmp``, which a resumed run removes), opened
+    for writing: created, never an existing file or link followed (mkstemp's random names
+    where one is taken)."""
+    _TEMPORARY[0] += 1
+    tmp = os.path.join(path.parent, f".{path.name}.{os.getpid()}-{_TEMPORARY[0]}.tmp")
+    try:
+        return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), tmp
+    except FileExistsError:
+        return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+
+
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half.
     ``durable``: on disk before the call returns (fsync); without it the rename is still
     atomic, and the caller makes a group of files durable at once (``sync``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     no_link(path.parent)  # the file itself, a link or not, is replaced, never written through
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temporary(path)
     try:
         os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
