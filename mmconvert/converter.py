@@ -345,11 +345,14 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
         new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
         folder.skipped.append(*new_skips)
 
-        order: dict[str, int] = {}  # the selection's order, to keep the manifest in it
+        # the selection's order, to put the changed items' rows back in it (kept only then: a
+        # run of 100,000 items would hold every id)
+        order: dict[str, int] = {}
 
         def todo() -> Iterator[tuple[Item, RenderPart, tuple[str, ...]]]:
             for item in selection.items:
-                order.setdefault(item.id, len(order))
+                if changed:
+                    order.setdefault(item.id, len(order))
                 if item.id in done:
                     summary.already_done += 1
                 else:

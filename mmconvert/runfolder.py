@@ -397,9 +397,22 @@ class RunFolder:
         return kept
 
     def remove_partial_files(self) -> None:
-        """Temporary files of writes a kill interrupted (their targets were never replaced)."""
-        for temp in self.path.rglob(".*.tmp"):
-            temp.unlink(missing_ok=True)
+        """Temporary files of writes a kill interrupted (their targets were never replaced):
+        each ``.*.tmp`` file in the folder, its folders read an entry at a time (a glob lists
+        a folder whole: 20 MB for the images of 100,000 items), links to folders not
+        followed."""
+        folders = [str(self.path)]
+        while folders:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.name.startswith(".") and entry.name.endswith(".tmp") and \
+                            len(entry.name) > 4:
+                        try:
+                            os.unlink(entry.path)
+                        except FileNotFoundError:
+                            pass
 
     def clear(self) -> list[str]:
         """Remove what an earlier run wrote, and nothing else: its own files (manifest,

@@ -376,3 +376,25 @@ def test_a_run_file_resolves_as_realpath_resolves_it(tmp_path):
                 "alias/a.png", "./images//a.png", "file/x", "file-link", "loop-a/x",
                 "images", "dangling/x"]:
         assert _realpath_under(base, rel) == os.path.realpath(os.path.join(base, rel)), rel
+
+
+def test_partial_files_are_removed_inside_the_folder_only(tmp_path):
+    """A killed write's ``.NAME.*.tmp`` files go, in every folder of the run; a folder a link
+    leads to (outside the run) is not entered, and other files stay."""
+    import os
+
+    from mmconvert.runfolder import RunFolder
+
+    run, outside = tmp_path / "run", tmp_path / "outside"
+    (run / "images" / "deep").mkdir(parents=True)
+    outside.mkdir()
+    partial = [run / ".run.json.1-2.tmp", run / "images" / ".a.png.77-1.tmp",
+               run / "images" / "deep" / ".b.png.x8k2.tmp"]
+    kept = [run / "images" / "a.png", run / "images" / ".tmp", run / "notes.tmp",
+            outside / ".c.png.1-1.tmp"]
+    for path in partial + kept:
+        path.write_bytes(b"x")
+    os.symlink(outside, run / "images" / "elsewhere")
+    RunFolder(run).remove_partial_files()
+    assert not any(path.exists() for path in partial)
+    assert all(path.exists() for path in kept)

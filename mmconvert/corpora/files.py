@@ -82,11 +82,20 @@ class LocalFile(Corpus[CorpusOptions]):
             raise SourceError(f"{self.path}: no such file")
         return self._items(request, report)
 
+    def _first_row_of(self, item_id: str, request: LoadRequest) -> str:
+        """Where the first row with ``item_id`` is (read again, for a repeat's message)."""
+        guard = RowGuard(request, LoadReport())
+        for row in self.read():
+            item = guard.convert(self.item, row, request)
+            if item is not None and item.id == item_id:
+                return row.where
+        return "an earlier row"
+
     def _items(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
         """The file's items as its rows are read (only the ids seen are held, to refuse a
         repeated one)."""
         guard = RowGuard(request, report)
-        seen: dict[str, str] = {}
+        seen: set[str] = set()  # the ids (the first row of one that repeats is found again)
         for row in self.read():
             if row.index == 0 and not row.error:
                 known = set(KNOWN_FIELDS) | self.schema_columns(row)
@@ -102,8 +111,9 @@ class LocalFile(Corpus[CorpusOptions]):
             if item is None:
                 continue
             if item.id in seen:
-                raise SourceError(f"{row.where}: id {item.id!r} repeats {seen[item.id]}")
-            seen[item.id] = row.where
+                raise SourceError(f"{row.where}: id {item.id!r} repeats "
+                                  f"{self._first_row_of(item.id, request)}")
+            seen.add(item.id)
             if request.subsets and item.subset not in request.subsets:
                 report.dropped["subset"] += 1
                 continue
