@@ -43,8 +43,8 @@ for line in open(sys.argv[1], encoding="utf-8"):
 def items(data: Path, copies: int) -> list[dict]:
     from mmconvert.corpora import LoadReport, LoadRequest, resolve
 
-    loaded = resolve("mmlu-redux").load(
-        LoadRequest(source=data / "mmlu-redux" / "mmlu_redux"), LoadReport())
+    loaded = list(resolve("mmlu-redux").load(  # an iterator, read once: held for the copies
+        LoadRequest(source=data / "mmlu-redux" / "mmlu_redux"), LoadReport()))
     return [{"id": f"{item.id}-{copy}", "question": item.question, "options": item.options,
              "answer": item.answer} for copy in range(copies) for item in loaded]
 
