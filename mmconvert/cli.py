@@ -11,8 +11,7 @@ from pathlib import Path
 import click
 
 from ._version import __version__
-from .api.prices import BudgetReached
-from .errors import MMConvertError, UsageError
+from .errors import BudgetReached, MMConvertError, UsageError
 
 
 def one_line(text: str) -> str:

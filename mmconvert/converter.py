@@ -25,7 +25,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from ._version import __version__
-from .api.prices import BudgetReached
 from .config import (
     ApiOptions,
     ExecutionOptions,
@@ -36,7 +35,7 @@ from .config import (
 )
 from .corpora import Corpus, resolve
 from .corpora.base import corpus_identity, upgraded_identity
-from .errors import ItemError, MMConvertError, UsageError
+from .errors import BudgetReached, ItemError, MMConvertError, UsageError
 from .executors import BACKEND, executor_for, runs_here
 from .items import Item, RenderPart
 from .manifest import MANIFEST, sync, write_json

@@ -96,3 +96,9 @@ class RunFolderError(MMConvertError):
 
 class HubUnavailableError(SourceError):
     """The Hugging Face hub could not be reached."""
+
+
+class BudgetReached(MMConvertError):
+    """The next request would take the spend past ``--budget`` (``api.prices`` keeps it)."""
+
+    exit_code = 3

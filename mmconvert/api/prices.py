@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import MMConvertError, UsageError
+from ..errors import BudgetReached, UsageError
 
 MILLION = 1_000_000
 
@@ -136,12 +136,6 @@ class PriceTable:
         usd = (usage["prompt_tokens"] * prices.get("input", 0.0)
                + usage.get("completion_tokens", 0) * prices.get("output", 0.0)) / MILLION
         return Cost(usd, "usage")
-
-
-class BudgetReached(MMConvertError):
-    """The next request would take the spend past ``--budget``."""
-
-    exit_code = 3
 
 
 @dataclass

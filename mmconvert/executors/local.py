@@ -8,7 +8,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor as PoolExecutor
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .base import Executor
@@ -85,6 +85,9 @@ class ProcessExecutor(Executor):
     description = "a pool of worker processes, each building its own worker"
 
     def map(self, make_worker, tasks, *, remote=None):
+        # imported here: multiprocessing's machinery costs a one-worker run 12 ms to import
+        from concurrent.futures import ProcessPoolExecutor
+
         pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_start,
                                    initargs=(make_worker, os.getpid()))
         yield from _windowed(pool, _call, tasks, 4 * self.workers)
