@@ -129,7 +129,7 @@ class Piece:
     width: float
     kind: str  # "word", "space", "tab"
     start: int = 0  # index in the paragraph (shaped paragraphs)
-    # a measured piece (``LineBreaker.measured``) of one font and no letter spacing: the
+    # a measured piece (``LineBreaker._measure``) of one font and no letter spacing: the
     # font, and each character's advance in points, by which it is placed whole
     font: int = -1
     advances: tuple[float, ...] = ()
@@ -162,27 +162,25 @@ class LineBreaker:
 
     def pieces(self, paragraph: str) -> list[Piece]:
         """The paragraph's words, spaces and tabs, measured. A word of narrow visible
-        characters alone is measured once (``measured``); a word with a tab, an invisible or
+        characters alone is measured once (``_measure``); a word with a tab, an invisible or
         a wide character is cut character by character (``_cut``)."""
         out: list[Piece] = []
         slow = [char for char in set(paragraph) if _slow(char)]
         has_slow = re.compile("[" + re.escape("".join(slow)) + "]").search if slow else None
-        measured, known = self.measured, self._measured
+        measure, known = self._measure, self._measured
         space = False  # ``re.split`` alternates word and spaces, from a word (maybe empty)
         for token in _SPACES.split(paragraph):
             if not token:
                 pass
+            elif space and out and out[-1].kind == "space":  # after a zero-width space
+                out[-1] = Piece(out[-1].text + token, reduce(
+                    add, (self.advance(char) for char in token), out[-1].width), "space")
             elif space:
-                piece = known.get(token) or measured(token, "space")
-                if out and out[-1].kind == "space":  # after a zero-width space
-                    out[-1] = Piece(out[-1].text + token, reduce(
-                        add, (self.advance(char) for char in token), out[-1].width), "space")
-                else:
-                    out.append(piece)
+                out.append(known.get(token) or measure(token, "space"))
             elif has_slow is not None and has_slow(token):
                 self._cut(out, token)
             else:
-                out.append(known.get(token) or measured(token, "word"))
+                out.append(known.get(token) or measure(token, "word"))
             space = not space
         return out
 
@@ -228,13 +226,10 @@ class LineBreaker:
                 out.append(Piece(char, width, "word"))
             glue_next = char in _NO_BREAK_AFTER
 
-    def measured(self, text: str, kind: str) -> Piece:
+    def _measure(self, text: str, kind: str) -> Piece:
         """The piece of a word of narrow visible characters, or of a run of spaces, measured
-        as ``_cut`` would measure it, and kept for the next time it comes."""
-        try:
-            return self._measured[text]
-        except KeyError:
-            pass
+        as ``_cut`` would measure it, and kept in ``_measured`` for the next time it comes
+        (``pieces`` looks there first)."""
         glyph, advance = self.chain.glyph, self.advance
         steps = tuple(advance(char) for char in text)
         fonts = {glyph(char)[0] for char in text}
