@@ -307,17 +307,12 @@ def page_chain(refs: tuple[str, ...] = ()) -> FontChain:
 
 def font_bytes(spec: FontSpec, font=None) -> bytes:
     """The font file's bytes: a user's file or a shipped file as it is on disk, else the
-    loaded ``font``'s buffer (a pymupdf-fonts face is loaded by its code when none is
-    given)."""
+    loaded ``font``'s buffer (the face is loaded when none is given)."""
     if spec.path:
         return Path(spec.path).read_bytes()
     if spec.file:
         return (FONT_DIR / spec.file).read_bytes()
-    if font is None:
-        import pymupdf
-
-        font = pymupdf.Font(spec.code)
-    return bytes(font.buffer)
+    return bytes((font if font is not None else load_font(spec)).buffer)
 
 
 # the sha256 of the faces PyMuPDF and pymupdf-fonts carry, at the versions pyproject.toml pins
@@ -373,8 +368,6 @@ def font_sha256(spec: FontSpec, font=None) -> str:
     key = spec.code or spec.script
     if key in PINNED_SHA256 and pinned_installed():
         return PINNED_SHA256[key]
-    if font is None and spec.script:
-        font = builtin_noto(spec.script)
     return hashlib.sha256(font_bytes(spec, font)).hexdigest()
 
 
