@@ -125,6 +125,7 @@ def _load_tiktoken(spec: str) -> TextTokenizer:
     try:
         import tiktoken
         import tiktoken.load
+        import tiktoken.registry
     except ImportError:
         raise UsageError(f"--tokenizer {spec} needs tiktoken: pip install "
                          "'mmconvert[tokens]'") from None
@@ -144,7 +145,10 @@ def _load_tiktoken(spec: str) -> TextTokenizer:
     def refusing(blobpath: str) -> bytes:
         raise _NotCached(blobpath)
 
-    kept = _kept_tiktoken(name, cache, tiktoken)
+    # an encoding tiktoken holds in this process already is taken from it, as below; else
+    # the one kept by an earlier process, when it still holds
+    kept = None if name in tiktoken.registry.ENCODINGS else _kept_tiktoken(name, cache,
+                                                                            tiktoken)
     if kept is not None:
         return TextTokenizer(spec, *kept)
     with _TIKTOKEN_LOCK:  # tiktoken's module functions, swapped while it loads
@@ -165,7 +169,8 @@ def _load_tiktoken(spec: str) -> TextTokenizer:
     ranks = sorted(encoding._mergeable_ranks.items(), key=lambda pair: pair[1])
     digest = hashlib.sha256(b"\n".join(token.hex().encode() for token, _ in ranks))
     source = _TIKTOKEN_FILES.get(name, Path(cache))
-    _keep_tiktoken(name, source, digest.hexdigest(), encoding, tiktoken)
+    if read:  # read from its file just now: kept for the next process
+        _keep_tiktoken(name, source, digest.hexdigest(), encoding, tiktoken)
     return TextTokenizer(spec, source, digest.hexdigest(), encoding)
 
 
@@ -208,6 +213,7 @@ def _kept_tiktoken(name: str, cache: str, tiktoken) -> tuple[Path, str, Any] | N
         if collecting:
             gc.enable()
     _TIKTOKEN_FILES[name] = source
+    tiktoken.registry.ENCODINGS.setdefault(name, encoding)  # for the process's next load
     return source, kept["digest"], encoding
 
 
