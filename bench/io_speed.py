@@ -23,21 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-BASELINE = r"""
-import json, sys
-from pathlib import Path
-sys.path.insert(0, {bench!r})
-from render_speed import PillowBaseline
-from mmconvert.items import option_letter
-baseline = PillowBaseline(92.9)
-out = Path(sys.argv[2])
-out.mkdir(parents=True)
-for line in open(sys.argv[1], encoding="utf-8"):
-    row = json.loads(line)
-    text = "\n".join(f"{{option_letter(i)}}. {{o}}" for i, o in enumerate(row["options"]))
-    for number, png in enumerate(baseline.render(text), start=1):
-        (out / f"{{row['id']}}_p{{number:03d}}.png").write_bytes(png)
-"""
+from bench.render_speed import BASELINE_PROCESS  # noqa: E402
 
 
 def items(data: Path, copies: int) -> list[dict]:
@@ -66,13 +52,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "items.jsonl"
         source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        script = BASELINE.format(bench=str(ROOT / "bench"))
+        script = BASELINE_PROCESS.format(bench=str(ROOT / "bench"), ppi=92.9)
         for number in range(args.repeat):
             best["mmconvert"] = min(best["mmconvert"], timed(
                 [sys.executable, "-m", "mmconvert", "render", str(source), "--workers", "1",
                  "--out", str(Path(tmp) / f"run-{number}")]))
             best["baseline"] = min(best["baseline"], timed(
-                [sys.executable, "-c", script, str(source), str(Path(tmp) / f"pil-{number}")]))
+                [sys.executable, "-c", script, str(source), "options",
+                 str(Path(tmp) / f"pil-{number}")]))
     print(f"{len(rows)} MMLU-Redux option blocks, one worker, whole processes, best of "
           f"{args.repeat}")
     for name, seconds in best.items():
