@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -123,7 +124,7 @@ def test_markdown_is_typeset_and_every_character_is_in_the_text_layer(drawn):
 
 @pytest.mark.slow
 def test_the_same_input_gives_the_same_bytes_and_a_sweep_redraws_the_stored_pdf(
-        docs, drawn, tmp_path):
+        docs, drawn, tmp_path, monkeypatch):
     again = tmp_path / "again"
     assert run("render", docs, "--renderer", "document", "--render", "context",
                "--out", again).exit_code == 0
@@ -133,8 +134,12 @@ def test_the_same_input_gives_the_same_bytes_and_a_sweep_redraws_the_stored_pdf(
         assert (again / row["pdf"]).read_bytes() == (drawn / row["pdf"]).read_bytes()
     # two worker processes, each with its own browser, make the same bytes
     workers = tmp_path / "workers"
+    scratch = tmp_path / "scratch"  # the workers' temporary folders: none is left behind
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     assert run("render", docs, "--renderer", "document", "--render", "context", "--workers",
                "2", "--out", workers).exit_code == 0
+    assert sorted(p.name for p in scratch.iterdir()) == []
     assert (workers / "manifest.jsonl").read_bytes() == (drawn / "manifest.jsonl").read_bytes()
     sweep = tmp_path / "sweep"
     assert run("sweep", drawn, "--ppi", "150", "--out", sweep).exit_code == 0

@@ -180,6 +180,12 @@ class Browser:
             if cls._shared is None:
                 cls._shared = Browser()
                 atexit.register(cls._shared.close)
+                # a pool's worker process leaves by os._exit once multiprocessing's own
+                # finalizers have run, never through atexit: without this its Chromium
+                # outlives it and its temporary folder is left behind
+                from multiprocessing import util
+
+                util.Finalize(None, cls._shared.close, exitpriority=10)
             return cls._shared
 
     def close(self) -> None:
