@@ -194,7 +194,8 @@ class Backend(BaseModel):
         LOCAL, description="local: this machine's processes; a cluster executor (ray: Ray "
                            "Data, pip install 'mmconvert[ray]'): a local cluster of the "
                            "workers' size, or the one at --ray-address. Output is the same")
-    address: str | None = Field(None, description="join this cluster (with --executor ray)",
+    address: str | None = Field(None, description="join this cluster (with --executor ray; "
+                                                  "default: RAY_ADDRESS, if it is set)",
                                 json_schema_extra=cli("--ray-address", metavar="HOST:PORT"))
 
     @field_validator("executor")

@@ -188,11 +188,14 @@ class RayExecutor(ClusterExecutor):
         options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                    "configure_logging": False,
                                    "logging_level": logging.WARNING}
-        if self.address:
-            reachable(self.address)
-            options["address"] = self.address
-        else:
-            options.update(num_cpus=self.workers, _node_ip_address="127.0.0.1")
+        # Ray's own convention: RAY_ADDRESS names the cluster when --ray-address does not
+        address = self.address or os.environ.get("RAY_ADDRESS") or None
+        if address:
+            reachable(address)
+            options["address"] = address
+        else:  # "local": a cluster of its own, never one that `ray start` left running here
+            options.update(address="local", num_cpus=self.workers,
+                           _node_ip_address="127.0.0.1")
         try:
             with _quiet_stderr():  # Ray's start-up banner and C++ log lines
                 ray.init(**options)

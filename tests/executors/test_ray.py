@@ -129,15 +129,27 @@ def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, stor
 def test_a_renderer_that_leaves_items_out_by_a_rule_runs_on_ray(tmp_path):
     """The occluder drops a stacked image over --max-height (``ItemFiltered``, an error with
     a keyword-only field): the error crosses from the actor to the driver as itself, under
-    --on-error skip, and the run is the local one, skips included."""
+    --on-error skip, and the run is the local one, skips included.
+
+    The machine also holds the address a `ray start` cluster leaves for ``ray.init()`` to
+    join (``ray/ray_current_cluster`` in Ray's temporary folder): a run without --ray-address
+    starts a cluster of its own all the same."""
+    import shutil
+    import tempfile
+
+    # short: Ray's socket paths go under it
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    (ray_tmp / "ray").mkdir()
+    (ray_tmp / "ray" / "ray_current_cluster").write_text("127.0.0.1:9")
     folders = {}
     for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
         folders[name] = tmp_path / name
         made = mmconvert("occlude", "captions", "--source", FIXTURES / "coco", "--out",
                          folders[name], "--workers", "2", "--max-height", "240",
-                         "--on-error", "skip", *extra)
+                         "--on-error", "skip", *extra, env={"RAY_TMPDIR": str(ray_tmp)})
         assert made.returncode == 0, made.stderr
         assert "Traceback" not in made.stderr and "TypeError" not in made.stderr
+    shutil.rmtree(ray_tmp, ignore_errors=True)
     same(folders["local"], folders["ray"])
     skipped = [json.loads(line) for line in
                (folders["ray"] / "skipped.jsonl").read_text().splitlines()]
@@ -353,11 +365,15 @@ def test_an_address_where_something_else_listens_is_one_line_and_quick(tmp_path)
         address = f"127.0.0.1:{server.server_address[1]}"
         made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "x",
                          "--executor", "ray", "--ray-address", address)
+        # RAY_ADDRESS, Ray's own way to name the cluster, is taken as --ray-address is
+        named = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "y",
+                          "--executor", "ray", env={"RAY_ADDRESS": address})
     finally:
         server.shutdown()
-    assert made.returncode == 1
-    assert made.stderr.splitlines()[-1].startswith(
-        f"Error: something listens at {address}, but it is not a Ray cluster")
+    for done in (made, named):
+        assert done.returncode == 1
+        assert done.stderr.splitlines()[-1].startswith(
+            f"Error: something listens at {address}, but it is not a Ray cluster")
     assert time.perf_counter() - started < 30
 
 
