@@ -7,6 +7,7 @@ import copy
 import json
 import math
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,7 +25,7 @@ from ..rows import PageRow
 from ..runfolder import Output, item_file
 from ..units import POINTS_PER_INCH
 from .base import Fits, Profile, Redraws, Renderer, Restyles, item_from_row, question_beside_options
-from .drawing import fill_text, mupdf, paint, paint_box, pixels_png, show_runs
+from .drawing import encoders, fill_text, mupdf, paint, paint_box, pixels_png, show_runs
 from .fonts import FontChain, font_manifest, page_chain
 from .layout import (
     Block,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 # the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
 MAX_ITEM_MEGAPIXELS = 2_000
+ENCODING_AHEAD = 4  # drawn pages an item's render keeps waiting for their encoding
 
 
 class RenderConfig(StyledConfig):
@@ -390,8 +392,9 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
             raise ItemError(too_big, where=item.origin or item.id, field="ppi",
                             item_id=item.id)
         texts = [self.text_object(lines) for lines in layout.pages]
-        images = [self.rasterise(text, width, height)
-                  for text, width, height in zip(texts, widths, heights, strict=True)]
+        ppi = self.options.ppi
+        images = self.rasterise_pages([(text, width, height, ppi) for text, width, height
+                                       in zip(texts, widths, heights, strict=True)])
         pdf = None
         if want_pdf:
             o = self.options
@@ -509,9 +512,9 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
                                          for run in runs], last=index in last)
                                    for index, runs in enumerate(page)])
                  for page, last in zip(record["pages"], ends, strict=True)]
-        return [[self.rasterise(text, width, height, ppi)
-                 for text, width, height in zip(texts, record["widths"], record["heights"],
-                                                strict=True)]
+        return [self.rasterise_pages([(text, width, height, ppi) for text, width, height
+                                      in zip(texts, record["widths"], record["heights"],
+                                             strict=True)])
                 for ppi in ppis]
 
     def text_object(self, lines) -> PageInk:
@@ -537,6 +540,20 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         options' PPI): ``draw``, then ``encode``."""
         ppi = ppi or self.options.ppi
         return self.encode(self.draw(text, width_pt, height_pt, ppi), ppi)
+
+    def rasterise_pages(self, pages: list[tuple[Any, float, float, float]]) -> list[PageImage]:
+        """``rasterise`` of each (text, width, height, PPI), in order: a page is encoded on
+        ``encoders()``' threads while the next one is drawn. The PNGs are those ``rasterise``
+        makes one after another."""
+        if len(pages) == 1:
+            return [self.rasterise(*pages[0])]
+        pool = encoders()
+        pending: list[Future[PageImage]] = []
+        for text, width, height, ppi in pages:
+            if len(pending) >= ENCODING_AHEAD:  # at most this many drawn pages held at once
+                pending[-ENCODING_AHEAD].result()
+            pending.append(pool.submit(self.encode, self.draw(text, width, height, ppi), ppi))
+        return [future.result() for future in pending]
 
     def draw(self, text, width_pt: float, height_pt: float, ppi: float):
         """The page's pixmap: its paper, paragraph boxes and text (a ``PageInk``) at

@@ -207,3 +207,20 @@ def test_page_pngs_hold_the_drawn_pixels_and_the_ppi(color):
     assert image.tobytes() == bytes(mupdf().fz_pixmap_samples_memoryview(pix))
     assert image.info["dpi"] == pytest.approx((150, 150), abs=0.02)  # whole pixels a metre
     assert png == renderer.render(item, "context").pages[0].png
+
+
+def test_pages_encoded_while_the_next_is_drawn_are_the_pages_made_one_by_one():
+    """``rasterise_pages`` (each page encoded on a thread while the next one is drawn, with
+    more pages than it holds drawn at once) gives each page's own ``rasterise``, in order."""
+    from mmconvert.renderers.page import ENCODING_AHEAD
+
+    renderer = PageRenderer(PageOptions(ppi=72, font_size=30))
+    item = make_item(context=" ".join(f"Line {n} of the harbour's log." for n in range(400)))
+    layout = renderer.layout(item, "context")
+    widths, heights = renderer.page_sizes(layout)
+    texts = [renderer.text_object(lines) for lines in layout.pages]
+    assert len(texts) > ENCODING_AHEAD + 1
+    one_by_one = [renderer.rasterise(t, w, h)
+                  for t, w, h in zip(texts, widths, heights, strict=True)]
+    assert len({page.png for page in one_by_one}) == len(texts)  # each page its own
+    assert renderer.render(item, "context").pages == one_by_one
