@@ -55,6 +55,18 @@ class ThreadExecutor(Executor):
 
 
 _WORKER: dict[str, Callable[[Any], Any]] = {}
+_SIDE_THREADS: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+
+
+def side_threads(name: str, count: int) -> ThreadPoolExecutor:
+    """This process's pool of ``count`` threads named ``name``, for work a task hands off
+    inside itself (a page encoded while the next one is drawn). Made once a process: a forked
+    worker makes its own, the parent's threads not being in it."""
+    made = _SIDE_THREADS.get(name)
+    if made is None or made[0] != os.getpid():
+        made = _SIDE_THREADS[name] = (os.getpid(), ThreadPoolExecutor(
+            count, thread_name_prefix=f"mmconvert-{name}"))
+    return made[1]
 
 
 def _die_with_parent() -> None:

@@ -3,11 +3,13 @@ PPI in a PNG, and a fast PNG encoder for Pillow images."""
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 
 @lru_cache(maxsize=1)
@@ -129,18 +131,14 @@ def png_deflater():
 
 PAGE_PNG_LEVEL = 6  # zlib-ng's level for page PNGs
 ENCODER_THREADS = 2
-_encoders: tuple[int, ThreadPoolExecutor] | None = None
 
 
-def encoders() -> ThreadPoolExecutor:
+def encoders() -> Executor:
     """This process's threads that encode an item's drawn pages while its next page is drawn
-    (zlib-ng lets go of the GIL while it deflates; MuPDF's drawing keeps it). A forked worker
-    makes its own: the parent's threads are not in it."""
-    global _encoders
-    if _encoders is None or _encoders[0] != os.getpid():
-        _encoders = (os.getpid(), ThreadPoolExecutor(ENCODER_THREADS,
-                                                     thread_name_prefix="mmconvert-png"))
-    return _encoders[1]
+    (zlib-ng lets go of the GIL while it deflates; MuPDF's drawing keeps it)."""
+    from ..executors.local import side_threads
+
+    return side_threads("png", ENCODER_THREADS)
 
 
 def pixels_png(samples, width: int, height: int, channels: int, stride: int,
