@@ -13,7 +13,9 @@ the earlier fonts drew keeps its font; text in a shaped script prefers its own s
 from __future__ import annotations
 
 import hashlib
+import json
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -92,13 +94,17 @@ class FontChain:
         self.lead = 0  # fonts a page style named, ahead of the shipped chain (``page_chain``)
 
     def glyph(self, char: str) -> tuple[int, float]:
-        """(index of the first font with a glyph for ``char``, its advance at size 1)."""
+        """(index of the first font with a glyph for ``char``, its advance at size 1). A face
+        not yet loaded that ``may_draw`` says lacks it is passed over unloaded."""
         try:
             return self._glyphs[char]
         except KeyError:
             pass
         code = ord(char)
-        for index, font in enumerate(self.fonts):
+        for index, spec in enumerate(self.specs):
+            if self.fonts.loaded(index) is None and not may_draw(spec, code):
+                continue
+            font = self.fonts[index]
             if font.has_glyph(code):
                 found = (index, font.glyph_advance(code))
                 self._glyphs[char] = found
@@ -354,6 +360,54 @@ def pinned_installed() -> bool:
     return (pymupdf.VersionBind, installed_version("pymupdf-fonts")) == PINNED
 
 
+# the characters each pymupdf-fonts face of the chain draws (MuPDF's ``has_glyph`` over every
+# code point, at the pinned versions): the fallback search passes over a face that lacks a
+# character without unpacking it (4 to 17 ms a face). ``python -m mmconvert.renderers.fonts``
+# writes it; tests/renderers/test_fonts.py checks it against the faces
+COVERAGE_FILE = FONT_DIR / "coverage.json"
+
+
+def face_coverage(font) -> list[list[int]]:
+    """The code points ``font`` has a glyph for, as [first, last] ranges."""
+    ranges: list[list[int]] = []
+    has = font.has_glyph
+    for code in range(0x110000):
+        if has(code):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1][1] = code
+            else:
+                ranges.append([code, code])
+    return ranges
+
+
+@lru_cache(maxsize=1)
+def _coverage() -> dict[str, list[int]]:
+    """Each face's ranges as the sorted bounds [first, last + 1, …] (none unless the pinned
+    PyMuPDF and pymupdf-fonts are the installed ones)."""
+    if not pinned_installed():
+        return {}
+    data = json.loads(COVERAGE_FILE.read_text(encoding="utf-8"))
+    return {code: [bound for first, last in ranges for bound in (first, last + 1)]
+            for code, ranges in data["faces"].items()}
+
+
+def may_draw(spec: FontSpec, code: int) -> bool:
+    """False when the coverage table says the face of ``spec`` has no glyph for ``code``;
+    True when it has, or the table does not know the face."""
+    bounds = _coverage().get(spec.code or "")
+    return bounds is None or bisect_right(bounds, code) % 2 == 1
+
+
+def write_coverage() -> None:
+    """``COVERAGE_FILE`` from the installed (pinned) faces of the chain."""
+    if not pinned_installed():
+        raise SystemExit(f"install the pinned PyMuPDF and pymupdf-fonts {PINNED} first")
+    faces = {spec.code: face_coverage(load_font(spec)) for spec in FONT_CHAIN if spec.code}
+    COVERAGE_FILE.write_text(json.dumps({"pymupdf": PINNED[0], "pymupdf-fonts": PINNED[1],
+                                         "faces": faces}, separators=(",", ":")) + "\n",
+                             encoding="utf-8")
+
+
 @lru_cache(maxsize=64)
 def _file_sha256(path: Path, size: int, mtime: int) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -393,3 +447,7 @@ def font_manifest(chain: FontChain | None = None) -> list[dict[str, str]]:
             entry["path"] = spec.path
         out.append(entry)
     return out
+
+
+if __name__ == "__main__":
+    write_coverage()
