@@ -38,7 +38,7 @@ from ..target import TargetOptions
 from .browser import Browser, DocumentTooDeep, browser_version, chromium_path
 from .css import css_text, faces, font_records, page_html
 from .markup import RenderState, fields_html
-from .pdf import normalise_pdf, page_pixels, rasterise
+from .pdf import normalised, page_pixels, rasterise
 from .text import references, visible_text
 
 if TYPE_CHECKING:
@@ -151,6 +151,8 @@ class Drawn:
     pages: list[tuple[bytes, int, int]]  # PNG, width, height
     math_errors: list[dict[str, str]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    # the PDF's document as ``normalised`` left it open (its fonts loaded), until drawn
+    doc: Any = field(default=None, repr=False, compare=False)
 
 
 # --- the renderer --------------------------------------------------------------------------
@@ -263,7 +265,8 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
                             stage="render") from None
         # what the item's HTML names and the browser asked for, none of it loaded
         refused = list(dict.fromkeys([*state.refused, *references(body), *fetched]))
-        typeset = Drawn(normalise_pdf(pdf, self.options), [], state.math_errors, refused)
+        data, doc = normalised(pdf, self.options)
+        typeset = Drawn(data, [], state.math_errors, refused, doc)
         self._typeset = (key, typeset)
         return typeset
 
@@ -272,10 +275,14 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         typeset = self.typeset(item, part)
         self._typeset = None
         try:
-            pages = rasterise(typeset.pdf, self.options.ppi, self.options.color)
+            pages = rasterise(typeset.doc or typeset.pdf, self.options.ppi, self.options.color)
         except ValueError as err:  # past the pixel limit, refused before drawing
             raise ItemError(str(err), where=item.origin or item.id, field="context",
                             item_id=item.id, stage="render") from None
+        finally:
+            if typeset.doc is not None:
+                typeset.doc.close()
+                typeset.doc = None
         return Drawn(typeset.pdf, pages, typeset.math_errors, typeset.refused)
 
     def shown_text(self, item: Item, part: RenderPart) -> str:
@@ -285,7 +292,8 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
     def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
         """The sizes of the item's pages in pixels (a target's vision tokens): typeset, not
         drawn."""
-        return page_pixels(self.typeset(item, part).pdf, self.options.ppi)
+        typeset = self.typeset(item, part)
+        return page_pixels(typeset.doc or typeset.pdf, self.options.ppi)
 
     def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
         from ..page import PageImage

@@ -5,26 +5,43 @@ PyMuPDF."""
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from typing import Any
 
 from ..drawing import pixels_png
 from ..page import MAX_ITEM_MEGAPIXELS
 
 
-def normalise_pdf(pdf: bytes, options=None) -> bytes:
+def normalised(pdf: bytes, options=None) -> tuple[bytes, Any]:
     """The browser's PDF without what changes from run to run (its dates) or names the page
-    (its title), its pages cut as ``options.crop`` says, re-written compact."""
+    (its title), its pages cut as ``options.crop`` says, re-written compact; and the PyMuPDF
+    document it was written from, left open: its pages draw the pixels the bytes draw, with
+    its fonts loaded already (loading Chromium's Type 3 faces again from the bytes was most
+    of a short item's drawing)."""
     import pymupdf
 
+    doc: Any = pymupdf.open(stream=pdf, filetype="pdf")
+    doc.set_metadata({"producer": doc.metadata.get("producer") or "", "creator": "mmconvert",
+                      "title": "", "author": "", "subject": "", "keywords": "",
+                      "creationDate": "", "modDate": "", "trapped": ""})
+    for page in doc:
+        in_reading_order(doc, page, options)
+    if options is not None and options.crop != "none":
+        crop_pages(doc, options)
+    return doc.tobytes(garbage=3, deflate=True, no_new_id=True), doc
+
+
+@contextmanager
+def _opened(pdf):
+    """``pdf`` (bytes, or a document ``normalised`` left open) as an open document; one
+    opened here is closed after."""
+    import pymupdf
+
+    if not isinstance(pdf, (bytes, bytearray)):
+        yield pdf
+        return
     with pymupdf.open(stream=pdf, filetype="pdf") as doc:
-        doc.set_metadata({"producer": doc.metadata.get("producer") or "", "creator": "mmconvert",
-                          "title": "", "author": "", "subject": "", "keywords": "",
-                          "creationDate": "", "modDate": "", "trapped": ""})
-        for page in doc:
-            in_reading_order(doc, page, options)
-        if options is not None and options.crop != "none":
-            crop_pages(doc, options)
-        return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
+        yield doc
 
 
 _BLOCK = re.compile(r"BT\n.*?\nET", re.S)
@@ -256,23 +273,25 @@ def crop_pages(doc, options) -> None:
         page.set_cropbox(pymupdf.Rect(0, 0, width, height))
 
 
-def page_pixels(pdf: bytes, ppi: float) -> list[tuple[int, int]]:
-    """The pixel size of each page of the PDF at ``ppi``, as ``rasterise`` draws them."""
+def page_pixels(pdf, ppi: float) -> list[tuple[int, int]]:
+    """The pixel size of each page of the PDF (bytes, or ``normalised``'s open document) at
+    ``ppi``, as ``rasterise`` draws them."""
     import pymupdf
 
     matrix = pymupdf.Matrix(ppi / 72, ppi / 72)
-    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+    with _opened(pdf) as doc:
         return [((page.rect * matrix).irect.width, (page.rect * matrix).irect.height)
                 for page in doc]
 
 
-def rasterise(pdf: bytes, ppi: float, color: str) -> list[tuple[bytes, int, int]]:
-    """The PDF's pages as PNGs at ``ppi``; a ValueError, before any is drawn, when they
-    would pass the pixel limit of one item (a render's, and a sweep's to another PPI)."""
+def rasterise(pdf, ppi: float, color: str) -> list[tuple[bytes, int, int]]:
+    """The PDF's pages (bytes, or ``normalised``'s open document) as PNGs at ``ppi``; a
+    ValueError, before any is drawn, when they would pass the pixel limit of one item (a
+    render's, and a sweep's to another PPI)."""
     import pymupdf
 
     pages = []
-    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+    with _opened(pdf) as doc:
         total = sum(page.rect.width * page.rect.height for page in doc) * (ppi / 72) ** 2 / 1e6
         if total > MAX_ITEM_MEGAPIXELS:
             raise ValueError(f"{len(doc)} page(s) at {ppi:g} PPI would be {total:,.0f} "
