@@ -96,14 +96,18 @@ def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     folder (``$XDG_CACHE_HOME/mmconvert``), under lm-eval's version and a digest of its task
     folder's listing, so a changed or upgraded lm-eval indexes again."""
     import json
+    from importlib.util import find_spec
 
+    from .._version import installed_version
     from ..manifest import atomic_write, user_cache
 
-    tasks = _lm_eval_tasks()
-    import lm_eval
-
-    folder = Path(tasks.__file__).parent
-    key = f"{getattr(lm_eval, '__version__', '?')}:{_listing(folder)}"
+    # found, not imported: importing lm_eval.tasks (datasets, pandas) takes a second, which a
+    # name the index has not (a typo) need not wait for
+    spec = find_spec("lm_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError(f"lm-eval:TASK needs lm-evaluation-harness: {INSTALL}")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "tasks"
+    key = f"{installed_version('lm_eval') or '?'}:{_listing(folder)}"
     cache = user_cache() / "lm-eval-index.json"
     try:
         kept = json.loads(cache.read_text(encoding="utf-8"))

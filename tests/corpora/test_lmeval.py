@@ -182,6 +182,17 @@ def test_the_task_index_is_kept_and_indexed_again_when_it_cannot_be_trusted(tmp_
         assert built["arc_easy"][0] == "TASK" and built["mmlu"][0] == "GROUP"
         task_index.cache_clear()
         assert task_index() == built
+        # a kept index is read without importing lm_eval.tasks (datasets, pandas: a second),
+        # so a name it has not (a typo) is refused at once
+        import os
+        import subprocess
+        import sys
+
+        fresh = subprocess.run(
+            [sys.executable, "-c", "import sys; from mmconvert.corpora.lmeval import task_index;"
+             " print('arc_easy' in task_index(), 'lm_eval.tasks' in sys.modules)"],
+            capture_output=True, text=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+        assert fresh.stdout.split() == ["True", "False"], fresh.stderr
         for broken in ("not json", json.dumps({"key": "another lm-eval",
                                                "entries": {"x": ["TASK", None, []]}})):
             kept.write_text(broken)
