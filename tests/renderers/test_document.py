@@ -314,9 +314,12 @@ def test_a_render_killed_with_its_browsers_up_resumes_to_the_same_bytes(tmp_path
     ref = tmp_path / "ref"
     assert run(*args, "--out", ref).exit_code == 0
     cut = tmp_path / "cut"
+    # what the killed browsers leave (their temporary folders) goes where the test removes it
+    # (a short path: Chromium's sockets go under it)
+    scratch = Path(tempfile.mkdtemp(prefix="mmc-", dir="/tmp"))
     process = subprocess.Popen([sys.executable, "-m", "mmconvert.cli", *map(str, args), "--out",
                                 str(cut)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               cwd=tmp_path)
+                               cwd=tmp_path, env={**os.environ, "TMPDIR": str(scratch)})
     try:
         deadline = time.monotonic() + 120
         manifest = cut / "manifest.jsonl"
@@ -332,6 +335,7 @@ def test_a_render_killed_with_its_browsers_up_resumes_to_the_same_bytes(tmp_path
     finally:
         if process.poll() is None:
             process.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
     assert sum("chrom" in name for name in names) >= 2, names  # both workers' browsers
     deadline = time.monotonic() + 20
     while any(map(running, below)) and time.monotonic() < deadline:
