@@ -42,6 +42,7 @@ from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, opti
 
 TAKES = ("multiple_choice", "generate_until")
 INSTALL = "pip install 'mmconvert[lm-eval]'"
+NOT_INSTALLED = f"lm-eval:TASK needs lm-evaluation-harness: {INSTALL}"
 # the builder ``datasets`` reads each kind of file with
 BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv",
             ".tsv": "csv", ".arrow": "arrow"}
@@ -61,7 +62,7 @@ def _lm_eval_tasks():
     try:
         import lm_eval.tasks
     except ImportError:
-        raise UsageError(f"lm-eval:TASK needs lm-evaluation-harness: {INSTALL}") from None
+        raise UsageError(NOT_INSTALLED) from None
     for name in ("lm_eval", "lm-eval"):
         logging.getLogger(name).setLevel(logging.ERROR)
     return lm_eval.tasks
@@ -105,7 +106,7 @@ def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     # name the index has not (a typo) need not wait for
     spec = find_spec("lm_eval")
     if spec is None or not spec.submodule_search_locations:
-        raise UsageError(f"lm-eval:TASK needs lm-evaluation-harness: {INSTALL}")
+        raise UsageError(NOT_INSTALLED)
     folder = Path(next(iter(spec.submodule_search_locations))) / "tasks"
     key = f"{installed_version('lm_eval') or '?'}:{_listing(folder)}"
     cache = user_cache() / "lm-eval-index.json"
