@@ -154,6 +154,11 @@ class Drawn:
     # the PDF's document as ``normalised`` left it open (its fonts loaded), until drawn
     doc: Any = field(default=None, repr=False, compare=False)
 
+    @property
+    def source(self) -> Any:
+        """What its pages are drawn and measured from: the open document, else the bytes."""
+        return self.doc if self.doc is not None else self.pdf
+
 
 # --- the renderer --------------------------------------------------------------------------
 
@@ -275,7 +280,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         typeset = self.typeset(item, part)
         self._typeset = None
         try:
-            pages = rasterise(typeset.doc or typeset.pdf, self.options.ppi, self.options.color)
+            pages = rasterise(typeset.source, self.options.ppi, self.options.color)
         except ValueError as err:  # past the pixel limit, refused before drawing
             raise ItemError(str(err), where=item.origin or item.id, field="context",
                             item_id=item.id, stage="render") from None
@@ -292,8 +297,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
     def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
         """The sizes of the item's pages in pixels (a target's vision tokens): typeset, not
         drawn."""
-        typeset = self.typeset(item, part)
-        return page_pixels(typeset.doc or typeset.pdf, self.options.ppi)
+        return page_pixels(self.typeset(item, part).source, self.options.ppi)
 
     def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
         from ..page import PageImage

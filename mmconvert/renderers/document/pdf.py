@@ -21,14 +21,18 @@ def normalised(pdf: bytes, options=None) -> tuple[bytes, Any]:
     import pymupdf
 
     doc: Any = pymupdf.open(stream=pdf, filetype="pdf")
-    doc.set_metadata({"producer": doc.metadata.get("producer") or "", "creator": "mmconvert",
-                      "title": "", "author": "", "subject": "", "keywords": "",
-                      "creationDate": "", "modDate": "", "trapped": ""})
-    for page in doc:
-        in_reading_order(doc, page, options)
-    if options is not None and options.crop != "none":
-        crop_pages(doc, options)
-    return doc.tobytes(garbage=3, deflate=True, no_new_id=True), doc
+    try:
+        doc.set_metadata({"producer": doc.metadata.get("producer") or "", "creator": "mmconvert",
+                          "title": "", "author": "", "subject": "", "keywords": "",
+                          "creationDate": "", "modDate": "", "trapped": ""})
+        for page in doc:
+            in_reading_order(doc, page, options)
+        if options is not None and options.crop != "none":
+            crop_pages(doc, options)
+        return doc.tobytes(garbage=3, deflate=True, no_new_id=True), doc
+    except BaseException:  # closed here, as the ``with`` it replaced closed it
+        doc.close()
+        raise
 
 
 @contextmanager
