@@ -101,8 +101,8 @@ class FontChain:
         except KeyError:
             pass
         code = ord(char)
-        for index, spec in enumerate(self.specs):
-            if self.fonts.loaded(index) is None and not may_draw(spec, code):
+        for index in range(len(self.specs)):
+            if self.passes_over(index, char):
                 continue
             font = self.fonts[index]
             if font.has_glyph(code):
@@ -112,6 +112,13 @@ class FontChain:
                     self.lacks(char)
                 return found
         raise KeyError(char)
+
+    def passes_over(self, index: int, chars: str) -> bool:
+        """Whether the search may pass over face ``index`` for ``chars`` without loading it:
+        it is not loaded, and the coverage table says it lacks one of them."""
+        spec = self.specs[index]
+        return self.fonts.loaded(index) is None and \
+            not all(may_draw(spec, ord(char)) for char in chars)
 
     def user_sha256(self) -> list[str]:
         """The sha256 of each font the chain's style named (those ahead of the shipped

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any, cast
 
 from ..errors import ItemError
-from .fonts import SILENT, FontChain, describe, may_draw
+from .fonts import SILENT, FontChain, describe
 from .layout import (
     Line,
     LineBreaker,
@@ -239,9 +239,8 @@ class Shaper:
         for index in candidates:
             if all(chain.fonts[index].has_glyph(ord(c)) for c in visible):
                 return index
-        for index, spec in enumerate(chain.specs):
-            if chain.fonts.loaded(index) is None and \
-                    not all(may_draw(spec, ord(c)) for c in visible):
+        for index in range(len(chain.specs)):
+            if chain.passes_over(index, "".join(visible)):
                 continue  # a face the coverage table says lacks one: not unpacked
             if all(chain.fonts[index].has_glyph(ord(c)) for c in visible):
                 return index
