@@ -74,7 +74,10 @@ def test_a_resumed_run_s_progress_bar_counts_the_items_already_done(tmp_path, ca
 
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_output(tmp_path):
-    source = long_items(tmp_path / "docs.jsonl")
+    # enough work that the kill lands mid-run: 24 such items now render in about half a
+    # second past the start-up, about as long as the sink waits to append a group of rows
+    items = 96
+    source = long_items(tmp_path / "docs.jsonl", n=items)
     fresh = tmp_path / "fresh"
     mmconvert.convert({"corpus": str(source)}, out=fresh)
     out = tmp_path / "killed"
@@ -90,12 +93,12 @@ def test_killed_run_resumes_to_the_same_output(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done_before = manifest.read_bytes().count(b"\n")  # whole rows (a kill may tear the last)
-    assert 3 <= done_before < 24, "the kill should land mid-run"
+    assert 3 <= done_before < items, "the kill should land mid-run"
     # simulate the worst moment of a kill too: a torn last manifest line
     with open(manifest, "ab") as handle:
         handle.write(b'{"id": "doc9')
     summary = mmconvert.convert({"corpus": str(source)}, out=out, workers=2)
-    assert summary.already_done == done_before and summary.rendered == 24 - done_before
+    assert summary.already_done == done_before and summary.rendered == items - done_before
     assert files(out) == files(fresh)
     assert not [p for p in out.rglob("*.tmp")]
 
