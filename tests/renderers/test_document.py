@@ -287,6 +287,33 @@ def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
     (row,) = rows(whole)
     assert not row["target"]["within"] and "in steps" in row["target"]["reason"]
 
+def test_a_size_search_fetches_the_faces_once(monkeypatch):
+    """A target's search typesets an item at many sizes and widths: the faces' style sheet
+    is the same text at each, so the browser keeps the faces it loaded and asks for none
+    again (it asked for all five, 1.4 MB, at every size tried when the sheet held the
+    sizes too)."""
+    from mmconvert.items import Item
+    from mmconvert.renderers.document import DocumentOptions, DocumentRenderer
+    from mmconvert.renderers.document.browser import Browser
+
+    asked: list[str] = []
+    route = Browser._route
+
+    def counted(self, request):
+        asked.append(request.request.url)
+        return route(self, request)
+
+    monkeypatch.setattr(Browser, "_route", counted)
+    item = Item(id="code", corpus="t", subset="t", split="t", question="q", answer="A",
+                context=DOCUMENTS[1]["context"])
+    DocumentRenderer(DocumentOptions(font_size=11)).pixel_sizes(item, "context")
+    first = [url for url in asked if "/fonts/" in url]
+    asked.clear()
+    for size, width in ((9.5, 8.5), (13, 8.5), (11, 7.25)):
+        options = DocumentOptions(font_size=size, page_width=width)
+        DocumentRenderer(options).pixel_sizes(item, "context")
+    assert [url for url in asked if "/fonts/" in url] == [], first
+
 
 def _name(pid: int) -> str:
     try:
