@@ -90,12 +90,22 @@ def _listing(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def index_file(cache: Path, folder: Path) -> Path:
+    """The file in ``cache`` that keeps the index of the lm-eval whose task folder is
+    ``folder``: one for each installation, so that two environments (a project's and a fresh
+    clone's) do not each index again over the other's, 6 s at every switch."""
+    import hashlib
+
+    return cache / f"lm-eval-index-{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}.json"
+
+
 @functools.lru_cache(maxsize=1)
 def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     """Every lm-eval task, group and tag: name -> (kind, YAML path, tags). lm-eval indexes
     its 14,000 entries in about 6 s on every call; this keeps the index in mmconvert's cache
-    folder (``$XDG_CACHE_HOME/mmconvert``), under lm-eval's version and a digest of its task
-    folder's listing, so a changed or upgraded lm-eval indexes again."""
+    folder (``$XDG_CACHE_HOME/mmconvert``), a file for each installation (``index_file``),
+    under lm-eval's version and a digest of its task folder's listing, so a changed or
+    upgraded lm-eval indexes again."""
     import json
     from importlib.util import find_spec
 
@@ -109,7 +119,7 @@ def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
         raise UsageError(NOT_INSTALLED)
     folder = Path(next(iter(spec.submodule_search_locations))) / "tasks"
     key = f"{installed_version('lm_eval') or '?'}:{_listing(folder)}"
-    cache = user_cache() / "lm-eval-index.json"
+    cache = index_file(user_cache(), folder)
     try:
         kept = json.loads(cache.read_text(encoding="utf-8"))
         if kept.get("key") == key:

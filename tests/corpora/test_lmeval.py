@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -167,17 +168,25 @@ def test_the_rows_record_the_task_in_json(tmp_path):
 def test_the_task_index_is_kept_and_indexed_again_when_it_cannot_be_trusted(tmp_path,
                                                                             monkeypatch):
     """lm-eval indexes its tasks in about 6 s on every call: the index is kept in the cache
-    folder under lm-eval's version and its task folder's listing, read back as lm-eval made
-    it, and made again when the file is unreadable or another's; a task alone is built over
+    folder under lm-eval's version and its task folder's listing (a file for each
+    installation), read back as lm-eval made it, and made again when the file is unreadable or
+    another's; a task alone is built over
     its own folder, with the docs and prompts the whole index's manager gives."""
-    from mmconvert.corpora.lmeval import dataset_source, manager_for, task_index
+    import lm_eval
+
+    from mmconvert.corpora.lmeval import dataset_source, index_file, manager_for, task_index
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     task_index.cache_clear()
+    # another environment's lm-eval keeps its index beside this one's, and keeps it
+    other = index_file(tmp_path / "mmconvert", Path("/elsewhere/lm_eval/tasks"))
+    other.parent.mkdir(parents=True)
+    other.write_text("another installation's index")
     try:
         built = task_index()
-        kept = tmp_path / "mmconvert" / "lm-eval-index.json"
-        assert kept.is_file()
+        kept = index_file(tmp_path / "mmconvert", Path(lm_eval.__file__).parent / "tasks")
+        assert kept.is_file() and kept != other
+        assert other.read_text() == "another installation's index"
         assert set(built) == set(task_manager().task_index)
         assert built["arc_easy"][0] == "TASK" and built["mmlu"][0] == "GROUP"
         task_index.cache_clear()
