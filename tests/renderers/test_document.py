@@ -287,6 +287,42 @@ def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
     (row,) = rows(whole)
     assert not row["target"]["within"] and "in steps" in row["target"]["reason"]
 
+def test_each_page_is_printed_once_while_the_one_before_is_drawn(tmp_path, monkeypatch):
+    """A worker takes items in groups: each one's page is printed (in Chromium's process)
+    while the one before it is drawn (in ours). Each page is printed once, the print asked
+    for ahead being the one taken, and the pages are those of each item printed on its own."""
+    from mmconvert.items import Item
+    from mmconvert.renderers.document import DocumentRenderer
+    from mmconvert.renderers.document.browser import Browser
+
+    printed: list[str] = []
+    print_page = Browser._print
+
+    def counted(self, document, files):
+        printed.append(document)
+        return print_page(self, document, files)
+
+    monkeypatch.setattr(Browser, "_print", counted)
+    texts = [d["context"] for d in DOCUMENTS if isinstance(d["context"], str)]
+    texts += [f"Item {k}: | a | b |\n|--|--|\n| {k} | {k * k} |" for k in range(4)]
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps({"id": f"i{k}", "question": "q", "context": text})
+                              + "\n" for k, text in enumerate(texts)), encoding="utf-8")
+    out = tmp_path / "run"
+    result = run("render", source, "--renderer", "document", "--render", "context",
+                 "--out", out)
+    assert result.exit_code == 0, result.output
+    assert len(printed) == len(texts) == len(set(printed))
+    renderer = DocumentRenderer()
+    for k, text in enumerate(texts):
+        alone = renderer.draw(Item(id=f"i{k}", corpus="t", subset="t", split="t",
+                                   question="q", answer="", context=text), "context")
+        (row,) = [r for r in rows(out) if r["id"] == f"i{k}"]
+        assert (out / row["pdf"]).read_bytes() == alone.pdf
+        assert [(out / image["path"]).read_bytes() for image in row["images"]] == \
+            [png for png, _, _ in alone.pages]
+
+
 def test_a_size_search_fetches_the_faces_once(monkeypatch):
     """A target's search typesets an item at many sizes and widths: the faces' style sheet
     is the same text at each, so the browser keeps the faces it loaded and asks for none

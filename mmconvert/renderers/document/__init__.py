@@ -247,14 +247,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         key = (item.id, part)
         if self._typeset is not None and self._typeset[0] == key:
             return self._typeset[1]
-        state = RenderState(self.options, self.folder)
-        body = fields_html(item, part, state)
-        face_list = faces(self.options)
-        try:
-            document = page_html(body, self.options, face_list)
-        except ValueError as err:  # the --css file changed since the options were read
-            raise UsageError(f"--css: {err}") from None
-        files = {f"/fonts/{face.key}": face.data for face in face_list}
+        state, body, document, files = self.page(item, part)
         try:
             pdf, fetched = Browser.get().pdf(document, files)
         except MMConvertError:
@@ -274,6 +267,24 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         typeset = Drawn(data, [], state.math_errors, refused, doc)
         self._typeset = (key, typeset)
         return typeset
+
+    def page(self, item: Item, part: RenderPart) -> tuple[RenderState, str, str,
+                                                           dict[str, bytes]]:
+        """What the browser is given for the item: its state (math errors, what it refused),
+        its body's HTML, the whole page's, and the files the page may load."""
+        state = RenderState(self.options, self.folder)
+        body = fields_html(item, part, state)
+        face_list = faces(self.options)
+        try:
+            document = page_html(body, self.options, face_list)
+        except ValueError as err:  # the --css file changed since the options were read
+            raise UsageError(f"--css: {err}") from None
+        return state, body, document, {f"/fonts/{face.key}": face.data for face in face_list}
+
+    def print_ahead(self, item: Item, part: RenderPart) -> None:
+        """Have the browser print the item's page now, for its ``typeset`` to take."""
+        _, _, document, files = self.page(item, part)
+        Browser.get().ahead(document, files)
 
     def draw(self, item: Item, part: RenderPart) -> Drawn:
         """The item's PDF (from the browser) and its pages at the options' PPI."""
@@ -310,9 +321,11 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
 
 
 class DocumentJob(StyledJob):
-    """``render --renderer document``: each item typeset by the worker's browser."""
+    """``render --renderer document``: each item typeset by the worker's browser; in a group
+    of ``batch`` items, each item's page is printed while the one before it is drawn."""
 
     config: DocumentConfig
+    batch = 4
 
     def __init__(self, config: DocumentConfig):
         self.config = config
@@ -328,6 +341,8 @@ class DocumentJob(StyledJob):
         self.renderer = self.make_renderer(config.document)
         self.prompts = Prompts(config.prompt_dir)
         self.start_style()
+        self._after: dict[str, Item] = {}  # the group's next item after each
+        self._asked: set[str] = set()  # the item whose print was asked for ahead
 
     def make_renderer(self, options) -> DocumentRenderer:
         return DocumentRenderer(options, self.folder)
@@ -355,8 +370,29 @@ class DocumentJob(StyledJob):
                              f"{browser_version()}: the pages would differ; use --overwrite "
                              "to draw it again, or --out for a new run")
 
+    def prepare(self, items: list[Item]) -> None:
+        self._after = {item.id: after for item, after in zip(items, items[1:], strict=False)}
+
+    def print_ahead(self, item: Item, part: RenderPart) -> None:
+        """Have the browser print the item's page (unless it was asked already) and then the
+        next item's (as this item's part: another part is a page of its own, printed when
+        it is run), so that the next one prints in Chromium's process while this one is
+        drawn in ours. The pages are those of a print asked for on the spot: a print is
+        taken only by the same document and files. An item whose page cannot be made is
+        left to meet its error when it is run."""
+        after = self._after.pop(item.id, None)
+        for each in (item, after):
+            if each is None or each.id in self._asked:
+                continue
+            try:
+                self.renderer_for(each).print_ahead(each, part)
+            except Exception:  # noqa: BLE001 - met again, as that item's own, when it runs
+                pass
+        self._asked = {after.id} if after is not None else set()
+
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()
+        self.print_ahead(item, part)
         renderer, target = self.styled_renderer(item, part)
         drawn = renderer.draw(item, part)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)

@@ -21,6 +21,8 @@ from .css import HOST
 # elements open at once that Chromium's HTML parser nests (past it, it sets them beside their
 # parents: the page no longer draws what the HTML says)
 MAX_DOM_DEPTH = 512
+# prints asked for ahead and not yet taken, at most (a worker's next item, and a spare)
+AHEAD = 2
 
 
 def chromium_path() -> str:
@@ -59,7 +61,8 @@ class Browser:
     """One headless Chromium for this process, kept open until it exits. Playwright's sync
     API binds a browser to the thread that started it and runs an event loop there, so the
     browser lives on a thread of its own: a caller's thread (or its asyncio loop, or another
-    Playwright in the same process) is never touched. Pages are drawn one at a time."""
+    Playwright in the same process) is never touched. Pages are printed one at a time, in
+    the order asked."""
 
     _lock = threading.Lock()
     _shared: Browser | None = None
@@ -75,6 +78,8 @@ class Browser:
         # the document being drawn: the files it may load, the requests refused
         self._files: dict[str, bytes] = {}
         self._refused: list[str] = []
+        # prints asked for ahead, by document and files: where each one's answer comes
+        self._ahead: dict[tuple[str, tuple[str, ...]], queue.Queue] = {}
         self._thread = threading.Thread(target=self._serve, args=(chromium_path(),),
                                         name="mmconvert-chromium", daemon=True)
         self._thread.start()
@@ -160,14 +165,6 @@ class Browser:
         page.goto(f"{HOST}/blank.html")
         return page
 
-    def _call(self, work):
-        answer: queue.Queue = queue.Queue()
-        self._tasks.put((work, answer))
-        ok, value = answer.get()
-        if not ok:
-            raise value
-        return value
-
     @classmethod
     def _forked(cls) -> None:
         """In a forked worker: the parent's browser thread is not here; start afresh."""
@@ -211,13 +208,40 @@ class Browser:
     def pdf(self, document: str, files: dict[str, bytes]) -> tuple[bytes, list[str]]:
         """``document`` (an HTML page: its head and body) as a PDF; ``files``: what the page
         may load, by path under HOST. Every other request is refused and named in the list
-        returned.
+        returned. A print ``ahead`` asked for is taken, else the page is printed now.
 
         The document is written into the page the browser keeps (its scripts never run: the
         page's JavaScript is off, and Playwright's own evaluation, which writes it, runs
         apart), so the faces it names are fetched once a process, not once an item; the PDF
         is made once its fonts are loaded and its images decoded."""
-        def draw(page) -> bytes:
+        with self._lock:
+            answer = self._ahead.pop((document, tuple(files)), None)
+        if answer is None:
+            answer = self._print(document, files)
+        ok, value = answer.get()
+        if not ok:
+            raise value
+        return value
+
+    def ahead(self, document: str, files: dict[str, bytes]) -> None:
+        """Have the browser print ``document`` now, after what it was asked before, for a
+        ``pdf`` call with the same document and files to take: the next item is printed in
+        Chromium's own process while this one is drawn in ours. At most ``AHEAD`` prints
+        wait to be taken; an older one is let go (printed, not used). The pages are the
+        same: a print depends on its document alone, whatever was printed before."""
+        key = (document, tuple(files))
+        with self._lock:
+            if key in self._ahead:
+                return
+            self._ahead[key] = self._print(document, files)
+            while len(self._ahead) > AHEAD:
+                del self._ahead[next(iter(self._ahead))]
+
+    def _print(self, document: str, files: dict[str, bytes]) -> queue.Queue:
+        """Queue the printing of ``document`` on the browser's thread: where its answer
+        comes, (True, (pdf, refused)) or (False, the error)."""
+        def draw(page) -> tuple[bytes, list[str]]:
+            self._files, self._refused = files, []
             deepest = page.evaluate("""html => {
                 document.documentElement.innerHTML = html;
                 let deepest = 0;
@@ -234,13 +258,13 @@ class Browser:
                 raise DocumentTooDeep(f"the document nests {deepest} elements deep; Chromium "
                                       f"nests at most {MAX_DOM_DEPTH} (it puts deeper ones "
                                       "beside their parents)")
-            return page.pdf(prefer_css_page_size=True, print_background=True,
-                            display_header_footer=False)
-
-        with self._lock:
-            self._files, self._refused = files, []
-            pdf = self._call(draw)
+            pdf = page.pdf(prefer_css_page_size=True, print_background=True,
+                           display_header_footer=False)
             return pdf, list(self._refused)
+
+        answer: queue.Queue = queue.Queue()
+        self._tasks.put((draw, answer))
+        return answer
 
 
 class DocumentTooDeep(ValueError):
