@@ -574,3 +574,55 @@ def test_right_to_left_text_layers_read_in_reading_order_and_draw_the_same(tmp_p
     with Image.open(io.BytesIO(before)) as one, Image.open(io.BytesIO(after)) as two:
         diff = np.abs(np.asarray(one, dtype=int) - np.asarray(two, dtype=int))
     assert diff.max() <= 1 and (diff > 0).sum() <= 10, (diff.max(), (diff > 0).sum())
+
+
+def test_code_and_math_are_embedded_as_truetype_not_drawn_glyph_by_glyph(drawn):
+    """Chromium writes a CFF face as a Type 3 font (each glyph a drawing procedure MuPDF runs
+    each time it reads the page); the code and math faces are served as TrueType, and embedded
+    so."""
+    import pymupdf
+
+    (row,) = [r for r in rows(drawn) if r["id"] == "code"]  # code, inline and display math
+    with pymupdf.open(drawn / row["pdf"]) as doc:
+        kinds = {font[2] for page in doc for font in page.get_fonts()}
+    assert kinds and "Type3" not in kinds, kinds
+
+
+def test_a_converted_face_is_kept_checked_and_the_same_each_time(tmp_path, monkeypatch):
+    """A face converted to TrueType is kept in the cache folder and read back; a kept file that
+    was damaged is converted again; the conversion depends on the face alone, keeps every
+    glyph, its advance and its outline within MAX_ERROR font units."""
+    from fontTools.pens.boundsPen import BoundsPen
+    from fontTools.ttLib import TTFont
+
+    from mmconvert.renderers.document.css import CODE_FACES, _shipped
+    from mmconvert.renderers.document.truetype import MAX_ERROR, convert, truetype
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    truetype.cache_clear()
+    try:
+        source = _shipped(CODE_FACES["normal"])
+        made = truetype(source)
+        (kept,) = (tmp_path / "mmconvert" / "faces").iterdir()
+        assert kept.read_bytes() == made == convert(source)
+        assert truetype(made) is made  # TrueType already: served as it is
+        cff, ttf = TTFont(io.BytesIO(source)), TTFont(io.BytesIO(made))
+        assert "glyf" in ttf and "CFF " not in ttf
+        assert ttf.getGlyphOrder() == cff.getGlyphOrder()
+        assert ttf["hmtx"].metrics == cff["hmtx"].metrics
+        assert ttf["cmap"].getBestCmap() == cff["cmap"].getBestCmap()
+        for name in ("a", "g", "at", "braceleft", "zero"):
+            bounds = []
+            for face in (cff, ttf):
+                pen = BoundsPen(face.getGlyphSet())
+                face.getGlyphSet()[name].draw(pen)
+                bounds.append(pen.bounds)
+            assert all(abs(a - b) <= MAX_ERROR + 0.5 for a, b in zip(*bounds, strict=True)), \
+                (name, bounds)
+        damaged = bytearray(made)
+        damaged[len(damaged) // 2] ^= 0xFF
+        kept.write_bytes(bytes(damaged))
+        truetype.cache_clear()
+        assert truetype(source) == made and kept.read_bytes() == made
+    finally:
+        truetype.cache_clear()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ...units import POINTS_PER_INCH
 from ..fonts import font_bytes, font_chain, page_font
+from .truetype import truetype
 
 HOST = "https://mmconvert.invalid"  # the one origin the page may load from, served by us
 # the largest --css file read (it is read once a process)
@@ -63,11 +64,13 @@ def _faces(fonts: tuple[str, ...]) -> tuple[Face, ...]:
         for (weight, style), code in BODY_FACES.items():
             found.append(Face("body0", "Noto Sans", _shipped(code), weight, style))
     for weight, code in CODE_FACES.items():
-        found.append(Face("code", "Fira Mono", _shipped(code), weight))
-    found.append(Face("math", "Noto Sans Math", _shipped(MATH_FACE)))
+        found.append(Face("code", "Fira Mono", truetype(_shipped(code)), weight))
+    math = _shipped(MATH_FACE)
+    found.append(Face("math", "Noto Sans Math", truetype(math)))
     chain = font_chain()  # the shipped chain, for the scripts the faces above lack
     for number, (spec, font) in enumerate(zip(chain.specs, chain.fonts, strict=True)):
-        found.append(Face(f"chain{number}", spec.name, font_bytes(spec, font)))
+        data = font_bytes(spec, font)
+        found.append(Face(f"chain{number}", spec.name, truetype(data) if data == math else data))
     return tuple(found)
 
 
