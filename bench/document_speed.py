@@ -84,6 +84,7 @@ def startup() -> float:
 
     started = time.perf_counter()
     browser = Browser()
+    browser.ready()
     seconds = time.perf_counter() - started
     browser.close()
     return seconds

@@ -36,7 +36,7 @@ from .config import (
 from .corpora import Corpus, resolve
 from .corpora.base import corpus_identity, upgraded_identity
 from .errors import BudgetReached, ItemError, MMConvertError, UsageError
-from .executors import BACKEND, executor_for, runs_here
+from .executors import BACKEND, draws_here, executor_for, runs_here
 from .items import Item, RenderPart
 from .manifest import MANIFEST, sync, write_json
 from .progress import progress_bar
@@ -301,6 +301,10 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
         if report.dedup is not None:
             write_json(execution.out / DEDUP, report.dedup, indent=1)
 
+        if selection.count and not resuming and draws_here(execution.workers, job.threads):
+            # a fresh run with items to draw here: what its first item needs (the document
+            # renderer's browser, 0.9 s) starts while run.json is made (its fonts' digests)
+            job.warm()
         folder.write_info(_run_info(config, summary, job, folder, status="running"))
         if api is not None and api.retry_failed:
             from .api.errors import API_STAGE

@@ -56,6 +56,10 @@ class Job:
         """The font files it draws with (name, file, sha256), for run.json."""
         return []
 
+    def warm(self) -> None:
+        """Start, in the background, what drawing the first item will need: called when the
+        items are drawn in this process, before they are read (nothing by default)."""
+
     def prepare(self, items: list[Item]) -> None:
         """Work done once for a group of items before each is run (none by default)."""
 

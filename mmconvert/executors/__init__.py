@@ -44,6 +44,12 @@ def runs_here() -> bool:
     return BACKEND.get()[0] == LOCAL
 
 
+def draws_here(workers: int, threads: int | None = None) -> bool:
+    """Whether a run of ``workers`` (0: one per core) runs every task in this process, however
+    many there are: this machine's executors, one worker, no threads."""
+    return runs_here() and not threads and (workers or os.cpu_count() or 1) == 1
+
+
 def executor_for(workers: int, tasks: int, *, threads: int | None = None,
                  gpu: bool = False) -> Executor:
     """The executor for ``tasks`` tasks: the local one (``local_executor``), or the chosen

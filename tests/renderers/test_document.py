@@ -626,3 +626,41 @@ def test_a_converted_face_is_kept_checked_and_the_same_each_time(tmp_path, monke
         assert truetype(source) == made and kept.read_bytes() == made
     finally:
         truetype.cache_clear()
+
+
+def test_the_browser_starts_while_the_items_are_read_and_only_where_they_are_drawn(
+        docs, tmp_path, monkeypatch):
+    """One worker: Chromium (about 0.9 s to start) is started while run.json is made (its
+    fonts' digests), and waited for by the first item. Several: the workers start their own,
+    and this process none. A Chromium that would not start is one line, and the next run
+    starts another."""
+    import mmconvert.converter as converter
+    from mmconvert.renderers.document.browser import Browser
+
+    monkeypatch.setattr(Browser, "_shared", None)
+    seen = []
+    info = converter._run_info
+
+    def making(*args, **kwargs):
+        seen.append(Browser._shared)
+        return info(*args, **kwargs)
+
+    monkeypatch.setattr(converter, "_run_info", making)
+    groups = tmp_path / "six.jsonl"  # two groups of items, for two workers
+    groups.write_text("".join(json.dumps({**d, "id": f"{d['id']}{k}"}) + "\n"
+                              for k in range(2) for d in DOCUMENTS), encoding="utf-8")
+    assert run("render", groups, "--renderer", "document", "--render", "context", "--workers",
+               "2", "--out", tmp_path / "two").exit_code == 0
+    assert set(seen) == {None} and Browser._shared is None
+    seen.clear()
+    assert run("render", docs, "--renderer", "document", "--render", "context",
+               "--out", tmp_path / "one").exit_code == 0
+    assert seen[0] is not None and seen[0] is Browser._shared
+    started = Browser._shared
+    monkeypatch.setattr(Browser, "_shared", None)
+    monkeypatch.setenv("MMCONVERT_CHROMIUM", "/bin/false")
+    result = run("render", docs, "--renderer", "document", "--render", "context",
+                 "--out", tmp_path / "none")
+    assert result.exit_code != 0 and "Chromium would not start" in result.output
+    assert Browser._shared is None  # let go: the next run starts another
+    monkeypatch.setattr(Browser, "_shared", started)

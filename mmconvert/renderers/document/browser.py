@@ -74,7 +74,9 @@ class Browser:
             raise UsageError("the document renderer needs Playwright: pip install "
                              "'mmconvert[document]'") from None
         self._tasks: queue.Queue = queue.Queue()
-        self._started: queue.Queue = queue.Queue()  # None, or why Chromium would not start
+        # set once Chromium is up, or has failed to start (``_failed`` then says why)
+        self._started = threading.Event()
+        self._failed: UsageError | None = None
         # the document being drawn: the files it may load, the requests refused
         self._files: dict[str, bytes] = {}
         self._refused: list[str] = []
@@ -82,10 +84,13 @@ class Browser:
         self._ahead: dict[tuple[str, tuple[str, ...]], queue.Queue] = {}
         self._thread = threading.Thread(target=self._serve, args=(chromium_path(),),
                                         name="mmconvert-chromium", daemon=True)
-        self._thread.start()
-        error = self._started.get()
-        if error is not None:
-            raise error
+        self._thread.start()  # not waited for: ``ready`` waits
+
+    def ready(self) -> None:
+        """Wait until Chromium is up; why it would not start, on one line, if it would not."""
+        self._started.wait()
+        if self._failed is not None:
+            raise self._failed
 
     def _serve(self, executable: str) -> None:
         """The browser's thread: start Chromium, then draw what is asked until told to
@@ -112,10 +117,11 @@ class Browser:
                 playwright.stop()
             if hasattr(self, "folder"):
                 self.folder.cleanup()
-            self._started.put(UsageError(f"Chromium would not start ({first_line(err, 200)})"))
+            self._failed = UsageError(f"Chromium would not start ({first_line(err, 200)})")
+            self._started.set()
             return
         self.version = browser.version
-        self._started.put(None)
+        self._started.set()
         while True:
             task = self._tasks.get()
             if task is None:
@@ -172,7 +178,9 @@ class Browser:
         cls._lock = threading.Lock()
 
     @classmethod
-    def get(cls) -> Browser:
+    def get(cls, wait: bool = True) -> Browser:
+        """This process's browser, started now if it is not; ``wait``: until it is up (a
+        browser that would not start is let go, so that the next call starts another)."""
         with cls._lock:
             if cls._shared is None:
                 cls._shared = Browser()
@@ -183,7 +191,16 @@ class Browser:
                 from multiprocessing import util
 
                 util.Finalize(None, cls._shared.close, exitpriority=10)
-            return cls._shared
+            browser = cls._shared
+        if wait:
+            try:
+                browser.ready()
+            except UsageError:
+                with cls._lock:
+                    if cls._shared is browser:
+                        cls._shared = None
+                raise
+        return browser
 
     def close(self) -> None:
         if self._thread.is_alive():
