@@ -65,12 +65,10 @@ def _faces(fonts: tuple[str, ...]) -> tuple[Face, ...]:
             found.append(Face("body0", "Noto Sans", _shipped(code), weight, style))
     for weight, code in CODE_FACES.items():
         found.append(Face("code", "Fira Mono", truetype(_shipped(code)), weight))
-    math = _shipped(MATH_FACE)
-    found.append(Face("math", "Noto Sans Math", truetype(math)))
+    found.append(Face("math", "Noto Sans Math", _shipped(MATH_FACE)))
     chain = font_chain()  # the shipped chain, for the scripts the faces above lack
     for number, (spec, font) in enumerate(zip(chain.specs, chain.fonts, strict=True)):
-        data = font_bytes(spec, font)
-        found.append(Face(f"chain{number}", spec.name, truetype(data) if data == math else data))
+        found.append(Face(f"chain{number}", spec.name, font_bytes(spec, font)))
     return tuple(found)
 
 

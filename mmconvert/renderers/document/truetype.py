@@ -1,10 +1,15 @@
-"""The code and math faces as TrueType for the browser. Chromium's PDF writer (Skia) does not
-embed CFF outlines: it writes a CFF face as a Type 3 font, each glyph a drawing procedure,
-which MuPDF runs glyph by glyph whenever it reads the page (a short item with a code block:
-13 ms to find its ink and 13 ms to draw it, against 4 and 5 ms as TrueType). The same outlines
-as quadratic curves (fontTools' cu2qu, within one font unit) are embedded as TrueType.
+"""The code face as TrueType for the browser. Chromium's PDF writer (Skia) does not embed CFF
+outlines: it writes a CFF face as a Type 3 font, each glyph a drawing procedure, which MuPDF
+runs glyph by glyph whenever it reads the page (a short item with a code block: 13 ms to find
+its ink and 13 ms to draw it, against 4 and 5 ms as TrueType). The same outlines as quadratic
+curves (fontTools' cu2qu, within one font unit) are embedded as TrueType.
 
-The conversion takes about half a second a face; its result is kept in the user's cache
+Only the code face: monospaced text is laid out by its advances alone, which the conversion
+keeps, so its pages are the same to within a gray level or so. Chromium's MathML layout also
+reads glyphs' ink boxes, and the math face converted set limits and scripts visibly otherwise
+(an upper limit over the sign), so it stays CFF (Type 3).
+
+The conversion takes about a third of a second a face; its result is kept in the user's cache
 folder under the face's sha256, fontTools' version and ``VERSION``."""
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import hashlib
 import io
 
 # the largest distance between a cubic curve and its quadratic approximation, in font units
-# (Fira Mono and Noto Sans Math have 1,000 an em: 0.02 of a pixel at 12 pt and 92.9 PPI)
+# (Fira Mono has 1,000 an em: 0.02 of a pixel at 12 pt and 92.9 PPI)
 MAX_ERROR = 1.0
 VERSION = 1  # of the conversion below: a face kept by another is converted again
 
