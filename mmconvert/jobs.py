@@ -57,8 +57,9 @@ class Job:
         return []
 
     def warm(self) -> None:
-        """Start, in the background, what drawing the first item will need: called when the
-        items are drawn in this process, before they are read (nothing by default)."""
+        """Start, in the background, what drawing the first item will need: called when a
+        fresh run's items are all drawn in this process, before run.json is written (nothing
+        by default)."""
 
     def prepare(self, items: list[Item]) -> None:
         """Work done once for a group of items before each is run (none by default)."""

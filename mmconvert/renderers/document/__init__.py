@@ -371,7 +371,7 @@ class DocumentJob(StyledJob):
                              "to draw it again, or --out for a new run")
 
     def warm(self) -> None:
-        """Chromium started (0.9 s) while the run reads its items and writes run.json."""
+        """Chromium started (0.9 s) while the run writes run.json (its fonts' digests)."""
         Browser.get(wait=False)
 
     def prepare(self, items: list[Item]) -> None:
