@@ -44,10 +44,15 @@ def runs_here() -> bool:
     return BACKEND.get()[0] == LOCAL
 
 
+def worker_count(workers: int) -> int:
+    """``workers`` as a count: 0 is one per core of this machine."""
+    return workers or os.cpu_count() or 1
+
+
 def draws_here(workers: int, threads: int | None = None) -> bool:
     """Whether a run of ``workers`` (0: one per core) runs every task in this process, however
     many there are: this machine's executors, one worker, no threads."""
-    return runs_here() and not threads and (workers or os.cpu_count() or 1) == 1
+    return runs_here() and not threads and worker_count(workers) == 1
 
 
 def executor_for(workers: int, tasks: int, *, threads: int | None = None,
@@ -68,7 +73,7 @@ def executor_for(workers: int, tasks: int, *, threads: int | None = None,
     chosen = EXECUTORS.get(name)
     if not issubclass(chosen, ClusterExecutor):
         raise UsageError(f"--executor {name}: not a cluster executor (a ClusterExecutor)")
-    return chosen(workers or os.cpu_count() or 1, address=address, threads=threads, gpu=gpu)
+    return chosen(worker_count(workers), address=address, threads=threads, gpu=gpu)
 
 
 def local_executor(workers: int, tasks: int, *, threads: int | None = None) -> Executor:
@@ -76,7 +81,7 @@ def local_executor(workers: int, tasks: int, *, threads: int | None = None) -> E
     waits on the network, else ``workers`` processes (0: one per core), inline for one."""
     if threads:
         return EXECUTORS.get("thread")(min(threads, max(1, tasks)))
-    workers = workers or os.cpu_count() or 1
+    workers = worker_count(workers)
     if workers == 1 or tasks <= 1:
         return EXECUTORS.get("inline")(1)
     return EXECUTORS.get("process")(min(workers, tasks))

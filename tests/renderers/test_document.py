@@ -632,7 +632,7 @@ def test_a_converted_face_is_kept_checked_and_the_same_each_time(tmp_path, monke
         truetype.cache_clear()
 
 
-def test_the_browser_starts_while_the_items_are_read_and_only_where_they_are_drawn(
+def test_the_browser_starts_while_run_json_is_made_and_only_where_items_are_drawn(
         docs, tmp_path, monkeypatch):
     """One worker: Chromium (about 0.9 s to start) is started while run.json is made (its
     fonts' digests), and waited for by the first item. Several: the workers start their own,

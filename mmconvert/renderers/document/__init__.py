@@ -342,7 +342,7 @@ class DocumentJob(StyledJob):
         self.prompts = Prompts(config.prompt_dir)
         self.start_style()
         self._after: dict[str, Item] = {}  # the group's next item after each
-        self._asked: set[str] = set()  # the item whose print was asked for ahead
+        self._asked: str | None = None  # the item whose print was asked for ahead
 
     def make_renderer(self, options) -> DocumentRenderer:
         return DocumentRenderer(options, self.folder)
@@ -386,13 +386,13 @@ class DocumentJob(StyledJob):
         left to meet its error when it is run."""
         after = self._after.pop(item.id, None)
         for each in (item, after):
-            if each is None or each.id in self._asked:
+            if each is None or each.id == self._asked:
                 continue
             try:
                 self.renderer_for(each).print_ahead(each, part)
             except Exception:  # noqa: BLE001 - met again, as that item's own, when it runs
                 pass
-        self._asked = {after.id} if after is not None else set()
+        self._asked = after.id if after is not None else None
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()
