@@ -1,7 +1,11 @@
-"""``--executor ray`` on a real local Ray cluster (2 CPUs on 127.0.0.1): the run folders it
+"""``--executor ray`` on real local Ray clusters (on 127.0.0.1): the run folders it
 writes are byte-identical to the local executor's, for render, occlude, sweep, transform and
 qa check; and its bad input (Ray missing, no cluster at the address, a dying worker) is one
-line."""
+line.
+
+Most commands here join one cluster that ``ray start`` keeps for the module (``cluster``), as
+a user's runs join theirs; a few start a cluster of their own, as a run without
+--ray-address does."""
 
 from __future__ import annotations
 
@@ -29,6 +33,39 @@ def mmconvert(*args, env=None) -> subprocess.CompletedProcess:
                           env={**os.environ, **(env or {})})
 
 
+@pytest.fixture(scope="module")
+def cluster():
+    """The environment of a command that joins one local cluster (``ray start --head``, 4
+    CPUs) kept for the module: a command that starts a cluster of its own takes about 4.5 s
+    more (the shipped sample on 2 workers: 7.7 s, against 3.1 s joining one). The cluster
+    keeps Ray's default, token authentication, which a driver joining by address takes up
+    only with RAY_AUTH_MODE=token (Ray 2.60). It is stopped with its process group (Ray's
+    workers end with their raylet), never with ``ray stop``, which would stop every
+    cluster on the machine."""
+    import os
+    import shutil
+    import signal
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: sockets go under it
+    head = subprocess.Popen(
+        [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
+         "--num-cpus", "4", "--node-ip-address", "127.0.0.1", "--port", "0",
+         "--include-dashboard", "false", "--disable-usage-stats", "--temp-dir", str(folder)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    address = folder / "ray_current_cluster"
+    try:
+        deadline = time.time() + 120
+        while not address.exists() and head.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        assert address.exists(), "ray start --head did not start"
+        yield {"RAY_ADDRESS": address.read_text().strip(), "RAY_AUTH_MODE": "token"}
+    finally:
+        os.killpg(head.pid, signal.SIGKILL)  # SIGTERM left its GCS and raylet running
+        head.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes()
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
@@ -41,7 +78,7 @@ def same(a: Path, b: Path) -> None:
     assert differ == [], differ
 
 
-def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
+def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, cluster):
     local, ray = tmp_path / "local", tmp_path / "ray"
     made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", local, "--workers",
                      "2", "--pdf")
@@ -62,7 +99,7 @@ def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
     for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
         sweeps[name] = tmp_path / f"sweep-{name}"
         made = mmconvert("sweep", local, "--ppi", "72,150", "--rotate", "90", "--out",
-                         sweeps[name], "--workers", "2", *extra)
+                         sweeps[name], "--workers", "2", *extra, env=cluster if extra else {})
         assert made.returncode == 0, made.stderr
     same(sweeps["local"], sweeps["ray"])
 
@@ -70,7 +107,8 @@ def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
     for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
         transformed[name] = tmp_path / f"transform-{name}"
         made = mmconvert("transform", local, "--apply", "blur:1.5", "--apply", "jpeg:75",
-                         "--out", transformed[name], "--workers", "2", *extra)
+                         "--out", transformed[name], "--workers", "2", *extra,
+                         env=cluster if extra else {})
         assert made.returncode == 0, made.stderr
     same(transformed["local"], transformed["ray"])
 
@@ -79,7 +117,7 @@ def test_render_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path):
         folder = tmp_path / f"qa-{name}"
         subprocess.run(["cp", "-r", str(local), str(folder)], check=True)
         made = mmconvert("qa", "check", folder, "--checks", "ocr,text_layer", "--no-progress",
-                         *extra)
+                         *extra, env=cluster if extra else {})
         assert made.returncode == 0, made.stderr
         events[name] = [{k: v for k, v in json.loads(line).items() if k != "at"}
                         for line in (folder / "qa.jsonl").read_text().splitlines()]
@@ -105,7 +143,7 @@ runfolder.RunFolder.write = spied
 
 
 @pytest.mark.parametrize("store", ["files", "shards"])
-def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, store):
+def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, store, cluster):
     # the driver's sink is watched: on Ray, only rows reach it (files written by the workers,
     # a sharded run's packed into shards on the cluster)
     (tmp_path / "spy").mkdir()
@@ -115,7 +153,8 @@ def test_occlude_on_ray_writes_the_local_run_folder_byte_for_byte(tmp_path, stor
         folders[name] = tmp_path / name
         made = mmconvert("occlude", "captions", "--source", FIXTURES / "coco", "--out",
                          folders[name], "--workers", "2", "--store", store, "--shard-rows",
-                         "1", *extra, env={"PYTHONPATH": str(tmp_path / "spy")} if extra else {})
+                         "1", *extra, env={"PYTHONPATH": str(tmp_path / "spy"), **cluster} if extra
+                         else {})
         assert made.returncode == 0, made.stderr
     same(folders["local"], folders["ray"])
     assert (folders["ray"] / "shards").is_dir() == (store == "shards")
@@ -142,23 +181,26 @@ def test_a_renderer_that_leaves_items_out_by_a_rule_runs_on_ray(tmp_path):
     (ray_tmp / "ray").mkdir()
     (ray_tmp / "ray" / "ray_current_cluster").write_text("127.0.0.1:9")
     folders = {}
-    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
-        folders[name] = tmp_path / name
-        made = mmconvert("occlude", "captions", "--source", FIXTURES / "coco", "--out",
-                         folders[name], "--workers", "2", "--max-height", "240",
-                         "--on-error", "skip", *extra, env={"RAY_TMPDIR": str(ray_tmp)})
-        assert made.returncode == 0, made.stderr
-        assert "Traceback" not in made.stderr and "TypeError" not in made.stderr
-    shutil.rmtree(ray_tmp, ignore_errors=True)
+    try:
+        for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+            folders[name] = tmp_path / name
+            made = mmconvert("occlude", "captions", "--source", FIXTURES / "coco", "--out",
+                             folders[name], "--workers", "2", "--max-height", "240",
+                             "--on-error", "skip", *extra, env={"RAY_TMPDIR": str(ray_tmp)})
+            assert made.returncode == 0, made.stderr
+            assert "Traceback" not in made.stderr and "TypeError" not in made.stderr
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     same(folders["local"], folders["ray"])
     skipped = [json.loads(line) for line in
                (folders["ray"] / "skipped.jsonl").read_text().splitlines()]
     assert skipped and all("over --max-height 240" in s["reason"] for s in skipped)
 
 
-def test_a_killed_sharded_run_on_ray_resumes_to_the_local_shards(tmp_path):
-    """Killed with shards packing on the cluster, and started again at once (a pack task of
-    the killed run may still be running): the shards and manifest are the local run's."""
+def test_a_killed_sharded_run_on_ray_resumes_to_the_local_shards(tmp_path, cluster):
+    """Killed with shards packing on the cluster, and started again at once (the cluster
+    outlives the killed driver, so a pack task of the killed run may still be running): the
+    shards and manifest are the local run's."""
     import os
     import signal
 
@@ -171,7 +213,7 @@ def test_a_killed_sharded_run_on_ray_resumes_to_the_local_shards(tmp_path):
     assert mmconvert(*args, "--out", local).returncode == 0
     proc = subprocess.Popen([sys.executable, "-m", "mmconvert", *map(str, args), "--out",
                              str(out), "--executor", "ray"], stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, **cluster})
     deadline = time.time() + 120
     while time.time() < deadline and len(list((out / "shards").glob("shard-*"))) < 2:
         time.sleep(0.05)
@@ -180,7 +222,7 @@ def test_a_killed_sharded_run_on_ray_resumes_to_the_local_shards(tmp_path):
     recorded = (out / "manifest.jsonl").read_text().count("\n") \
         if (out / "manifest.jsonl").exists() else 0
     assert recorded < 24, "the kill should land mid-run"
-    made = mmconvert(*args, "--out", out, "--executor", "ray")
+    made = mmconvert(*args, "--out", out, "--executor", "ray", env=cluster)
     assert made.returncode == 0, made.stderr
     done = tree(out)
     assert json.loads(done.pop("run.json"))["status"] == "complete"  # its notes name the kill
@@ -305,7 +347,7 @@ def test_a_small_window_gets_smaller_batches_so_every_actor_keeps_working():
     assert batch_size(1, 8) == 1
 
 
-def test_dedup_embeds_on_ray_and_the_run_is_the_local_one(tmp_path):
+def test_dedup_embeds_on_ray_and_the_run_is_the_local_one(tmp_path, cluster):
     from tests.corpora.test_dedup import MODEL
 
     texts = ["The committee approved the new budget for the city library after a long debate.",
@@ -322,14 +364,14 @@ def test_dedup_embeds_on_ray_and_the_run_is_the_local_one(tmp_path):
         folders[name] = tmp_path / name
         made = mmconvert("render", source, "--dedup", "--embedding-model", MODEL,
                          "--dedup-threshold", "0.9", "--out", folders[name], "--workers", "2",
-                         "--no-progress", *extra)
+                         "--no-progress", *extra, env=cluster if extra else {})
         assert made.returncode == 0, made.stderr
     same(folders["local"], folders["ray"])
     report = json.loads((folders["ray"] / "dedup.json").read_text())
     assert {(r["id"], r["kind"]) for r in report["removed"]} == {("t1", "near"), ("t4", "exact")}
 
 
-def test_parquet_pairs_on_ray_read_their_photos_in_the_workers(tmp_path):
+def test_parquet_pairs_on_ray_read_their_photos_in_the_workers(tmp_path, cluster):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -346,7 +388,8 @@ def test_parquet_pairs_on_ray_read_their_photos_in_the_workers(tmp_path):
     for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
         folders[name] = tmp_path / name
         made = mmconvert("occlude", "captions", "--source", tmp_path / "vcr", "--out",
-                         folders[name], "--workers", "2", *extra)
+                         folders[name], "--workers", "2", *extra,
+                         env=cluster if extra else {})
         assert made.returncode == 0, made.stderr
     same(folders["local"], folders["ray"])
     assert len(list((folders["ray"] / "images").iterdir())) == 12
