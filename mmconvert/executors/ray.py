@@ -66,6 +66,21 @@ def reachable(address: str, timeout: float = 5.0) -> None:
                              "--head prints it, 6379 by default)")
 
 
+def asks_for_token(err: BaseException) -> bool:
+    """Whether Ray could not join a cluster because the cluster wants a token this process
+    did not send (Ray 2.60 starts clusters with token authentication, and a driver that
+    names the address sends the token only with RAY_AUTH_MODE=token; its error says only
+    "Failed to connect", the reason is in the error it was raised from)."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if "InvalidAuthToken" in str(cause):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def speaks_grpc(sock: socket.socket) -> bool:
     """Whether the server on ``sock`` answers as an HTTP/2 (gRPC) server does, as Ray's GCS
     is: its first frame after the client's preface is SETTINGS (RFC 9113, 3.4)."""
@@ -200,6 +215,12 @@ class RayExecutor(ClusterExecutor):
             with _quiet_stderr():  # Ray's start-up banner and C++ log lines
                 ray.init(**options)
         except Exception as err:  # noqa: BLE001 - Ray raises many kinds; one line for all
+            if address and asks_for_token(err):
+                raise MMConvertError(
+                    f"the Ray cluster at {address} asks for its authentication token, which "
+                    "Ray sends when joining by address only with RAY_AUTH_MODE=token (the "
+                    "token from ~/.ray/auth_token, RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN)"
+                ) from None
             raise MMConvertError(f"could not start or join Ray: {first_line(err)}") from None
         # one cluster for the whole invocation (a sweep maps once a variant), left at exit
         atexit.register(ray.shutdown)

@@ -242,6 +242,19 @@ def test_no_cluster_at_the_address_is_one_line_and_quick(tmp_path):
         (tmp_path / "x" / "manifest.jsonl").read_text() == ""
 
 
+def test_a_cluster_that_asks_for_a_token_is_one_line_naming_ray_auth_mode(tmp_path, cluster):
+    """Ray's own error says only "Failed to connect"; why is in the error under it."""
+    made = mmconvert("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "x",
+                     "--executor", "ray",
+                     env={"RAY_ADDRESS": cluster["RAY_ADDRESS"], "RAY_AUTH_MODE": "disabled",
+                          "RAY_gcs_server_port_wait_time_s": "1"})  # Ray retries 20 s else
+    assert made.returncode == 1
+    line = made.stderr.splitlines()[-1]
+    assert line == made.stderr.strip().splitlines()[-1] and "Traceback" not in made.stderr
+    assert line.startswith(f"Error: the Ray cluster at {cluster['RAY_ADDRESS']} asks for its "
+                           "authentication token") and "RAY_AUTH_MODE=token" in line
+
+
 def test_ray_missing_is_the_install_hint(monkeypatch):
     from mmconvert.errors import UsageError
     from mmconvert.executors.ray import import_ray
