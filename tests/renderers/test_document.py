@@ -639,6 +639,7 @@ def test_the_browser_starts_while_run_json_is_made_and_only_where_items_are_draw
     and this process none. A Chromium that would not start is one line, and the next run
     starts another."""
     import mmconvert.converter as converter
+    from mmconvert.renderers.document import DocumentJob
     from mmconvert.renderers.document.browser import Browser
 
     monkeypatch.setattr(Browser, "_shared", None)
@@ -650,6 +651,7 @@ def test_the_browser_starts_while_run_json_is_made_and_only_where_items_are_draw
         return info(*args, **kwargs)
 
     monkeypatch.setattr(converter, "_run_info", making)
+    monkeypatch.setattr(DocumentJob, "batch", len(DOCUMENTS))  # cut in this process
     groups = tmp_path / "six.jsonl"  # two groups of items, for two workers
     groups.write_text("".join(json.dumps({**d, "id": f"{d['id']}{k}"}) + "\n"
                               for k in range(2) for d in DOCUMENTS), encoding="utf-8")
