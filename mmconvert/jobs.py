@@ -9,7 +9,7 @@ converter is the same for every kind of run and asks the job only what this cont
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from .items import Item, RenderPart
 
@@ -32,7 +32,7 @@ class Job:
 
     renderer: Any
     config: Stored
-    batch: ClassVar[int] = 1
+    batch: int = 1
     threads: int = 0
     # how it reaches a paid API (``ApiOptions``), for a job that calls one; what a worker in
     # another process is given along with the config (never a key)
