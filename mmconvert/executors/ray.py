@@ -71,14 +71,7 @@ def asks_for_token(err: BaseException) -> bool:
     did not send (Ray 2.60 starts clusters with token authentication, and a driver that
     names the address sends the token only with RAY_AUTH_MODE=token; its error says only
     "Failed to connect", the reason is in the error it was raised from)."""
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
-        if "InvalidAuthToken" in str(cause):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
+    return any("InvalidAuthToken" in str(cause) for cause in _causes(err))
 
 
 def speaks_grpc(sock: socket.socket) -> bool:
@@ -342,11 +335,16 @@ def _failure(err: BaseException) -> BaseException:
 def _task_error(err: BaseException) -> BaseException | None:
     """The exception a task raised, out of Ray's wrappers (``UserCodeException``,
     ``RayTaskError``); None when Ray itself failed (a worker died, the cluster went)."""
+    return next((cause for cause in _causes(err)
+                 if not type(cause).__module__.startswith("ray")), None)
+
+
+def _causes(err: BaseException) -> Iterator[BaseException]:
+    """``err``, then what it was raised from, in turn (Ray's wrappers keep the task's own
+    exception as ``cause``), each once."""
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if not type(current).__module__.startswith("ray"):
-            return current
+        yield current
         current = getattr(current, "cause", None) or current.__cause__
-    return None
