@@ -289,20 +289,27 @@ def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
 
 def test_each_page_is_printed_once_while_the_one_before_is_drawn(tmp_path, monkeypatch):
     """A worker takes items in groups: each one's page is printed (in Chromium's process)
-    while the one before it is drawn (in ours). Each page is printed once, the print asked
-    for ahead being the one taken, and the pages are those of each item printed on its own."""
+    while the one before it is drawn (in ours). Each page is built and printed once, the
+    print asked for ahead being the one taken, and the pages are those of each item printed
+    on its own."""
     from mmconvert.items import Item
     from mmconvert.renderers.document import DocumentRenderer
     from mmconvert.renderers.document.browser import Browser
 
     printed: list[str] = []
-    print_page = Browser._print
+    built: list[str] = []
+    print_page, build_page = Browser._print, DocumentRenderer.page
 
     def counted(self, document, files):
         printed.append(document)
         return print_page(self, document, files)
 
+    def counted_page(self, item, part):
+        built.append(item.id)
+        return build_page(self, item, part)
+
     monkeypatch.setattr(Browser, "_print", counted)
+    monkeypatch.setattr(DocumentRenderer, "page", counted_page)
     texts = [d["context"] for d in DOCUMENTS if isinstance(d["context"], str)]
     texts += [f"Item {k}: | a | b |\n|--|--|\n| {k} | {k * k} |" for k in range(4)]
     source = tmp_path / "items.jsonl"
@@ -313,6 +320,7 @@ def test_each_page_is_printed_once_while_the_one_before_is_drawn(tmp_path, monke
                  "--out", out)
     assert result.exit_code == 0, result.output
     assert len(printed) == len(texts) == len(set(printed))
+    assert sorted(built) == sorted(f"i{k}" for k in range(len(texts)))
     renderer = DocumentRenderer()
     for k, text in enumerate(texts):
         alone = renderer.draw(Item(id=f"i{k}", corpus="t", subset="t", split="t",

@@ -35,7 +35,7 @@ from ..base import Fits, Profile, Redraws, Renderer, item_from_row, question_bes
 from ..page_options import PageOptions, named_page_size
 from ..styled import StyledConfig, StyledJob, style_field
 from ..target import TargetOptions
-from .browser import Browser, DocumentTooDeep, browser_version, chromium_path
+from .browser import AHEAD, Browser, DocumentTooDeep, browser_version, chromium_path
 from .css import css_text, faces, font_records, page_html
 from .markup import RenderState, fields_html
 from .pdf import normalised, page_pixels, rasterise
@@ -229,6 +229,8 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         self.options = options or DocumentOptions()
         self.folder = folder  # the item's folder: the images it may show
         self._typeset: tuple[tuple[str, str], Drawn] | None = None  # the last item's PDF
+        # the pages built for prints asked for ahead, by item and part, for ``typeset``
+        self._ahead: dict[tuple[str, str], tuple[RenderState, str, str, dict[str, bytes]]] = {}
 
     def insets(self) -> tuple[float, float, float]:
         """The margins no glyph may cross, less one CSS pixel (0.75 pt): Chromium lays a
@@ -247,7 +249,8 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         key = (item.id, part)
         if self._typeset is not None and self._typeset[0] == key:
             return self._typeset[1]
-        state, body, document, files = self.page(item, part)
+        kept = self._ahead.pop(key, None)
+        state, body, document, files = kept if kept is not None else self.page(item, part)
         try:
             pdf, fetched = Browser.get().pdf(document, files)
         except MMConvertError:
@@ -282,9 +285,12 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         return state, body, document, {f"/fonts/{face.key}": face.data for face in face_list}
 
     def print_ahead(self, item: Item, part: RenderPart) -> None:
-        """Have the browser print the item's page now, for its ``typeset`` to take."""
-        _, _, document, files = self.page(item, part)
-        Browser.get().ahead(document, files)
+        """Have the browser print the item's page now, for its ``typeset`` to take with the
+        page built here (kept for the last ``AHEAD`` items asked)."""
+        built = self._ahead[item.id, part] = self.page(item, part)
+        while len(self._ahead) > AHEAD:
+            del self._ahead[next(iter(self._ahead))]
+        Browser.get().ahead(built[2], built[3])
 
     def draw(self, item: Item, part: RenderPart) -> Drawn:
         """The item's PDF (from the browser) and its pages at the options' PPI."""
