@@ -1,8 +1,10 @@
 """Local files in the generic item schema: JSONL, JSON, CSV or Parquet with the fields
 ``id``, ``question``, ``options``, ``answer``, ``context``, ``language`` (and optionally
-``subset``, ``split``, ``metadata``). A ``context`` may be a dialogue, a list of chat turns
-(``[{"role": ..., "content": ...}]``): its text is the turns as "role: content" paragraphs,
-and the turns themselves are kept in ``metadata.turns`` (the document renderer draws them).
+``subset``, ``split``, ``metadata``, and ``metric``: how a free-form answer is scored, one
+of ``scoring.answers.FREE_METRICS``, kept as ``metadata.metric``). A ``context`` may be a
+dialogue, a list of chat turns (``[{"role": ..., "content": ...}]``): its text is the turns
+as "role: content" paragraphs, and the turns themselves are kept in ``metadata.turns`` (the
+document renderer draws them).
 A file in one of the hub's common multiple-choice schemas (ARC's ``choices`` and
 ``answerKey``, HellaSwag's ``endings`` and ``label``, PIQA's, WinoGrande's, MMLU's) is read as
 that schema says (``schemas``)."""
@@ -15,6 +17,7 @@ from typing import Any
 
 from ..errors import ItemError, SourceError
 from ..items import Item, RenderPart, check_name, row_id, safe_name
+from ..scoring.answers import FREE_METRICS, gold_number
 from .base import (
     Corpus,
     CorpusOptions,
@@ -29,7 +32,7 @@ from .schemas import schema_of, source_columns
 from .sources import TABLE_SUFFIXES, Row, read_table
 
 KNOWN_FIELDS = ("id", "question", "options", "answer", "context", "language", "subset", "split",
-                "metadata")
+                "metadata", "metric")
 
 
 def _common(data: dict, where: str) -> dict[str, Any]:
@@ -56,6 +59,28 @@ def dialogue(value: list, where: str) -> list[dict[str, str]]:
 def turn_text(turn: dict[str, str]) -> str:
     """A chat turn as a dialogue's text twin writes it: "role: content"."""
     return f"{turn['role']}: {turn['content']}"
+
+
+def item_metric(value: Any, options: list[str], answer: Any, where: str) -> str | None:
+    """The metric a row names for its free-form answer (None when it names none), checked:
+    a known one, on an item without options, and ``numeric`` only when every accepted answer
+    is a number; else an ItemError naming the row and field."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or value not in FREE_METRICS:
+        shown = repr(value) if isinstance(value, str) else f"a {type(value).__name__}"
+        raise ItemError(f"unknown metric {shown} (known: {', '.join(FREE_METRICS)})",
+                        where=where, field="metric")
+    if options:
+        raise ItemError(f"metric {value!r} scores a free-form answer; this item has "
+                        f"{len(options)} options, scored by their letter", where=where,
+                        field="metric")
+    if value == "numeric":
+        for text in answer or []:
+            if gold_number(text) is None:
+                raise ItemError(f"answer {text!r} is not a number, and the metric is numeric",
+                                where=where, field="answer")
+    return value
 
 
 def is_table_path(name: str) -> bool:
@@ -183,6 +208,9 @@ class LocalFile(Corpus[CorpusOptions]):
             raise ItemError("neither question nor context", where=where, field="question")
         given = data.get("metadata")
         metadata = dict(given) if isinstance(given, dict) else {}
+        metric = item_metric(data.get("metric"), options, answer, where)
+        if metric:
+            metadata["metric"] = metric
         if turns:
             metadata["turns"] = turns
         for key, value in data.items():
@@ -196,6 +224,7 @@ class LocalFile(Corpus[CorpusOptions]):
                      reader) -> Item:
         """A row in one of the hub's MCQ schemas (``schemas``), its source recorded."""
         read = reader(data, where)
+        item_metric(data.get("metric"), read.options, read.answer, where)
         used = source_columns(read)
         metadata = dict(data["metadata"]) if isinstance(data.get("metadata"), dict) else {}
         metadata.update({k: v for k, v in data.items()

@@ -10,9 +10,12 @@ mmconvert writes beside every exported item (``scoring.spec.spec_of``):
 
 - ``kind``: ``choice`` (an option letter), ``free`` (accepted strings), ``spans`` (VCR's
   covered spans) or ``lm-eval`` (a generation task's own filters and metrics);
-- ``metric``: the benchmark's metric (``option_letter``, ``exact_match`` with ``f1``,
-  ``longbench:<metric>``, ``ruler:string_match_all``, ``babilong``, ``vcr:official``,
-  ``lm-eval:<task>``);
+- ``metric``: the benchmark's metric (``option_letter``, ``longbench:<metric>``,
+  ``ruler:string_match_all``, ``babilong``, ``vcr:official``, ``lm-eval:<task>``), or for a
+  free-form answer one of ``FREE_METRICS``: ``numeric`` (the stated number's value equals a
+  gold number's), ``exact_match`` (SQuAD's normalised exact match, its token F1 beside it),
+  ``f1`` (SQuAD's token F1), ``exact`` (the same text, white space aside) or ``any-of`` (each
+  accepted answer by its own kind: a number as a number, a text by SQuAD's exact match);
 - ``answers``: the gold letter, or the accepted strings; ``options``: the options' text;
 - ``extract``: ``answer_line`` when the prompt asked for a final "Answer: …" line (chain of
   thought), ``whole`` when it asked for the answer alone;
@@ -30,9 +33,11 @@ import json
 import re
 import string
 from collections import Counter
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
 
-VERSION = "1"
+VERSION = "2"
 LETTERS = string.ascii_uppercase
 
 # --- finding the answer in a reply ----------------------------------------------------------
@@ -146,14 +151,16 @@ def extract_choice(reply: str, count: int, options: list[str] | None = None
     return None, "unparsed"
 
 
-def extract_free(reply: str, extract: str) -> tuple[str | None, str]:
-    """The answer of a free-form reply: its final answer line(s) (all the same, else
-    ``ambiguous``) when the prompt asked for one (``answer_line``), else the whole reply
-    (``whole``: one that holds an answer line anyway is read by it)."""
+def extract_free(reply: str, extract: str, same: Any = None) -> tuple[str | None, str]:
+    """The answer of a free-form reply: its final answer line(s) (all the same by ``same``,
+    SQuAD's normalisation unless given, else ``ambiguous``) when the prompt asked for one
+    (``answer_line``), else the whole reply (``whole``: one that holds an answer line anyway
+    is read by it)."""
+    same = same or normalise_answer
     lines = [_unwrapped(p) for p in answer_lines(reply)]
     lines = [line for line in lines if line]
     if lines:
-        if len({normalise_answer(line) for line in lines}) > 1:
+        if len({same(line) for line in lines}) > 1:
             return None, "ambiguous"
         return lines[-1], "answer_line"
     if extract == "whole" and reply.strip():
@@ -187,6 +194,104 @@ def token_f1(prediction: str, gold: str) -> float:
 
 def exact_match(prediction: str, gold: str) -> float:
     return float(normalise_answer(prediction) == normalise_answer(gold))
+
+
+# --- numbers compared as numbers ----------------------------------------------------------------
+
+# the characters that mean minus: ASCII's hyphen-minus, the minus sign, the small and the
+# full-width hyphen-minus (an en or em dash is a range or a pause, never a sign)
+MINUS = "-\u2212\ufe63\uff0d"
+CURRENCY = "$€£¥₹"
+# one number as written: a sign (before or after a currency mark), digits with thousands
+# separators in groups of three or without, a decimal part, an exponent, a denominator, a
+# percent sign; never part of a word or of a dotted name ("v1.2", "x2")
+_NUMBER = re.compile(
+    rf"(?<![\w.,/])(?:(?P<sign>[{MINUS}+])\s?)?(?:[{re.escape(CURRENCY)}]\s?)?"
+    rf"(?:(?P<sign2>[{MINUS}])\s?)?"
+    r"(?P<digits>\d{1,3}(?:,\d{3})+(?![\d,])(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?:[eE](?P<exp>[-+]?\d{1,3}))?(?![\d.,]\d)"
+    r"(?:\s?/\s?(?P<den>\d+(?:\.\d+)?)(?![\d.,]\d)(?!\s?/\s?\d))?(?P<percent>\s?%)?")
+# a gold answer that is a number: the number alone, perhaps with one trailing unit word
+# ("120 miles", "3 apples", "12 km/h", "30 °C")
+_UNIT = re.compile(r"\s*(?:°\s?)?[^\W\d_]+(?:[/.][^\W\d_]+)*\.?\s*")
+# LaTeX a model writes a number in: \frac{1}{2}, \dfrac12, 1{,}234, \$, \%, \!, \,
+_LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{?\s*([^{}\s]+)\s*\}?\s*\{?\s*([^{}\s]+)\s*\}?")
+
+
+def _latex_plain(text: str) -> str:
+    text = _LATEX_FRACTION.sub(r"\1/\2", text)
+    text = text.replace("{,}", ",").replace("\\$", "$").replace("\\%", "%")
+    return re.sub(r"\\[!,;: ]", "", text)
+
+
+def _value(match: re.Match) -> Fraction | None:
+    """The value of one ``_NUMBER`` match (a percent is its number: 50% is 50)."""
+    try:
+        value = Fraction(Decimal(match.group("digits").replace(",", "")))
+        if match.group("exp"):
+            value *= Fraction(10) ** int(match.group("exp"))
+        if match.group("den"):
+            den = Fraction(Decimal(match.group("den")))
+            if not den:
+                return None
+            value /= den
+    except (InvalidOperation, ValueError, ZeroDivisionError):
+        return None
+    sign = match.group("sign") or match.group("sign2") or "+"
+    return -value if sign in MINUS else value
+
+
+def numbers_in(text: str) -> list[Fraction]:
+    """Every number written in ``text``, in order, as exact fractions."""
+    values = [_value(m) for m in _NUMBER.finditer(_latex_plain(text))]
+    return [v for v in values if v is not None]
+
+
+def gold_number(text: str) -> Fraction | None:
+    """The number a gold answer is, when it is one number (signs, the Unicode minus,
+    decimals, thousands separators, currency, percent, a simple fraction, one trailing unit
+    word); None for any other answer ("World War 2", "3:15", "2 feet 3 inches")."""
+    plain = _latex_plain(text).strip()
+    match = _NUMBER.match(plain)
+    if match is None or not match.group("digits"):
+        return None
+    rest = plain[match.end():]
+    if rest.strip() and not _UNIT.fullmatch(rest):
+        return None
+    return _value(match)
+
+
+def said_number(phrase: str) -> tuple[Fraction | None, str]:
+    """The number an answer phrase states, and how it was read: ``number`` (one value,
+    perhaps written more than once: "3 apples", "$1,234.00"), None with ``ambiguous``
+    (two different values: "15 or -15", "2024-01-05") or ``no number``."""
+    values = set(numbers_in(phrase))
+    if len(values) == 1:
+        return values.pop(), "number"
+    return None, "ambiguous" if values else "no number"
+
+
+# the metrics of a free-form answer; an item names its own (``metric:``), or ``free_metric``
+# chooses by its accepted answers
+FREE_METRICS = ("numeric", "exact_match", "f1", "exact", "any-of")
+
+
+def free_metric(answers: list[str]) -> str:
+    """The metric of free-form ``answers`` that name none: ``numeric`` when every accepted
+    answer is a number, ``exact_match`` (SQuAD's) when none is, ``any-of`` (each by its own
+    kind) when some are."""
+    numbers = [gold_number(answer) is not None for answer in answers]
+    if numbers and all(numbers):
+        return "numeric"
+    return "any-of" if any(numbers) else "exact_match"
+
+
+def number_text(value: Fraction) -> str:
+    """A value as it is shown: an integer, a finite decimal, else a fraction."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    decimal = Decimal(value.numerator) / Decimal(value.denominator)
+    return format(decimal.normalize(), "f") if Fraction(decimal) == value else str(value)
 
 
 # --- LongBench's metrics (its metrics.py), by subset -------------------------------------------
@@ -489,7 +594,10 @@ def score(given: dict[str, Any] | str, reply: str | None) -> dict[str, Any]:
     if metric == "ruler:string_match_all":
         value, found = ruler_match(reply, answers)
         return result(value, True, " ".join(found) or None, found=found)
-    said, how = extract_free(reply, spec.get("extract") or "answer_line")
+    numeric = metric == "numeric" or (metric == "any-of" and all(
+        gold_number(gold) is not None for gold in answers))
+    said, how = extract_free(reply, spec.get("extract") or "answer_line",
+                             said_number if numeric else None)
     if said is None:
         return result(0.0, False, None, read=how)
     if metric.startswith("longbench:"):
@@ -499,8 +607,36 @@ def score(given: dict[str, Any] | str, reply: str | None) -> dict[str, Any]:
         value = max((longbench_metric(name, said, gold, spec.get("all_classes") or [])
                      for gold in answers), default=0.0)
         return result(value, True, said[:200], read=how)
-    # the default: SQuAD's normalised exact match, and its token F1
-    value = max((exact_match(said, gold) for gold in answers), default=0.0)
+    return free_score(metric, said, how, answers)
+
+
+def free_score(metric: str, said: str, how: str, answers: list[str]) -> dict[str, Any]:
+    """A free-form answer ``said`` (read from the reply as ``how``) scored by ``metric``, one
+    of ``FREE_METRICS``, against the accepted ``answers``."""
+    def result(value: float, parsed: bool, answer: str | None, **extra) -> dict[str, Any]:
+        return {"score": float(value), "parsed": parsed, "answer": answer,
+                "extra": {"metric": metric, **extra}}
+
+    if metric not in FREE_METRICS:
+        raise ValueError(f"no free-form metric {metric!r} (known: {', '.join(FREE_METRICS)})")
+    golds = [gold_number(gold) for gold in answers]
+    if metric == "numeric" or (metric == "any-of" and all(g is not None for g in golds)):
+        value, read = said_number(said)
+        if value is None:  # no number, or two: unparsed, never guessed
+            return result(0.0, False, None, read=read)
+        return result(float(value in golds), True, number_text(value), read=how)
+    if metric == "any-of":  # each accepted answer by its own kind: numbers as numbers
+        value, _ = said_number(said)
+        hit = any(value is not None and value == number if number is not None
+                  else exact_match(said, gold) for gold, number in zip(answers, golds, strict=True))
+        return result(float(hit), True, said[:200], read=how)
+    if metric == "exact":
+        wanted = {" ".join(gold.split()) for gold in answers}
+        return result(float(" ".join(said.split()) in wanted), True, said[:200], read=how)
+    em = max((exact_match(said, gold) for gold in answers), default=0.0)
     f1 = max((token_f1(said, gold) for gold in answers), default=0.0)
-    return result(value, True, said[:200], f1=round(f1, 6), read=how)
+    if metric == "f1":
+        return result(f1, True, said[:200], exact_match=em, read=how)
+    # exact_match: SQuAD's normalised exact match, and its token F1 beside it
+    return result(em, True, said[:200], f1=round(f1, 6), read=how)
 

@@ -9,9 +9,12 @@ items cannot be scored at all (``unscorable``), which a run says as it renders t
 - Corpora with their own benchmark's metric say so (``Corpus.scoring``): BABILong's rule,
   LongBench's metric per subset, RULER's string match, an lm-eval task's own filters and
   metrics.
-- Anything else with accepted answers: SQuAD's normalised exact match (and its token F1) of
-  the reply's answer line, or of the whole reply for a direct prompt. A substring never
-  counts.
+- Anything else with accepted answers is free-form, scored by the item's own ``metric``
+  (``scoring.answers.FREE_METRICS``) or, when it names none, by its answers: ``numeric``
+  when every accepted answer is a number (compared by value: "-15" is not "15", "$1,234.00"
+  is 1234), SQuAD's normalised exact match (and its token F1) when none is, ``any-of`` when
+  some are. What is read is the reply's answer line, or the whole reply for a direct
+  prompt. A substring never counts.
 - An item with no gold answer (``unscorable``) is not scored at all: it is reported as
   unscored, never as 0.
 
@@ -68,7 +71,7 @@ def spec_of(row: dict[str, Any], protocol: str = "official") -> dict[str, Any]:
     if spec is None and options:
         spec = {"kind": "choice", "metric": "option_letter", "options": options}
     if spec is None:
-        spec = {"kind": "free", "metric": DEFAULT_METRIC}
+        spec = {"kind": "free", "metric": item_metric(row)}
     return {"version": scorer.VERSION, **spec, "answers": accepted(row), "extract": extract,
             "language": language}
 
@@ -82,6 +85,14 @@ def score_row(row: dict[str, Any], response: str, *, protocol: str = "official")
     return Scored(got["score"], got["answer"], got["parsed"], got["extra"])
 
 
+def item_metric(row: dict[str, Any]) -> str:
+    """The metric of a free-form item: the one its row names (``metadata.metric``, from a
+    JSONL item's ``metric``), else the one its accepted answers choose
+    (``scoring.answers.free_metric``)."""
+    named = (row.get("metadata") or {}).get("metric")
+    return named if isinstance(named, str) and named else scorer.free_metric(accepted(row))
+
+
 def metric_name(row: dict[str, Any], protocol: str = "official") -> str:
     """What the item is scored by, as results.json names it."""
     spec = spec_of(row, protocol)
@@ -93,9 +104,10 @@ def metric_name(row: dict[str, Any], protocol: str = "official") -> str:
 
 
 def free_form(row: dict[str, Any]) -> bool:
-    """Whether the item is scored by the generic free-form rule (what a judge model may
-    score instead)."""
-    return spec_of(row)["metric"] == DEFAULT_METRIC
+    """Whether the item is scored by one of the generic free-form rules (what a judge model
+    may score instead)."""
+    spec = spec_of(row)
+    return spec["kind"] == "free" and spec["metric"] in scorer.FREE_METRICS
 
 
 def score_spans(response: str, spans: list[str], language: str, protocol: str) -> Scored:

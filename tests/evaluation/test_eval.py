@@ -647,3 +647,64 @@ def test_results_read_accuracy_against_compression(demo, server, tmp_path, monke
                   tmp_path / "c", "--tokenizer", tmp_path / "none.json")
     assert missing.exit_code == 2 and "no such file or folder" in missing.output
     assert len(fake.requests("chat")) == sent  # nothing sent
+
+
+# the 16 free-form replies: 5 wrong ones that SQuAD's rule scored 1.0, 3 right ones it
+# scored 0, and 8 it already scored right; (gold, reply, right)
+NUMBER_REPLIES = [
+    ("-15", "15", False), ("-7", "7", False), ("4.2", "42", False), ("0.5", "05", False),
+    ("1/2", "12", False), ("1234", "$1,234.00", True), ("3", "3 apples", True),
+    ("120 miles", "120", True), ("-15", "-15", True), ("4.2", "4.20", True),
+    ("0.5", "1/2", True), ("1/2", "0.5", True), ("1234", "1,235", False),
+    ("3", "three", False), ("Paris", "paris.", True), ("Paris", "Lyon", False)]
+
+
+def test_numbers_are_scored_as_numbers_and_each_row_names_its_metric(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": f"n-{i:02d}", "question": f"Question {i}?",
+                                         "answer": gold}) + "\n"
+                             for i, (gold, _, _) in enumerate(NUMBER_REPLIES)) +
+                     json.dumps({"id": "n-16", "question": "Question 16?", "answer": "Paris",
+                                 "metric": "exact"}) + "\n")
+    assert run("render", items, "--out", tmp_path / "run").exit_code == 0
+    replies = {f"Question {i}?": reply for i, (_, reply, _) in enumerate(NUMBER_REPLIES)}
+    replies["Question 16?"] = "paris"  # exact: case counts
+
+    def answer(body):
+        text, _ = text_of(body)
+        return "Let me see.\nAnswer: " + next(r for q, r in replies.items() if q in text)
+
+    fake = FakeOpenAI(answer=answer, models=("reader",))
+    url = fake.start()
+    try:
+        result = run("eval", tmp_path / "run", "--model", "reader", "--base-url", url,
+                     "--modality", "text", "--out", tmp_path / "ev")
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output
+    scored = {r["id"]: r for r in JsonlLog(tmp_path / "ev" / "responses.jsonl").read()}
+    for i, (gold, reply, right) in enumerate(NUMBER_REPLIES):
+        row = scored[f"n-{i:02d}"]
+        assert row["score"] == float(right), (gold, reply, row)
+        assert row["extra"]["metric"] == ("exact_match" if gold == "Paris" else "numeric")
+    assert scored["n-16"]["score"] == 0.0 and scored["n-16"]["extra"]["metric"] == "exact"
+    results = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert results["scoring"]["metrics"] == {
+        "exact": 1, "exact_match (SQuAD normalisation; f1 beside it)": 2, "numeric": 14}
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"metric": "numbers"}, "items.jsonl line 1: field metric: unknown metric 'numbers' "
+                            "(known: numeric, exact_match, f1, exact, any-of)"),
+    ({"metric": "numeric", "answer": "Paris"},
+     "items.jsonl line 1: field answer: answer 'Paris' is not a number, and the metric is "
+     "numeric"),
+    ({"metric": "numeric", "options": ["1", "2"], "answer": "A"},
+     "items.jsonl line 1: field metric: metric 'numeric' scores a free-form answer; this item "
+     "has 2 options, scored by their letter")])
+def test_a_bad_metric_is_one_line_naming_the_row(tmp_path, row, message):
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "a", "question": "Q?", "answer": "3", **row}) + "\n")
+    result = run("render", items, "--out", tmp_path / "run")
+    assert result.exit_code != 0
+    assert message in result.output, result.output
