@@ -159,6 +159,21 @@ def id_width(rows: int, least: int = 4) -> int:
     return max(least, len(str(rows - 1)))
 
 
+def content_id(language: str | None, context: str | None, question: str | None,
+               options: list[str] | None) -> str:
+    """The id of an item that gives none, on every path (a file, ``convert(items=)``,
+    ``load_recipe().render()``, the training transform, the harness datasets): ``item-`` and
+    16 hex digits of the sha256 of what is drawn of it (its language, context, question and
+    options), so that its id, and the seeded draws that follow from it, depend on neither its
+    file's name, its row, its batch nor the worker that draws it."""
+    import hashlib
+    import json
+
+    text = json.dumps([language or "en", context, question, list(options or [])],
+                      ensure_ascii=False, separators=(",", ":"))
+    return "item-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def row_id(subset: str, row: int, width: int = 4) -> str:
     """The id rule: ``<subset>-<row>`` with the row zero-padded, counted before any filtering."""
     return f"{subset}-{row:0{width}d}"

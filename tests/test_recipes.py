@@ -17,6 +17,7 @@ from PIL import Image
 import mmconvert
 from mmconvert.cli import main
 from mmconvert.errors import MMConvertError, UsageError
+from mmconvert.items import content_id
 from mmconvert.recipes import REFERENCE_ITEMS, Drawer, load_recipe, shipped
 from mmconvert.recipes.training import RenderedDataset
 from tests.test_stats import tiktoken_files
@@ -86,13 +87,15 @@ def test_bad_recipes_are_one_line(tmp_path):
     path.write_text("name: r\nrenderr: page\n")
     result = run("recipe", "verify", path)
     assert result.exit_code == 2
-    assert result.output == (f"Error: recipe {path}: renderr: Extra inputs are not permitted; "
-                             "did you mean 'renderer'?\n")
+    assert result.output == (f"{path}: not verified: renderr: Extra inputs are not permitted; "
+                             "did you mean 'renderer'?\n"
+                             "Error: 1 of 1 could not be verified\n")
     path.write_text("name: r\noptions: {pppi: 90}\nreferences: [{item: {question: q}}]\n")
     result = run("recipe", "verify", path)
     assert result.exit_code == 2
-    assert result.output == ("Error: recipe r: page.pppi: Extra inputs are not permitted (got 90); "
-                             "did you mean 'ppi'?\n")
+    assert result.output == (f"{path}: not verified: recipe r: page.pppi: Extra inputs are not "
+                             "permitted (got 90); did you mean 'ppi'?\n"
+                             "Error: 1 of 1 could not be verified\n")
     result = run("render", "mmlu-redux", "--recipe", "readbnch", "--out", tmp_path / "o")
     assert result.exit_code == 2 and len(result.output.splitlines()) == 1
     assert "no recipe 'readbnch'" in result.output and "did you mean 'readbench'?" in result.output
@@ -111,7 +114,7 @@ def test_make_writes_a_recipe_that_verifies(tmp_path):
     made = load_recipe(out)
     assert [ref.item["id"] for ref in made.references] == [i["id"] for i in REFERENCE_ITEMS]
     assert made.made_with["renderer"] == {"name": "page", "version": "2"}
-    assert run("recipe", "verify", out).output.startswith("mine: identical (3 reference")
+    assert run("recipe", "verify", out).output.startswith("mine: identical (4 reference")
     assert run("recipe", "show", out).output == out.read_text()
 
 
@@ -162,7 +165,8 @@ def test_in_memory_items_are_read_as_a_file_of_them(tmp_path):
     assert summary.rendered == 2
     rows = [json.loads(line) for line in (tmp_path / "run" / "manifest.jsonl").read_text()
             .splitlines()]
-    assert [row["id"] for row in rows] == ["items-0000", "items-0001"]
+    assert [row["id"] for row in rows] == [content_id("en", None, "Two?", ["a", "b"]),
+                                           content_id("en", None, "One more", [])]
     with pytest.raises(UsageError, match="items: a list of item dicts"):
         mmconvert.convert({}, items={"question": "q"}, out=tmp_path / "x")
     with pytest.raises(MMConvertError, match=r"^items\[1\]: an item is a dict of its fields, "
@@ -220,9 +224,7 @@ def test_training_transform_draws_each_item_with_its_own_seed():
     restored = pickle.loads(pickle.dumps(transform))  # a loader's worker opens its own
     assert digest(restored.pages({"id": "b", "text": "Second one.", "question": "q2?"})) == \
         digest(whole[1])
-    no_id = transform.item({"text": "x", "question": "y"})
-    assert no_id["id"].startswith("row-") and no_id == transform.item({"question": "y",
-                                                                       "text": "x"})
+    assert "id" not in transform.item({"text": "x", "question": "y"})  # named when read
     with pytest.raises(UsageError, match="fields: txt is not an item field"):
         recipe.transform(fields={"txt": "text"})
 
@@ -262,3 +264,242 @@ def test_pages_that_differ_with_nothing_recorded_differing_say_mmconvert_changed
         "  ref-question page 1: other pixels",
         "  why: nothing the recipe records differs here: mmconvert's own drawing of these "
         "settings changed"]
+
+
+def tampered(tmp_path, name, edit, file="tampered.yaml"):
+    data = yaml.safe_load(shipped()[name].read_text())
+    edit(data)
+    path = tmp_path / file
+    path.write_text(yaml.safe_dump(data, allow_unicode=True))
+    return path
+
+
+def test_an_edited_setting_is_named_even_where_the_pages_agree(tmp_path):
+    """A copy of a shipped recipe with page_height edited to 2.0 in verified "identical"
+    (issue 53): the fingerprint now binds the canonical config, and verify names the field."""
+    path = tampered(tmp_path, "readbench", lambda d: d["options"].update(page_height=2.0))
+    result = run("recipe", "verify", path)
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0] == "readbench: differs"
+    assert "  ref-pages: 20 page(s), the recipe's 3" in lines
+    assert "  why: setting page.page_height: the fingerprint was made with 11.69, the recipe " \
+           "now gives 2.0" in lines
+    assert not any("mmconvert's own drawing" in line for line in lines)
+    # a setting that leaves every reference page as it was is still said
+    path = tampered(tmp_path, "readbench", lambda d: d["options"].update(
+        newline_marker_color="#808080"))
+    lines = run("recipe", "verify", path).output.splitlines()
+    assert lines[1:3] == [
+        "  the reference pages are the same, but the settings are not those the fingerprint "
+        "was made with",
+        '  why: setting page.newline_marker_color: the fingerprint was made with none, the '
+        'recipe now gives "#808080"']
+
+
+def test_edited_page_fields_and_configs_are_said_as_edits(tmp_path):
+    def edit(data):
+        data["references"][0]["pages"][0]["pixels"] = "0" * 64
+        data["references"][1]["pages"][0]["width"] += 1
+        data["made_with"]["config"]["page"]["ppi"] = 90
+    result = run("recipe", "verify", tampered(tmp_path, "readbench", edit))
+    assert result.exit_code == 1
+    assert result.output.splitlines()[1:4] == [
+        "  ref-options page 1: the same file, but the recipe's pixels are not its page's: the "
+        "fingerprint was edited",
+        "  ref-context page 1: the same file, but the recipe's width are not its page's: the "
+        "fingerprint was edited",
+        "  why: the recipe's made_with.config does not match its config_sha256: the "
+        "fingerprint was edited"]
+
+
+# each setting a shipped recipe gives, edited to another value it may hold
+OTHER = {"style": {"readbench": "glyph", "glyph": "readbench", "pixelworld": "vtcbench",
+                   "vtcbench": "pixelworld"},
+         "ppi": lambda v: round(v * 1.5, 2), "page_size": {"768,768": "700,700",
+                                                         "1600,1200": "1200,1600"},
+         "crop": {"none": "content"}, "margin": {"10pt": "20pt"},
+         "font": lambda v: ["Noto Sans"], "font_size": lambda v: v + 2,
+         "line_spacing": lambda v: v + 0.2, "align": {"left": "justify"},
+         "newlines": {"reflow": "keep"}, "fit_pages": lambda v: v + 1,
+         "max_font_size": lambda v: v - 12, "target_ratio": lambda v: v + 1,
+         "ratio_model": {"qwen2.5-vl": "glm-4.1v"}, "move_width": lambda v: not v,
+         "scope": {"all": "context"}}
+
+
+def edits(data):
+    """(what, edit) for every field of a recipe file that decides a pixel or records one."""
+    def put(path, value):
+        def edit(d):
+            for key in path[:-1]:
+                d = d[key]
+            d[path[-1]] = value
+        return edit
+
+    def other(key, value):
+        rule = OTHER[key]
+        return rule(value) if callable(rule) else rule[value]
+
+    for key in ("style", "scope"):
+        if key in data:
+            yield key, put([key], other(key, data[key]))
+    for section in ("options", "target"):
+        for key, value in (data.get(section) or {}).items():
+            if key != "tokenizer":
+                yield f"{section}.{key}", put([section, key], other(key, value))
+    if "page_size" not in (data.get("options") or {}):  # page_size sets the page's height
+        yield "options.page_height", put(["options", "page_height"], 2.0) \
+            if "options" in data else lambda d: d.update(options={"page_height": 2.0})
+    yield "transforms", lambda d: d.update(transforms=["rotate:1"])
+
+    def leaves(value, path):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                yield from leaves(inner, [*path, key])
+        else:
+            yield path, value
+
+    for path, value in leaves(data["made_with"], ["made_with"]):
+        changed = value + 1 if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            else "edited" if not isinstance(value, list) else [*value, "edited"]
+        yield ".".join(map(str, path)), put(path, changed)
+    for i, ref in enumerate(data["references"]):
+        for j, page in enumerate(ref["pages"]):
+            for key, value in page.items():
+                changed = value + 1 if isinstance(value, int) else "0" * 64
+                yield f"references[{i}].pages[{j}].{key}", put(["references", i, "pages", j,
+                                                                 key], changed)
+        for key, value in ref["item"].items():
+            if key not in ("id", "answer"):  # an id names the item; an answer is not drawn
+                changed = value + " more" if isinstance(value, str) else (
+                    [*value[:-1], value[-1] + " more"] if isinstance(value, list) else value)
+                yield f"references[{i}].item.{key}", put(["references", i, "item", key],
+                                                         changed)
+
+
+@pytest.mark.slow
+def test_every_field_of_every_shipped_recipe_edited_is_caught():
+    """Each field of each shipped recipe that decides a pixel, records what drew it or holds
+    a reference page, edited one at a time: verify catches every edit. The drawing is
+    redone only where the edit can change it (a setting or a reference item); an edit of
+    what was recorded is compared with the pages drawn once."""
+    from mmconvert.recipes import Drawer, Recipe, compare, made_with, page_hash, verify
+
+    caught, refused, missed = 0, 0, []
+    for name, path in shipped().items():
+        data = yaml.safe_load(path.read_text())
+        recipe = load_recipe(name)
+        drawer = Drawer(recipe)
+        drawn = [[page_hash(p) for p in drawer.draw(ref.item, i).pages]
+                 for i, ref in enumerate(recipe.references)]
+        here = made_with(drawer)
+        assert compare(recipe, drawn, here).identical, name
+        for what, edit in edits(data):
+            copy = json.loads(json.dumps(data))
+            edit(copy)
+            edited = Recipe.model_validate(copy)
+            redraw = not (what.startswith("made_with") or ".pages[" in what)
+            try:
+                verdict = verify(edited) if redraw else compare(edited, drawn, here)
+            except MMConvertError:  # the edit cannot draw (a scope a reference lacks): said
+                refused += 1
+                continue
+            # a version or font that draws the same pages is a note, not a failure
+            if verdict.identical and not (what.startswith("made_with.") and verdict.lines):
+                missed.append(f"{name}: {what}")
+            caught += 1
+    assert missed == []
+    assert caught > 600 and refused == 2
+
+
+@pytest.mark.slow
+def test_verify_goes_on_past_a_recipe_it_cannot_check(tmp_path):
+    """vtcbench-ratio counts o200k tokens: without the file, one line says so, and the other
+    recipes are still verified; a name with a control character reaches no terminal raw."""
+    import os
+    import subprocess
+    import sys
+
+    bad = tampered(tmp_path, "glyph", lambda d: d.update(name="evil\x1b]0;title\x07"),
+                   file="evil.yaml")
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}  # no encoding kept by an earlier run
+    result = subprocess.run([sys.executable, "-m", "mmconvert", "recipe", "verify",
+                             "vtcbench-ratio", str(tmp_path / "missing.yaml"), "readbench",
+                             str(bad)], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = (result.stdout + result.stderr).splitlines()
+    assert lines[0].startswith("vtcbench-ratio: not verified: --tokenizer tiktoken:o200k_base: "
+                               "its file ")
+    assert lines[1].startswith(f"{tmp_path / 'missing.yaml'}: not verified: no recipe")
+    assert lines[2].startswith("readbench: identical (4 reference item(s)")
+    assert lines[3].startswith("evil\\x1b]0;title\\x07: identical")
+    assert lines[4] == "Error: 2 of 4 could not be verified"
+    assert "\x1b" not in result.stdout + result.stderr
+
+
+# id-less items written by us: a passage, options, a bare question, one in Chinese
+IDLESS = [{"context": f"Passage {n}: the tide turned at {n} o'clock and the boats came in.",
+           "question": f"When did the tide turn in passage {n}?"} for n in range(1, 4)] + [
+    {"question": "Which is a prime?", "options": ["4", "6", "7", "9"], "answer": "C"},
+    {"question": "Which planet is largest?", "options": ["Mars", "Jupiter", "Venus"],
+     "answer": "B"},
+    {"question": "What is 12 × 12?", "answer": ["144"]},
+    {"question": "What colour is the sky on a clear day?", "answer": ["blue"]},
+    {"context": "潮水在三点钟退去，船只陆续回港。", "question": "潮水何时退去？", "language": "zh"}]
+
+
+def test_id_less_items_get_one_id_and_the_same_pixels_on_every_path(tmp_path):
+    """Issue 53: pixelworld's style is drawn per item from its id, and an item without an id
+    was named items-0000 by render(), from its content by the transform and by its row by the
+    CLI, so 8 of 8 items differed by path. Every path now names it by its content."""
+    from mmconvert.harness.vlmevalkit import RenderedDataset as KitDataset
+    from mmconvert.items import content_id
+
+    def digest(images):
+        return [hashlib.sha256(f"{i.mode}{i.size}".encode() + i.tobytes()).hexdigest()
+                for i in images]
+
+    def file_digests(out):
+        rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+        by_id = {row["id"]: [Image.open(out / e["path"]) for e in row["images"]
+                             if e["role"] in ("page", "prompt")] for row in rows}
+        return {key: digest(images) for key, images in by_id.items()}
+
+    ids = [content_id(i.get("language"), i.get("context"), i.get("question"),
+                      i.get("options")) for i in IDLESS]
+    assert len(set(ids)) == len(IDLESS)
+    items = tmp_path / "my-items.jsonl"
+    items.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in IDLESS))
+    paths = {}
+    assert run("render", items, "--recipe", "pixelworld", "--out", tmp_path / "cli"
+               ).exit_code == 0
+    paths["cli"] = file_digests(tmp_path / "cli")
+    mmconvert.convert({"corpus": "items"}, items=list(reversed(IDLESS)), recipe="pixelworld",
+                      out=tmp_path / "api", progress=False)
+    paths["convert(items=)"] = file_digests(tmp_path / "api")
+    recipe = load_recipe("pixelworld")
+    paths["render()"] = {k: digest(recipe.render(i)) for k, i in zip(ids, IDLESS, strict=True)}
+    transform = recipe.transform()
+    batch = {name: [i.get(name) for i in IDLESS] for name in
+             ("context", "question", "options", "answer", "language")}
+    paths["transform"] = {k: digest(images) for k, images in
+                          zip(ids, transform(batch)["images"], strict=True)}
+    dataset = RenderedDataset(list(reversed(IDLESS)), recipe)
+    paths["RenderedDataset"] = {k: digest(dataset[len(IDLESS) - 1 - n]["images"])
+                                for n, k in enumerate(ids)}
+    kit = KitDataset(IDLESS[::2] + IDLESS[1::2], "pixelworld", cache_dir=tmp_path / "kit")
+    paths["VLMEvalKit"] = {k: digest(kit.drawn({"id": k}).images()) for k in ids}
+    for name, found in paths.items():
+        assert sorted(found) == sorted(ids), name
+        assert found == paths["cli"], name
+    assert len({tuple(d) for d in paths["cli"].values()}) == len(IDLESS)
+
+
+def test_id_less_rows_with_the_same_content_are_one_line(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps(IDLESS[0]) + "\n" + json.dumps(IDLESS[0]) + "\n")
+    result = run("render", items, "--out", tmp_path / "o")
+    assert result.exit_code != 0
+    assert "line 2: id 'item-" in result.output
+    assert "(a row without an id is named by its content: give the rows ids)" in result.output

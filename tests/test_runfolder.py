@@ -15,7 +15,7 @@ import pytest
 from mmconvert.corpora import LoadReport, resolve
 from mmconvert.corpora.base import load_request
 from mmconvert.errors import ItemError
-from mmconvert.items import Item, check_name
+from mmconvert.items import Item, check_name, content_id
 from mmconvert.runfolder import inside, item_file, write_file
 from tests.conftest import FIXTURES
 from tests.test_cli import run
@@ -56,7 +56,7 @@ def test_generic_file_refuses_a_traversing_id_or_subset(tmp_path, field, value):
     assert files_under(tmp_path) == sorted([*(f"run/{p}" for p in files_under(out)),
                                             "items.jsonl"])
     images = [p for p in files_under(out) if p.startswith("images/")]
-    assert images == ["images/items-0001_p001.png"]
+    assert images == [f"images/{content_id('en', None, 'Fine?', ['yes', 'no'])}_p001.png"]
 
 
 def test_coco_annotation_ids_cannot_leave_the_run_folder(tmp_path):

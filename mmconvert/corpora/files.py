@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ItemError, SourceError
-from ..items import Item, RenderPart, check_name, row_id, safe_name
+from ..items import Item, RenderPart, check_name, content_id, row_id, safe_name
 from ..scoring.answers import FREE_METRICS, gold_number
 from .base import (
     Corpus,
@@ -136,8 +136,10 @@ class LocalFile(Corpus[CorpusOptions]):
             if item is None:
                 continue
             if item.id in seen:
+                named = "" if row.data.get("id") not in (None, "") else \
+                    " (a row without an id is named by its content: give the rows ids)"
                 raise SourceError(f"{row.where}: id {item.id!r} repeats "
-                                  f"{self._first_row_of(item.id, request)}")
+                                  f"{self._first_row_of(item.id, request)}{named}")
             seen.add(item.id)
             if request.subsets and item.subset not in request.subsets:
                 report.dropped["subset"] += 1
@@ -162,25 +164,26 @@ class LocalFile(Corpus[CorpusOptions]):
             return set()
 
     def item(self, row: Row, request: LoadRequest) -> Item:
+        """The row's item; one without an id is named by its content (``items.content_id``),
+        the same on every path that reads items in this schema."""
         where = row.where
-        item_id = row_id(self.label, row.index)  # until the row says otherwise
+        item_id = row_id(self.label, row.index)  # an id-less bad row's name in skipped.jsonl
         try:
             data = row.check()
             subset = text_field(data, "subset", where, required=False) or self.label
             raw_id = data.get("id")
-            if raw_id is None or raw_id == "":
-                item_id = row_id(subset, row.index)
-            else:
-                item_id = check_name(str(raw_id), where, "id")
-            return self._item(data, where, item_id, subset)
+            given = None if raw_id is None or raw_id == "" else \
+                check_name(str(raw_id), where, "id")
+            item_id = given or item_id
+            return self._item(data, where, given, subset)
         except ItemError as err:
             err.item_id = err.item_id or item_id
             raise
 
-    def _item(self, data: dict, where: str, item_id: str, subset: str) -> Item:
+    def _item(self, data: dict, where: str, given: str | None, subset: str) -> Item:
         found = schema_of(data)
         if found is not None:
-            return self._schema_item(data, where, item_id, subset, *found)
+            return self._schema_item(data, where, given, subset, *found)
         question = text_field(data, "question", where, required=False)
         raw_context = data.get("context")
         turns = dialogue(raw_context, where) if isinstance(raw_context, list) else None
@@ -206,8 +209,8 @@ class LocalFile(Corpus[CorpusOptions]):
             answer = [str(raw_answer)]
         if not question and not context:
             raise ItemError("neither question nor context", where=where, field="question")
-        given = data.get("metadata")
-        metadata = dict(given) if isinstance(given, dict) else {}
+        kept = data.get("metadata")
+        metadata = dict(kept) if isinstance(kept, dict) else {}
         metric = item_metric(data.get("metric"), options, answer, where)
         if metric:
             metadata["metric"] = metric
@@ -216,11 +219,13 @@ class LocalFile(Corpus[CorpusOptions]):
         for key, value in data.items():
             if key not in KNOWN_FIELDS:
                 metadata[key] = value
-        return Item(id=item_id, corpus=self.label, subset=subset, **_common(data, where),
+        common = _common(data, where)
+        item_id = given or content_id(common["language"], context, question, options)
+        return Item(id=item_id, corpus=self.label, subset=subset, **common,
                     context=context, question=question, options=options, answer=answer,
                     metadata=metadata, origin=where)
 
-    def _schema_item(self, data: dict, where: str, item_id: str, subset: str, name: str,
+    def _schema_item(self, data: dict, where: str, given: str | None, subset: str, name: str,
                      reader) -> Item:
         """A row in one of the hub's MCQ schemas (``schemas``), its source recorded."""
         read = reader(data, where)
@@ -230,14 +235,18 @@ class LocalFile(Corpus[CorpusOptions]):
         metadata.update({k: v for k, v in data.items()
                          if k not in KNOWN_FIELDS and k not in used})
         metadata["source_schema"] = {"name": name, "columns": read.columns}
-        return Item(id=item_id, corpus=self.label, subset=subset, **_common(data, where),
+        common = _common(data, where)
+        item_id = given or content_id(common["language"], read.context, read.question,
+                                      read.options)
+        return Item(id=item_id, corpus=self.label, subset=subset, **common,
                     context=read.context, question=read.question, options=read.options,
                     answer=read.answer, metadata=metadata, origin=where)
 
 
 class InMemory(LocalFile):
     """Items given as a list of dicts in the generic item schema (``mmconvert.convert(...,
-    items=[...])``), read as a file of them is: a dict without an id is ``items-NNNN``."""
+    items=[...])``), read as a file of them is: a dict without an id is named by its content
+    (``items.content_id``)."""
 
     name = "items"
     description = "items given in memory, as a list of dicts in the generic item schema"

@@ -35,8 +35,129 @@ if TYPE_CHECKING:
     from .training import ItemTransform
 
 SHIPPED = Path(__file__).parent
+# a passage of several pages on most recipes' pages (written by us), so that a fingerprint
+# holds page breaks and wrapped lines: a page's height or a line's pitch moves them
+LONG_CONTEXT = "\n\n".join([
+    ("The survey boat left the harbour an hour before dawn, its deck still wet from the "
+     "night's rain. Mara checked the sounding line twice, then a third time, because the chart"
+     " they had been given was forty years old and the channel had moved since it was drawn. "
+     "Her brother Tomas steered by the lights on the breakwater until they faded behind the "
+     "swell, and after that by the compass alone."),
+    ("By seven they had reached the first station. The water there was eleven fathoms deep, "
+     "two more than the chart promised, and the bottom was soft grey mud instead of the sand "
+     "it showed. Mara wrote both numbers in the log in pencil, with the time beside them, and "
+     "drew a small circle where the old line and the new one disagreed. \"If the whole bank has"
+     " shifted east,\" she said, \"then the ferry route is wrong as well, and nobody has noticed"
+     " because the ferry draws so little water.\""),
+    ("Tomas did not answer at once. He was watching a line of birds low over the water to the "
+     "north, where the current from the river met the tide. The birds meant fish, and fish "
+     "meant the fresh water was reaching farther out than it used to. He had read in the "
+     "harbour master's office that the river had been dredged upstream the previous summer, "
+     "and that the work had been stopped halfway through when the money ran out. Nobody had "
+     "measured what happened to the mud after that."),
+    ("The second and third stations told the same story. At each one the depth was greater "
+     "than the chart's figure, and at each one the difference was larger than at the station "
+     "before. Mara plotted the points on squared paper as they went, holding the sheet flat "
+     "against the wind with her elbow, and by the fourth station the pattern was plain: a "
+     "channel about sixty yards wide had opened along the eastern edge of the bank, and the "
+     "bank itself had grown toward the west."),
+    ("They ate lunch at anchor in the lee of the small island the fishermen call the Anvil. "
+     "The island has no trees and no water, only a ruined signal house and a colony of gulls "
+     "that rose screaming whenever the boat came near. Tomas boiled coffee on the spirit stove"
+     " while Mara copied her pencil figures into ink, slowly, checking each one against the "
+     "sounding sheet, because a number copied wrongly in the field can cost a week of work "
+     "later."),
+    ("In the afternoon the wind backed to the south-west and the sea began to build. They "
+     "finished the eastern line, nine stations in all, and ran for home with the tide behind "
+     "them. On the way in they passed the ferry, heading out with a full deck of cars and a "
+     "crowd of passengers at the rail. Mara watched it cross the place where her chart now "
+     "showed eleven fathoms and the old chart showed nine, and then the place where the old "
+     "chart showed deep water and her line showed barely two."),
+    ("\"It is still clear of the new shoal,\" Tomas said, reading her face. \"It will be clear of"
+     " it next month too. But in a year, if the bank keeps moving at this rate, the ferry will"
+     " touch bottom on a low spring tide, and it will happen on the first calm day, when "
+     "nobody is looking for trouble.\""),
+    ("That evening they took the log and the plotted sheet to the harbour master. He was a "
+     "careful man, slow to believe anything he had not seen himself, and he read the figures "
+     "twice before he spoke. Then he took down the old chart from its frame on the wall, laid "
+     "Mara's sheet over it, and held both up against the window so that the evening light "
+     "shone through the paper. The two lines crossed in three places. Where they crossed, the "
+     "new soundings were the deeper ones; between the crossings, they were shallower by as "
+     "much as seven feet."),
+    ("\"I will write to the board tonight,\" he said. \"They will want the survey repeated before"
+     " they change the route, and they will want it done by someone with a certificate. But "
+     "they will not be able to say that nobody warned them.\" He asked Mara for a fair copy of "
+     "every figure, with the stations numbered from one to twenty-three and the times given to"
+     " the minute, and she promised it for the morning."),
+    ("The copy took her until midnight. Each station went on its own line: the number, the "
+     "time, the depth in fathoms and feet, the kind of bottom, and a note of the tide. Where "
+     "she had doubted a reading in the field she said so, and where she had taken a second "
+     "sounding she gave both. At the foot of the last page she wrote the sum of the "
+     "differences between the old chart and the new, station by station, and divided it by the"
+     " number of stations, so that the board would see at a glance how far the bank had moved "
+     "on average: a little under four feet at each point, and nearly twelve at the worst."),
+    ("The board's answer came nine days later, in a long envelope with the seal of the port "
+     "authority on the flap. It thanked the harbour master for his letter, regretted that no "
+     "certified surveyor could be sent before the spring, and asked that the ferry company be "
+     "told to keep to the old route in the meantime, \"in the absence of any evidence of "
+     "immediate danger.\" The harbour master read it aloud in his office, with Mara and Tomas "
+     "standing by the stove, and when he reached the last phrase he put the letter down and "
+     "looked at the chart on the wall for a long time without speaking."),
+    ("\"They have not read your figures,\" he said at last. \"Or they have read them and decided "
+     "that a fisherman's daughter with a lead line is not evidence. Either way, the ferry "
+     "keeps its course.\" He folded the letter along its creases and put it back in the "
+     "envelope. \"I cannot order the company to do anything. I can only tell them what I know, "
+     "and I have done that.\""),
+    ("Mara went back out the next morning, alone this time, because Tomas had taken a place on"
+     " a trawler for the winter and the boat needed two hands only in bad weather. She chose a"
+     " grey, still day with a neap tide, when the current would be at its weakest and the "
+     "soundings most reliable, and she ran a second line two hundred yards west of the first, "
+     "parallel to it, with stations every hundred yards. The work took her from first light "
+     "until the middle of the afternoon. Her hands were raw from the wet line by the end, and "
+     "she had to write the last figures with the pencil gripped in her fist."),
+    ("The second line confirmed the first. The bank had not simply moved; it had turned, its "
+     "southern end swinging west like a gate on a hinge, and the hinge was close to the place "
+     "where the ferry made its turn for the harbour mouth. At the ninth station of the new "
+     "line she found barely eleven feet of water at low tide. The ferry, loaded, drew nine and"
+     " a half."),
+    ("She sat for a while at the tiller after the last sounding, letting the boat drift, and "
+     "worked the figures again in her head. Eleven feet at a neap low; a spring low would be "
+     "two feet lower, or more with an offshore wind holding the water back. Nine feet of water"
+     " for a boat that needed nine and a half. It did not matter how careful the captain was. "
+     "On the wrong day, at the wrong hour, the ferry would simply stop, and the tide would go "
+     "on falling around it."),
+    ("That evening she did not go to the harbour master. She went instead to the ferry "
+     "company's office on the quay, where a clerk with ink on his cuffs told her that the "
+     "manager was at dinner and could not be disturbed. She waited on the bench outside for "
+     "two hours, with the plotted sheets rolled under her arm, until the manager came back "
+     "along the quay with his coat buttoned to the chin against the wind. He listened to her "
+     "standing in the doorway, without asking her in, and when she unrolled the sheets he held"
+     " one corner with two fingers, as though it might be wet."),
+    ("\"Eleven feet,\" he said. \"At which station?\""),
+    ("\"The ninth on the western line. Here.\" She put her finger on the circle she had drawn."),
+    ("He looked at it, and then at her, and then back at the sheet. \"And you measured this "
+     "yourself. Today.\""),
+    ("\"Today, at low water. And the day before yesterday the eastern line, which agrees with "
+     "it.\""),
+    ("He was quiet for a moment. Then he stepped back from the doorway and held the door open."
+     " \"Come in,\" he said. \"Show me from the beginning, and show me slowly. If you are right, "
+     "I would rather lose a week's timetable than a ship.\""),
+    ("They sat at his desk until after ten. He asked about everything: the weight of her lead,"
+     " the marks on her line, how she fixed each station, how she allowed for the tide, what "
+     "she did when a sounding looked wrong. He made her show him the raw sheets as well as the"
+     " fair copies, and he compared them line by line with a ruler, and twice he found a "
+     "figure she had rounded and asked her why. When she explained, he nodded and made a note."
+     " At the end he rolled the sheets up himself and asked whether he might keep them "
+     "overnight."),
+    ("The next morning the ferry sailed twenty minutes late, on a new course that took it a "
+     "quarter of a mile east of the old one, through the channel Mara had found on her first "
+     "day. The notice pinned to the ticket office window said only that the route had been "
+     "changed \"on the advice of a local survey,\" and gave no name. Mara read it on her way "
+     "down to the boat, smiled, and went out to start the third line."),
+])
+
 # the items a recipe's fingerprint draws when its spec names none: written by us, one of
-# each kind of part (lettered options, a passage, a bare question) and a line in another script
+# each kind of part (lettered options, a passage, a bare question), and a long passage
 REFERENCE_ITEMS: list[dict[str, Any]] = [
     {"id": "ref-options", "question": "Which gas do plants take in to make sugar?",
      "options": ["Oxygen", "Carbon dioxide", "Nitrogen", "Helium"], "answer": "B"},
@@ -48,6 +169,9 @@ REFERENCE_ITEMS: list[dict[str, Any]] = [
      "question": "Where was the baker selling bread from?", "answer": ["an upstairs window"]},
     {"id": "ref-question", "question": "What is 17 × 23? Give the number (e.g. 391).",
      "answer": ["391"]},
+    {"id": "ref-pages", "context": LONG_CONTEXT,
+     "question": "How far had the bank moved at the worst point?",
+     "answer": ["nearly twelve feet"]},
 ]
 
 
@@ -67,7 +191,16 @@ class Reference(BaseModel):
     model_config = OPTIONS
 
     item: dict[str, Any]
+    # the sha256 of the item its pages were drawn from (``item_digest``)
+    item_sha256: str | None = None
     pages: list[PageHash] = Field(default_factory=list)
+
+
+def item_digest(item: dict[str, Any]) -> str:
+    import json
+
+    text = json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Recipe(BaseModel):
@@ -224,7 +357,8 @@ def load_recipe(name: str | Path) -> Recipe:
 
 def item_from(data: dict[str, Any] | Item, index: int = 0) -> Item:
     """An item from a dict in the generic item schema (what a JSONL file's line holds; its
-    id, when it gives none, is ``items-NNNN``, as a file named items.jsonl gives it)."""
+    id, when it gives none, is made from its content, ``items.content_id``, as on every
+    path)."""
     if isinstance(data, Item):
         return data
     if not isinstance(data, dict):
@@ -311,13 +445,39 @@ def page_hash(data: bytes) -> PageHash:
                     width=image.width, height=image.height)
 
 
+# the run config's fields that decide no pixel: which items are read, and where and how the
+# files are stored; every other field (a renderer's option, the style and its file's sha256,
+# the target, the transforms, the seed, the scope) is in a recipe's canonical config
+NOT_DRAWING = frozenset({"corpus", "source", "subsets", "split", "corpus_options", "dedup",
+                         "sample", "limit", "on_error", "store", "shard_rows", "prompt_dir",
+                         "pdf"})
+
+
+def drawing_config(drawer: Drawer) -> dict[str, Any]:
+    """The canonical config of a recipe's drawing: every field of the run config it draws
+    with that reaches a pixel, defaults included."""
+    data = drawer.config.model_dump(mode="json")
+    return {key: value for key, value in data.items() if key not in NOT_DRAWING}
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    import json
+
+    text = json.dumps(config, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def made_with(drawer: Drawer) -> dict[str, Any]:
-    """What a recipe's pages were made with here: mmconvert's version, the renderer's, the
-    libraries that draw and encode, the fonts (sha256) and, for documents, Chromium."""
+    """What a recipe's pages were made with here: the canonical config and its digest,
+    mmconvert's version, the renderer's, the libraries that draw and encode, the fonts
+    (sha256) and, for documents, Chromium."""
     from .._version import __version__, installed_version
 
     job = drawer.job
+    config = drawing_config(drawer)
     record: dict[str, Any] = {
+        "config": config,
+        "config_sha256": config_digest(config),
         "mmconvert": __version__,
         "renderer": {"name": job.renderer.name, "version": job.renderer.version},
         "libraries": {name: installed_version(name) for name in ("pymupdf", "pillow", "zlib-ng",
@@ -335,8 +495,8 @@ def make(recipe: Recipe) -> Recipe:
     draws them (its own reference items, or the shipped ones)."""
     drawer = Drawer(recipe)
     items = [ref.item for ref in recipe.references] or REFERENCE_ITEMS
-    references = [Reference(item=item, pages=[page_hash(p) for p in
-                                              drawer.draw(item, index).pages])
+    references = [Reference(item=item, item_sha256=item_digest(item),
+                            pages=[page_hash(p) for p in drawer.draw(item, index).pages])
                   for index, item in enumerate(items)]
     return recipe.model_copy(update={"made_with": made_with(drawer),
                                      "references": references})
@@ -344,27 +504,51 @@ def make(recipe: Recipe) -> Recipe:
 
 @dataclass
 class Verdict:
+    """``identical``: every reference page and setting is the recipe's; ``lines``: what
+    differs and why, or (identical) notes of versions that differ and draw the same."""
+
     identical: bool
     lines: list[str]
 
 
 def verify(recipe: Recipe) -> Verdict:
     """Draw the recipe's reference items here and compare their pages with its fingerprint:
-    identical, or each difference and what differs in what the pages were made with."""
+    identical, or each difference and why: a setting that differs from those the
+    fingerprint was made with (by name), a version or font, or a fingerprint edited by hand
+    (a recorded field that does not match its page, a config that does not match its
+    digest)."""
     if not recipe.references:
         return Verdict(False, [f"recipe {recipe.name} has no fingerprint (no references): "
                                "nothing to verify; mmconvert recipe make adds one"])
     drawer = Drawer(recipe)
-    here = made_with(drawer)
+    drawn = [[page_hash(p) for p in drawer.draw(reference.item, index).pages]
+             for index, reference in enumerate(recipe.references)]
+    return compare(recipe, drawn, made_with(drawer))
+
+
+def compare(recipe: Recipe, drawn: list[list[PageHash]], here: dict[str, Any]) -> Verdict:
+    """``recipe``'s fingerprint against its reference pages as drawn here (``drawn``, one list
+    of pages a reference) and what they were made with here (``here``, ``made_with``)."""
     lines: list[str] = []
-    for index, reference in enumerate(recipe.references):
+    for index, (reference, pages) in enumerate(zip(recipe.references, drawn, strict=True)):
         item_id = reference.item.get("id", f"#{index}")
-        pages = [page_hash(p) for p in drawer.draw(reference.item, index).pages]
+        if reference.item_sha256 is None:
+            lines.append(f"{item_id}: the recipe records no digest of the item (item_sha256): "
+                         "its fingerprint predates them; mmconvert recipe make records them")
+        elif reference.item_sha256 != item_digest(reference.item):
+            lines.append(f"{item_id}: the item is not the one its pages were drawn from "
+                         "(item_sha256): the fingerprint was edited")
         if len(pages) != len(reference.pages):
             lines.append(f"{item_id}: {len(pages)} page(s), the recipe's {len(reference.pages)}")
             continue
         for number, (got, want) in enumerate(zip(pages, reference.pages, strict=True), 1):
             if got.sha256 == want.sha256:
+                edited = [name for name in ("pixels", "width", "height")
+                          if getattr(got, name) != getattr(want, name)]
+                if edited:
+                    lines.append(f"{item_id} page {number}: the same file, but the recipe's "
+                                 f"{' and '.join(edited)} are not its page's: the fingerprint "
+                                 "was edited")
                 continue
             if (got.width, got.height) != (want.width, want.height):
                 lines.append(f"{item_id} page {number}: {got.width}x{got.height} px, the "
@@ -373,12 +557,53 @@ def verify(recipe: Recipe) -> Verdict:
                 lines.append(f"{item_id} page {number}: the same pixels, encoded otherwise")
             else:
                 lines.append(f"{item_id} page {number}: other pixels")
-    if not lines:
-        return Verdict(True, [])
-    whys = [f"why: {why}" for why in differences(recipe.made_with, here)] or [
+    settings = setting_differences(recipe.made_with, here)
+    if settings and not lines:
+        lines.append("the reference pages are the same, but the settings are not those the "
+                     "fingerprint was made with")
+    recorded = {k: v for k, v in recipe.made_with.items() if k not in CONFIG_KEYS}
+    versions = differences(recorded, {k: v for k, v in here.items() if k not in CONFIG_KEYS})
+    if not lines:  # the same pages: what was made otherwise is said, and does not fail
+        return Verdict(True, [f"note: {why} (the pages are the same)" for why in versions])
+    whys = [f"why: {why}" for why in settings + versions] or [
         "why: nothing the recipe records differs here: mmconvert's own drawing of these "
         "settings changed"]
     return Verdict(False, lines + whys)
+
+
+CONFIG_KEYS = ("config", "config_sha256")
+
+
+def setting_differences(recorded: dict[str, Any], here: dict[str, Any]) -> list[str]:
+    """The settings (``made_with.config``) a recipe's fingerprint was made with that differ
+    from those its fields give here, each by its dotted name; a recorded config that does not
+    match its own digest, or none recorded, is said as such."""
+    config = recorded.get("config")
+    if not isinstance(config, dict):
+        return ["the recipe records no settings (made_with.config): its fingerprint predates "
+                "them; mmconvert recipe make records them"]
+    if config_digest(config) != recorded.get("config_sha256"):
+        return ["the recipe's made_with.config does not match its config_sha256: the "
+                "fingerprint was edited"]
+    return [f"setting {name}: the fingerprint was made with {shown(a)}, the recipe now "
+            f"gives {shown(b)}" for name, a, b in leaf_differences(config, here["config"])]
+
+
+def leaf_differences(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """Where two JSON values differ, by dotted path to each differing leaf."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[tuple[str, Any, Any]] = []
+        for key in sorted(set(a) | set(b), key=str):
+            out += leaf_differences(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+        return out
+    return [] if a == b else [(path, a, b)]
+
+
+def shown(value: Any) -> str:
+    import json
+
+    return "none" if value is None else json.dumps(value, ensure_ascii=False) \
+        if not isinstance(value, (int, float)) or isinstance(value, bool) else str(value)
 
 
 _VERDICTS: dict[str, Verdict] = {}  # a recipe's verdict here, by its whole text

@@ -27,25 +27,38 @@ def verify_command(names):
       mmconvert recipe verify readbench glyph
       mmconvert recipe verify my-recipe.yaml
     """
-    from ..errors import MMConvertError
+    from ..cli import one_line
+    from ..errors import MMConvertError, UsageError
     from . import load_recipe, verify
 
-    differ = 0
+    differ = failed = 0
     for name in names:
-        found = load_recipe(name)
-        verdict = verify(found)
+        try:
+            found = load_recipe(name)
+            verdict = verify(found)
+        except MMConvertError as err:  # a bad file, a tokenizer not here: said, and on
+            failed += 1
+            reason = str(err).removeprefix(f"recipe {name}: ").removeprefix(
+                f"recipe {Path(str(name)).resolve()}: ")
+            click.echo(f"{one_line(str(name))}: not verified: {one_line(reason)}")
+            continue
+        shown = one_line(found.name)
         pages = sum(len(ref.pages) for ref in found.references)
         if verdict.identical:
-            click.echo(f"{found.name}: identical ({len(found.references)} reference item(s), "
+            click.echo(f"{shown}: identical ({len(found.references)} reference item(s), "
                        f"{pages} page(s))")
+            for line in verdict.lines:
+                click.echo(f"  {one_line(line)}")
             continue
         differ += 1
-        click.echo(f"{found.name}: differs")
+        click.echo(f"{shown}: differs")
         for line in verdict.lines:
-            click.echo(f"  {line}")
-    if differ:
-        raise OneLineError(MMConvertError(f"{differ} of {len(names)} recipe(s) draw otherwise "
-                                          "here"))
+            click.echo(f"  {one_line(line)}")
+    if differ or failed:
+        said = [f"{differ} of {len(names)} recipe(s) draw otherwise here"] if differ else []
+        said += [f"{failed} of {len(names)} could not be verified"] if failed else []
+        kind = UsageError if failed else MMConvertError  # exit 2 when one could not be read
+        raise OneLineError(kind("; ".join(said)))
 
 
 @recipe.command("make")

@@ -7,14 +7,13 @@ recipe)`` is a map-style dataset (``__len__`` and ``__getitem__``, what PyTorch'
 reads) over any sequence of row dicts.
 
 Seeded per item: a style's draws (a font, a size) are taken from the seed and the item's id, and
-a row without an id is given one from its content, so an item's pages do not depend on the batch
-it comes in, the order a loader shuffles it into, or the worker that reads it.
+a row without an id is named by its content (``items.content_id``, the rule of every path), so
+an item's pages do not depend on the batch it comes in, the order a loader shuffles it into, or
+the worker that reads it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,15 +54,12 @@ class ItemTransform:
         return self._drawer
 
     def item(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        """The item a dataset row is: its fields taken from their columns, an id made from
-        its content when it has none."""
+        """The item a dataset row is: its fields taken from their columns; one without an id
+        is named by its content when it is read (``items.content_id``), as on every path."""
         item = {name: row[column] for name, column in self.fields.items()
                 if column in row and row[column] is not None}
         if "id" in item:
             item["id"] = str(item["id"])
-        else:
-            content = json.dumps(item, sort_keys=True, ensure_ascii=False, default=str)
-            item["id"] = "row-" + hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
         return item
 
     def pages(self, row: Mapping[str, Any]) -> list[Image.Image]:
