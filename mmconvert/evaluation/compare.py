@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import SourceError, UsageError
 from ..manifest import JsonlLog
+from .results import unparsed_shares, unparsed_warnings, worst_unparsed
 
 
 def load(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -51,6 +52,7 @@ def compare(folders: list[Path]) -> dict[str, Any]:
                        "run": results["run"],
                        **{c: overall[c]["score"] for c in results["conditions"]},
                        "delta": overall.get("delta"), "delta_ci95": overall.get("delta_ci95"),
+                       "unparsed_share": unparsed_shares(results),
                        "lost_in_images": sorted(lost)})
     for model, label in zip(models, labels(models), strict=True):
         model["label"] = label
@@ -86,15 +88,18 @@ def compare_table(result: dict[str, Any]) -> str:
 
     width = max(32, *(len(m["label"]) + 2 for m in result["models"]))  # names whole
 
-    lines = [f"{result['common_items']} item(s) in common"
-             + ("" if len(result["runs"]) == 1 else f" (runs: {', '.join(result['runs'])})"),
-             f"{'model':<{width}}{'image':>8}{'text':>8}{'delta':>8}  {'95% CI':>16}"
-             f"{'lost in images':>16}"]
+    lines = [line for m in result["models"]
+             for line in unparsed_warnings(m["label"], m.get("unparsed_share"))]
+    lines += [f"{result['common_items']} item(s) in common"
+              + ("" if len(result["runs"]) == 1 else f" (runs: {', '.join(result['runs'])})"),
+              f"{'model':<{width}}{'image':>8}{'text':>8}{'delta':>8}  {'95% CI':>16}"
+              f"{'unparsed':>9}{'lost in images':>16}"]
     for m in result["models"]:
         ci = m.get("delta_ci95")
         lines.append(f"{m['label']:<{width}}{cell(m.get('image'))}{cell(m.get('text'))}"
                      f"{cell(m.get('delta'))}  "
                      + (f"[{ci[0]:6.1f}, {ci[1]:6.1f}]" if ci else f"{'-':>16}")
+                     + f"{cell(worst_unparsed(m.get('unparsed_share'))):>9}"
                      + f"{len(m['lost_in_images']):>16}")
     lines.append("items right as text but wrong as images, shared between models (Jaccard):")
     for p in result["mismatch"]:

@@ -27,6 +27,7 @@ from pydantic import Field, model_validator
 from ..manifest import write_json
 from ..options import cli
 from ..runfolder import LOCK, locked, open_run
+from .results import unparsed_shares, unparsed_warnings, worst_unparsed
 from .run import Condition, EvalOptions
 
 CURVE = "curve.json"
@@ -103,7 +104,15 @@ class CurveOptions(EvalOptions):
 
 
 def safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in ".-" else "_" for c in name)
+    """A model's or rule's name as a folder name: itself when it is one, else its other
+    characters as '_' and 8 hex digits of its sha256, so that two names never share a folder
+    (``org/m`` and ``org_m``)."""
+    import hashlib
+
+    plain = "".join(c if c.isalnum() or c in ".-_" else "_" for c in name).lstrip(".")
+    if plain == name and plain:
+        return plain
+    return f"{plain}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def points_of(options: CurveOptions) -> list[tuple[str, dict[str, Any] | None]]:
@@ -203,7 +212,8 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
             "accuracy": overall["image"]["score"] if "image" in overall else None,
             "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed),
             "n": next(iter(overall.values()))["n"] if overall else 0,
-            "unscored": results["unscored"]["n"]})
+            "unscored": results["unscored"]["n"],
+            "unparsed_share": unparsed_shares(results)})
         if "text-budget" in overall:
             point["text_baseline"] = overall["text-budget"]["score"]
             point["text_baseline_tokens"] = results["text_budget"]["kept_tokens"].get("mean")
@@ -214,7 +224,10 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
         echo(f"{model} [{number}/{len(labels)}] {label}: {summary.rendered} item(s) rendered, "
              f"{summary.already_done} already done; {point['vision_tokens']} vision tokens an "
              f"item, image {_pct(point['accuracy'])}, text at the budget "
-             f"{_pct(point.get('text_baseline'))}")
+             f"{_pct(point.get('text_baseline'))}, unparsed "
+             f"{_pct(worst_unparsed(point['unparsed_share']))}")
+        for line in unparsed_warnings(f"{model} {label}", point["unparsed_share"]):
+            echo(line)
     texts = {p.get("text") for p in points} - {None}
     return {"model": model, "rule": {"name": rule, "source": source, "checked": checked},
             "text": texts.pop() if len(texts) == 1 else None, "points": points}
@@ -265,19 +278,25 @@ def table(result: dict[str, Any]) -> str:
     """The points as a table per model, with its rule named."""
     lines: list[str] = []
     for found in result["curves"]:
+        for p in found["points"]:
+            lines += unparsed_warnings(f"{found['model']} {p['name']}", p.get("unparsed_share"))
+    for found in result["curves"]:
         rule = found["rule"]
         lines += [f"{found['model']} on {result['corpus']}; vision tokens by {rule['name']}'s "
                   f"rule (checked {rule['checked']})",
                   f"{'point':<14}{'vision tok':>11}{'ratio':>8}{'exact':>7}{'image':>8}"
-                  f"{'text@budget':>12}{'n':>5}"]
+                  f"{'text@budget':>12}{'unparsed':>9}{'n':>5}"]
         for p in found["points"]:
             exact = f"{p['exact']}/{p['items']}" if "exact" in p else "-"
             lines.append(f"{p['name']:<14}{_num(p['vision_tokens'], 11)}"
                          f"{_num(p['ratio'], 8, 2)}{exact:>7}{_num(p['accuracy'], 8)}"
-                         f"{_num(p.get('text_baseline'), 12)}{p['n']:>5}")
+                         f"{_num(p.get('text_baseline'), 12)}"
+                         f"{_num(worst_unparsed(p.get('unparsed_share')), 9)}{p['n']:>5}")
         if found.get("text") is not None:
             lines.append(f"whole text: {found['text']:.1f}")
         lines.append("")
+    lines.append("unparsed: the largest share of replies (percent) of any condition that "
+                 "named no answer the scorer reads, scored 0")
     lines.append(f"curves in {CURVE}" + (f"; plot: {result['plot']}" if result["plot"] else ""))
     return "\n".join(lines)
 

@@ -28,6 +28,7 @@ from ..errors import UsageError, did_you_mean
 from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..runfolder import LOCK, locked, open_run, read_run_file
+from .results import unparsed_shares, unparsed_warnings, worst_unparsed
 from .run import Condition, EvalOptions
 
 FRONTIER = "frontier.json"
@@ -282,6 +283,7 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
     return {"accuracy": overall["image"]["score"],
             "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed),
             "n": overall["image"]["n"], "unscored": results["unscored"]["n"],
+            "unparsed_share": unparsed_shares(results),
             **({"text": overall["text"]["score"]} if "text" in overall else {}),
             **({"text_baseline": overall["text-budget"]["score"],
                 "text_baseline_delta": overall.get("budget_delta"),
@@ -346,6 +348,8 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
                  f"{summary.rendered} item(s) rendered, {summary.already_done} already done; "
                  f"compression {point.figures['compression']}, accuracy "
                  + (f"{accuracy:.1f} %" if accuracy is not None else "- (nothing scored)"))
+            for line in unparsed_warnings(point.name, point.figures.get("unparsed_share")):
+                echo(line)
         front = pareto(points)
         on_front = {p.name for p in front}
         result = {
@@ -409,15 +413,22 @@ def table(result: dict[str, Any]) -> str:
     """The points as a table, the front marked."""
     width = max([len("point"), *(len(p["name"]) for p in result["points"])]) + 2
     baseline = any("text_baseline" in p for p in result["points"])
-    lines = [f"{'point':<{width}}{'compression':>12}{'accuracy':>10}"
-             + (f"{'text@budget':>12}" if baseline else "") + f"{'n':>5}  front  style"]
+    replies = any("unparsed_share" in p for p in result["points"])  # a model's, not OCR's
+    lines = [line for p in result["points"]
+             for line in unparsed_warnings(p["name"], p.get("unparsed_share"))]
+    lines += [f"{'point':<{width}}{'compression':>12}{'accuracy':>10}"
+              + (f"{'text@budget':>12}" if baseline else "")
+              + (f"{'unparsed':>9}" if replies else "") + f"{'n':>5}  front  style"]
     for p in result["points"]:
         accuracy = f"{p['accuracy']:10.1f}" if p["accuracy"] is not None else f"{'-':>10}"
         compression = (f"{p['compression']:12.3f}" if p["compression"] is not None
                        else f"{'-':>12}")
         text = p.get("text_baseline")
         at_budget = (f"{text:12.1f}" if text is not None else f"{'-':>12}") if baseline else ""
-        lines.append(f"{p['name']:<{width}}{compression}{accuracy}{at_budget}{p['n']:>5}  "
+        worst = worst_unparsed(p.get("unparsed_share"))
+        unparsed = (f"{worst:9.1f}" if worst is not None else f"{'-':>9}") if replies else ""
+        lines.append(f"{p['name']:<{width}}{compression}{accuracy}{at_budget}{unparsed}"
+                     f"{p['n']:>5}  "
                      f"{'  *  ' if p['on_front'] else '     '}  {p['label']}")
     lines.append(f"front: {', '.join(result['front']) or 'none'}; style files in styles/"
                  + (f"; plot: {result['plot']}" if result["plot"] else ""))

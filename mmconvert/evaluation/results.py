@@ -49,6 +49,32 @@ class Outcome:
 
 
 
+# the share of unparsed replies (percent) past which a table says so in a warning line: an
+# accuracy where many replies were unparsed measures the answer format, not the reading
+UNPARSED_WARNING = 10.0
+
+
+def unparsed_shares(results: dict[str, Any]) -> dict[str, float | None]:
+    """Each condition's share of unparsed replies (percent), from a results.json."""
+    overall = results.get("overall") or {}
+    return {condition: overall[condition].get("unparsed_share")
+            for condition in results.get("conditions") or [] if condition in overall}
+
+
+def worst_unparsed(shares: dict[str, float | None] | None) -> float | None:
+    found = [share for share in (shares or {}).values() if share is not None]
+    return max(found) if found else None
+
+
+def unparsed_warnings(label: str, shares: dict[str, float | None] | None) -> list[str]:
+    """A warning line for each condition of ``label`` whose unparsed share passes
+    ``UNPARSED_WARNING``."""
+    return [f"warning: {label}: {share:.1f} % of the {condition} replies were unparsed "
+            f"(scored 0: no answer in a form the scorer reads; above {UNPARSED_WARNING:g} %)"
+            for condition, share in (shares or {}).items()
+            if share is not None and share > UNPARSED_WARNING]
+
+
 def scoring_summary(rows: list[dict[str, Any]], outcomes: list[Outcome],
                     options: EvalOptions) -> dict[str, Any]:
     """What the items were scored by: the extractor's version, each metric and its items,

@@ -14,6 +14,7 @@ from ..manifest import JsonlLog, write_json
 from ..postprocess.sweep import SWEEP
 from ..stats import write_figure
 from .paired import bootstrap_mean
+from .results import unparsed_shares, unparsed_warnings, worst_unparsed
 from .run import EvalOptions, evaluate, plan
 
 
@@ -67,6 +68,7 @@ def evaluate_sweep(sweep: Path, out: Path, options: EvalOptions, *, dry_run: boo
                      **{c: overall[c]["score"] for c in results["conditions"]},
                      "image_ci95": image_interval(folder / "responses.jsonl", options.seed),
                      "delta": overall.get("delta"), "delta_ci95": overall.get("delta_ci95"),
+                     "unparsed_share": unparsed_shares(results),
                      "n": overall[results["conditions"][0]]["n"]})
     result = {"sweep": str(sweep.resolve()), "model": options.model, "points": rows,
               "plots": [str(p) for p in plot(rows, out, base_values(base, rows))]}
@@ -161,14 +163,19 @@ def sweep_table(result: dict[str, Any]) -> str:
                 f"request(s); cost: {cost}; nothing sent")
     names = [" = ".join([r["name"], *r.get("same_as", [])]) for r in result["points"]]
     width = max(len("variant"), *map(len, names)) + 2  # names whole, never cut
-    lines = [f"{'variant':<{width}}{'image':>8}{'95% CI':>18}{'text':>8}{'delta':>8}{'n':>6}"]
+    lines = [line for name, r in zip(names, result["points"], strict=True)
+             for line in unparsed_warnings(name, r.get("unparsed_share"))]
+    lines.append(f"{'variant':<{width}}{'image':>8}{'95% CI':>18}{'text':>8}{'delta':>8}"
+                 f"{'unparsed':>9}{'n':>6}")
     for name, r in zip(names, result["points"], strict=True):
         ci = r.get("image_ci95")
+        worst = worst_unparsed(r.get("unparsed_share"))
         lines.append(f"{name:<{width}}"
                      + (f"{r['image']:8.1f}" if r.get("image") is not None else f"{'-':>8}")
                      + (f"  [{ci[0]:5.1f}, {ci[1]:5.1f}]" if ci else f"{'-':>18}")
                      + (f"{r['text']:8.1f}" if r.get("text") is not None else f"{'-':>8}")
                      + (f"{r['delta']:8.1f}" if r.get("delta") is not None else f"{'-':>8}")
+                     + (f"{worst:9.1f}" if worst is not None else f"{'-':>9}")
                      + f"{r['n']:>6}")
     lines += [f"plot: {p}" for p in result["plots"]]
     return "\n".join(lines)

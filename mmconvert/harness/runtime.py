@@ -257,8 +257,16 @@ class Harness:
         with self._lock:
             for path in places:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "a", encoding="utf-8") as handle:
+                # a run's first record replaces the file an earlier run left: it holds one
+                # run's docs, each once
+                mode = "a" if path in _STARTED else "w"
+                _STARTED.add(path)
+                with open(path, mode, encoding="utf-8") as handle:
                     handle.write(line)
+
+
+# the token files this process (one harness run) has written to
+_STARTED: set[Path] = set()
 
 
 def doc_key(doc: dict[str, Any]) -> str:

@@ -106,3 +106,36 @@ def test_vtcbenchs_two_modes_are_a_recipe_with_or_without_a_size_per_model():
     assert label == "ratio-2" and config["style"] == "vtcbench"
     assert config["target"] == {"target_ratio": 2, "tokenizer": "t.json",
                                 "ratio_model": "glm-4.1v", "move_width": False}
+
+
+@pytest.mark.slow
+def test_a_curve_of_unparsed_replies_says_so_everywhere(tmp_path, monkeypatch):
+    """Issue 53: replies with no answer line made every point 0.0 %, and only each point's
+    results.json said they were unparsed. Now curve.json, the table and a warning say it; two
+    models whose names make the same folder name keep their own folders."""
+    items = codeword_items(tmp_path / "items.jsonl", 2, 4, (1,))
+    out = tmp_path / "curve"
+    fake = FakeOpenAI(answer=lambda body: "I think it is ZEPHYR000.", models=("org/m", "org_m"))
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    try:
+        result = run("curve", items, "--model", "org/m,org_m", "--base-url", url,
+                     "--tokenizer", "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl",
+                     "--budgets", "256", "--recipe", "readbench", "--out", out)
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output
+    found = json.loads((out / "curve.json").read_text())
+    for curve in found["curves"]:
+        point = curve["points"][0]
+        assert point["accuracy"] == 0.0
+        assert point["unparsed_share"] == {"image": 100.0, "text": 100.0, "text-budget": 100.0}
+    lines = result.output.splitlines()
+    for model in ("org/m", "org_m"):
+        assert (f"warning: {model} budget-256: 100.0 % of the image replies were unparsed "
+                "(scored 0: no answer in a form the scorer reads; above 10 %)") in lines
+    header = next(line for line in lines if line.startswith("point "))
+    assert "unparsed" in header
+    assert sorted(p.name for p in (out / "evals").iterdir()) == [
+        "org_m", "org_m-" + __import__("hashlib").sha256(b"org/m").hexdigest()[:8]]

@@ -164,6 +164,15 @@ def test_lm_eval_runs_the_image_tasks_and_scores_them_as_mmconvert_eval_does(
     # and the figures are not all one value: some right, some wrong
     every = [s for task in evaluated.values() for s in task.values()]
     assert 0 < sum(every) < len(every)
+    # a second run replaces the harness folder's token file: one line a doc, not two
+    task = TASKS[0]
+    kept = harness / "tokens" / f"{task}.jsonl"
+    first = kept.read_text().splitlines()
+    again = lm_eval(url, harness, tmp_path / "lm-again", f"mmconvert_{task}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    second = kept.read_text().splitlines()
+    assert len(second) == len(first) == len(renders[task].joinpath("manifest.jsonl")
+                                            .read_text().splitlines())
 
 
 @pytest.mark.slow
