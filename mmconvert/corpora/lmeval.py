@@ -123,10 +123,12 @@ def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     try:
         kept = json.loads(cache.read_text(encoding="utf-8"))
         if kept.get("key") == key:
-            return {name: (kind, path, tuple(tags))
-                    for name, (kind, path, tags) in kept["entries"].items()}
+            entries = {name: (kind, path, tuple(tags))
+                       for name, (kind, path, tags) in kept["entries"].items()}
+            if well_formed(entries, folder):
+                return entries
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        pass  # none yet, or unreadable: indexed again
+        pass  # none yet, unreadable or not well formed: indexed again
     entries = {name: (entry.kind.name, str(entry.yaml_path) if entry.yaml_path else None,
                       tuple(sorted(getattr(entry, "tags", None) or ())))
                for name, entry in task_manager().task_index.items()}
@@ -135,6 +137,32 @@ def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     except OSError:
         pass  # a read-only home: indexed each time, as lm-eval does
     return entries
+
+
+# the kinds of entry lm-eval's task index holds
+INDEX_KINDS = frozenset({"TASK", "PY_TASK", "GROUP", "TAG"})
+
+
+def well_formed(entries: dict[str, Any], folder: Path) -> bool:
+    """Whether a kept index is one lm-eval could have made: printable names without path
+    separators, known kinds, YAML paths inside lm-eval's task folder, tags of names. A file
+    in the user's cache folder is trusted no further (a name holding a newline once became a
+    line of the written harness module)."""
+    import os
+
+    root = os.path.normpath(str(folder)) + os.sep
+
+    def name_ok(name: Any) -> bool:
+        return isinstance(name, str) and bool(name) and name.isprintable() and \
+            not any(c in name for c in "/\\") and not name.startswith(".")
+
+    for name, (kind, path, tags) in entries.items():
+        if not name_ok(name) or kind not in INDEX_KINDS or not all(map(name_ok, tags)):
+            return False
+        if path is not None and (not isinstance(path, str) or
+                                 not os.path.normpath(path).startswith(root)):
+            return False
+    return True
 
 
 def manager_for(names: list[str]):
@@ -202,7 +230,9 @@ def local_files(source: Path, path: str, config: str | None) -> dict[str, list[s
         "<split>-*.<parquet|jsonl|csv>, data/<split>-*" + \
         (f", <split>/{config}.csv" if config else "")
     raise SourceError(f"--source {source}: no local copy of {path}"
-                      + (f" config {config}" if config else "") + f" (looked for {looked})")
+                      + (f" config {config}" if config else "") + f" (looked for {looked}, "
+                      f"there or in a folder {path.replace('/', '-')} or "
+                      f"{path.split('/')[-1]})")
 
 
 @contextlib.contextmanager
@@ -219,6 +249,26 @@ def loading_with(load):
         datasets.load_dataset = real
 
 
+def dataset_folder(source: Path, path: str, config: str | None) -> Path:
+    """The folder under ``source`` holding hub dataset ``path``'s files: ``source`` itself
+    (the dataset's own folder, ``ai2_arc/ARC-Easy`` or ``ai2_arc``), or its folder named
+    after the hub id (``allenai-ai2_arc``, ``openai-gsm8k``) or that id's last part
+    (``ai2_arc``, ``gsm8k``): the first that holds the files. One layout for ``render
+    lm-eval:TASK --source`` and ``harness --source``, where a folder of several tasks'
+    datasets is the usual one."""
+    if not source.is_dir():
+        raise SourceError(f"--source {source}: no such folder")
+    for folder in (source, source / path.replace("/", "-"), source / path.split("/")[-1]):
+        if folder.is_dir():
+            try:
+                local_files(folder, path, config)
+            except SourceError:
+                continue
+            return folder
+    local_files(source, path, config)  # raises, naming what was looked for
+    return source
+
+
 def dataset_source(source: Path | None):
     """A context in which the datasets lm-eval's tasks load come from ``source`` (a local
     copy in the hub's layout) when it is given, else from the hub; a hub that does not answer
@@ -232,7 +282,7 @@ def dataset_source(source: Path | None):
         kwargs.pop("trust_remote_code", None)
         label = f"{path}" + (f" config {name}" if name else "")
         if source is not None:
-            files = local_files(source, path, name)
+            files = local_files(dataset_folder(source, path, name), path, name)
             builder = BUILDERS[Path(next(iter(files.values()))[0]).suffix.lower()]
             try:
                 loaded = real(builder, data_files=files)
@@ -326,7 +376,7 @@ class LmEval(Corpus[LmEvalOptions]):
     def part_for(self, item: Item) -> RenderPart:
         return "context" if item.context else "options" if item.options else "all"
 
-    def load(self, request: LoadRequest, report: LoadReport) -> list[Item]:
+    def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
         if not self.task:
             raise UsageError("lm-eval needs a task: lm-eval:TASK (for example lm-eval:arc_easy)")
         index = task_index()
@@ -354,14 +404,23 @@ class LmEval(Corpus[LmEvalOptions]):
         harness = getattr(lm_eval, "__version__", None)
         options = self.options_of(request)
         guard = RowGuard(request, report)
-        items: list[Item] = []
+        return self._items(loaded, parent, harness, request, report, guard,
+                           options.language or "en")
+
+    def _items(self, loaded: dict[str, Any], parent: dict[str, str], harness: str | None,
+               request: LoadRequest, report: LoadReport, guard: RowGuard,
+               language: str) -> Iterator[Item]:
+        """The tasks' items as they are read: a run with ``--limit 3`` reads three docs of
+        a split of 300,000, not all of them (each doc's templates take about 5 ms)."""
+        given = 0
         for name, task in loaded["tasks"].items():
             group = parent.get(name) or (self.task if self.task != name else None)
-            items.extend(self._task_items(name, task, group, harness, request, guard,
-                                          options.language or "en"))
-        if not items and not report.skipped:
+            for item in self._task_items(name, task, group, harness, request, guard,
+                                         language):
+                given += 1
+                yield item
+        if not given and not report.skipped:
             raise SourceError(f"lm-eval:{self.task}: its tasks have no docs to render")
-        return items
 
     def _task_items(self, name: str, task, group: str | None, harness: str | None,
                     request: LoadRequest,
@@ -390,6 +449,7 @@ class LmEval(Corpus[LmEvalOptions]):
             # lm-eval's own (its default --fewshot_random_seed): each doc in order takes the
             # few-shot examples it takes in an lm-eval run of the whole split
             task.set_fewshot_seed(seed=LM_EVAL_FEWSHOT_SEED)
+            check_fewshot(task, name, split)
         for index, doc in enumerate(docs):
             item_id = f"{subset}-{index:04d}"
             item = guard.convert(self.item, task, doc, index, item_id, subset, source,
@@ -475,6 +535,26 @@ class LmEval(Corpus[LmEvalOptions]):
                 "task": source["task"], "doc": source["doc_fields"],
                 **({"primary": source["primary"]} if source.get("primary") else {}),
                 **({"until": source["until"]} if source.get("until") else {})}
+
+
+def check_fewshot(task, name: str, split: str) -> None:
+    """A task whose few-shot split holds fewer docs than it draws examples from is one line
+    naming the split, its rows and the count needed (lm-eval's sampler says only "Sample
+    larger than population"); a doc of the evaluated split is never its own example, so that
+    split needs one more."""
+    wanted = int(task.config.num_fewshot or 0)
+    if not wanted:
+        return
+    docs = task.fewshot_docs()
+    if docs is None:
+        return
+    fewshot = task.config.fewshot_split or task.config.training_split or \
+        task.config.validation_split
+    needed = wanted + (1 if fewshot == split else 0)
+    if len(docs) < needed:
+        raise SourceError(f"lm-eval task {name}: its {wanted} few-shot example(s) are drawn "
+                          f"from split {fewshot!r}, which has {len(docs)} row(s) here; it needs "
+                          f"{needed} (a local copy with that split whole)")
 
 
 # lm-eval's default --fewshot_random_seed (lm_eval.defaults.DEFAULT_OTHER_SEED)

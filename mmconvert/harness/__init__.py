@@ -85,22 +85,12 @@ def _leaves(index: dict[str, tuple[str, str | None, tuple[str, ...]]], name: str
 
 
 def dataset_folder(source: Path, config: dict[str, Any]) -> Path:
-    """The folder under ``source`` holding a task's dataset: ``source`` itself, or its
-    folder named after the dataset's hub id (``cais-mmlu``, ``openai-gsm8k``) or that id's
-    last part (``gsm8k``, ``ai2_arc``), the first that holds the task's files."""
-    from ..corpora.lmeval import local_files
+    """The folder under ``source`` holding a task's dataset (``corpora.lmeval.dataset_folder``,
+    the layout ``render lm-eval:TASK --source`` reads too)."""
+    from ..corpora.lmeval import dataset_folder as folder_of
 
-    path = str(config.get("dataset_path") or "")
-    for folder in (source, source / path.replace("/", "-"), source / path.split("/")[-1]):
-        if folder.is_dir():
-            try:
-                if local_files(folder, path, config.get("dataset_name")):
-                    return folder
-            except SourceError:
-                continue
-    raise SourceError(f"--source {source}: no local copy of {path} "
-                      f"{config.get('dataset_name') or ''} in it, nor in its folder "
-                      f"{path.replace('/', '-')} or {path.split('/')[-1]}")
+    return folder_of(source, str(config.get("dataset_path") or ""),
+                     config.get("dataset_name"))
 
 
 def data_files(source: Path, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -148,7 +138,7 @@ def task_yaml(task: str, config: dict[str, Any], source: Path | None, *,
     them, the task's description first), and the task asks for none; its text twin's
     ``doc_to_visual`` gives no image; the letter filter is a filter class."""
     lmms = harness == LMMS_EVAL
-    key = safe_name(task).replace("-", "_")
+    key = identifier(task)
     out: dict[str, Any] = {"task": f"{PREFIX}{task}" + ("" if image else "_text"),
                            "tag": [f"{PREFIX}{'image' if image else 'text'}"]}
     for name in KEPT:
@@ -211,6 +201,40 @@ def check_filters(task: str, filters: list[dict[str, Any]]) -> None:
                                  f"{', '.join(LMMS_FILTERS)})")
 
 
+def _digest(name: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def identifier(task: str) -> str:
+    """The part of the written functions' names that stands for ``task``: the name with
+    each character a Python identifier cannot hold as '_', and, when any was replaced, 8 hex
+    digits of its sha256 (``bertaqa_en_mt_latxa-7b-v1.1`` and a name that differs from it
+    only there never share a function)."""
+    import re
+
+    plain = re.sub(r"\W", "_", task, flags=re.ASCII)
+    return plain if plain == task else f"{plain}_{_digest(task)}"
+
+
+def file_stem(task: str) -> str:
+    """The written YAML files' name for ``task``: itself when it is a file name, else its
+    other characters as '_' and 8 hex digits of its sha256 (a '/' never makes a folder)."""
+    plain = safe_name(task, "task")
+    return plain if plain == task else f"{plain}-{_digest(task)}"
+
+
+def check_name(task: str) -> str:
+    """A task name as lm-eval's index gives them (some hold '(' or '.'), or one line: no
+    control character, no path separator, not hidden."""
+    if not task or task.startswith(".") or any(c in task for c in "/\\") or \
+            not task.isprintable():
+        raise UsageError(f"lm-eval task name {ascii(task)}: not a name lm-eval gives (no "
+                         "control characters or path separators)")
+    return task
+
+
 def module_text(tasks: list[str], harness: str = LM_EVAL) -> str:
     """``mmconvert_harness.py``: the functions the written YAML files name, each a call into
     ``mmconvert.harness.runtime`` with its task."""
@@ -226,8 +250,8 @@ def module_text(tasks: list[str], harness: str = LM_EVAL) -> str:
     # plain functions (lm-eval deep-copies a task's config, which a bound method's object,
     # holding a lock, would not survive)
     for task in tasks:
-        key = safe_name(task).replace("-", "_")
-        lines += ["", f"# {task}", f"_{key} = runtime.Harness(HERE, {task!r})"]
+        key = identifier(task)
+        lines += ["", f"# {ascii(task)}", f"_{key} = runtime.Harness(HERE, {ascii(task)})"]
         names = (("lmms_image_prompt", "doc"), ("lmms_text_prompt", "doc")) \
             if harness == LMMS_EVAL else (("image_prompt", "doc"), ("text_prompt", "doc"),
                                           ("fewshot_prompt", "doc"), ("letter", "resps, docs"))
@@ -257,6 +281,7 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
     found = load_recipe(recipe)
     configs = {}
     for task in tasks:
+        check_name(task)
         config = task_config(task)
         if config is None:
             raise UsageError(f"lm-eval task {task}: not a task of one YAML file")
@@ -270,12 +295,9 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
         configs[task] = config
     written = [task_yaml(task, config, source, image=image, harness=harness)
                for task, config in configs.items() for image in (True, False)]
-    out.mkdir(parents=True, exist_ok=True)  # everything refused before anything is written
-    for data in written:
-        atomic_write(out / f"{data['task']}.yaml", yaml_text(data).encode("utf-8"))
-    atomic_write(out / f"{MODULE}.py", module_text(list(configs), harness).encode("utf-8"))
-    atomic_write(out / "recipe.yaml", dump(found).encode("utf-8"))
+    found = absolute_style(found)  # lm-eval may run from any folder
     from ..recipes import fingerprint_note
+    from ..runfolder import locked
 
     note = fingerprint_note(found, recipe)
     record = {"mmconvert": __version__, "harness": harness, "recipe": found.name,
@@ -287,5 +309,57 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
                         for task in configs},
               "source": str(source.resolve()) if source is not None else None,
               "prompt_style": prompt_style, "tokenizer": tokenizer, "models": models}
-    atomic_write(out / "harness.json", (json.dumps(record, indent=1) + "\n").encode("utf-8"))
+    recipe_text = dump(found)
+    with locked(out / LOCK, out):  # everything refused before anything is written
+        check_folder(out, record, recipe_text)
+        for data in written:
+            name = file_stem(data["metadata"]["mmconvert"]["task"]) + \
+                ("" if data["metadata"]["mmconvert"]["image"] else "_text")
+            atomic_write(out / f"{PREFIX}{name}.yaml", yaml_text(data).encode("utf-8"))
+        atomic_write(out / f"{MODULE}.py", module_text(list(configs), harness).encode("utf-8"))
+        atomic_write(out / "recipe.yaml", recipe_text.encode("utf-8"))
+        atomic_write(out / "harness.json",
+                     (json.dumps(record, indent=1) + "\n").encode("utf-8"))
     return record
+
+
+# held while a harness folder is written: two writes at once are one at a time
+LOCK = ".mmconvert-harness.lock"
+
+
+def check_folder(out: Path, record: dict[str, Any], recipe_text: str) -> None:
+    """``out`` may take this write: a new or empty folder, or one an earlier harness write
+    made with the same tasks, recipe and settings (written again as they were). Anything else
+    is one line: a folder of the user's own files (a ``recipe.yaml`` of theirs is never
+    replaced), or another write's tasks, whose YAML names functions this module would not
+    hold."""
+    present = sorted(p.name for p in out.iterdir() if p.name != LOCK) if out.is_dir() else []
+    if not present:
+        return
+    kept = out / "harness.json"
+    if not kept.is_file():
+        shown = ", ".join(present[:3]) + (", ..." if len(present) > 3 else "")
+        raise UsageError(f"--out {out}: holds files mmconvert harness did not write ({shown});"
+                         " choose an empty or new folder")
+    try:
+        earlier = json.loads(kept.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--out {out}: its harness.json cannot be read ({err}); choose "
+                         "another folder") from None
+    same = ("harness", "recipe", "tasks", "source", "prompt_style", "tokenizer", "models")
+    recipe_file = out / "recipe.yaml"
+    if not isinstance(earlier, dict) or any(earlier.get(k) != record[k] for k in same) or \
+            not recipe_file.is_file() or recipe_file.read_text(encoding="utf-8") != recipe_text:
+        tasks = ", ".join(earlier.get("tasks") or []) if isinstance(earlier, dict) else "?"
+        raise UsageError(f"--out {out}: holds the tasks of another harness write ({tasks}, "
+                         f"recipe {earlier.get('recipe') if isinstance(earlier, dict) else '?'}"
+                         "); write these into another folder (one folder holds one write)")
+
+
+def absolute_style(recipe):
+    """``recipe`` with a style file it names by a relative path named by its absolute one."""
+    style = recipe.style
+    if isinstance(style, str) and Path(style).suffix.lower() in (".yaml", ".yml", ".json") \
+            and Path(style).is_file() and not Path(style).is_absolute():
+        return recipe.model_copy(update={"style": str(Path(style).resolve())})
+    return recipe

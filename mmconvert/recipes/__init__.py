@@ -317,7 +317,10 @@ def shipped() -> dict[str, Path]:
 @functools.lru_cache(maxsize=32)
 def _read(path: str, size: int, mtime: int) -> Recipe:
     where = f"recipe {path}"
-    data = Path(path).read_bytes()
+    if size > MAX_OPTIONS_BYTES:  # said before a byte is read (a sparse file of gigabytes)
+        raise UsageError(f"{where}: larger than {MAX_OPTIONS_BYTES} bytes; not a recipe")
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_OPTIONS_BYTES + 1)
     if len(data) > MAX_OPTIONS_BYTES:
         raise UsageError(f"{where}: larger than {MAX_OPTIONS_BYTES} bytes; not a recipe")
     try:
@@ -457,7 +460,13 @@ def drawing_config(drawer: Drawer) -> dict[str, Any]:
     """The canonical config of a recipe's drawing: every field of the run config it draws
     with that reaches a pixel, defaults included."""
     data = drawer.config.model_dump(mode="json")
-    return {key: value for key, value in data.items() if key not in NOT_DRAWING}
+    config = {key: value for key, value in data.items() if key not in NOT_DRAWING}
+    style = config.get("style")
+    if isinstance(style, dict) and style.get("sha256"):
+        # the style's file is bound by its sha256; its name is how the recipe found it (a
+        # relative path, made absolute for a harness folder), which decides no pixel
+        config["style"] = {k: v for k, v in style.items() if k != "name"}
+    return config
 
 
 def config_digest(config: dict[str, Any]) -> str:
@@ -511,15 +520,27 @@ class Verdict:
     lines: list[str]
 
 
-def verify(recipe: Recipe) -> Verdict:
+def paid(recipe: Recipe) -> bool:
+    """Whether the recipe's renderer draws through a paid API (``Renderer.paid``)."""
+    from ..renderers import renderer_class
+
+    return renderer_class(recipe.renderer, f"recipe {recipe.name}: renderer").paid
+
+
+def verify(recipe: Recipe, *, allow_paid: bool = False) -> Verdict:
     """Draw the recipe's reference items here and compare their pages with its fingerprint:
     identical, or each difference and why: a setting that differs from those the
     fingerprint was made with (by name), a version or font, or a fingerprint edited by hand
     (a recorded field that does not match its page, a config that does not match its
-    digest)."""
+    digest). A recipe whose renderer draws through a paid API is drawn only with
+    ``allow_paid``; else a UsageError says so, and nothing is sent."""
     if not recipe.references:
         return Verdict(False, [f"recipe {recipe.name} has no fingerprint (no references): "
                                "nothing to verify; mmconvert recipe make adds one"])
+    if paid(recipe) and not allow_paid:
+        raise UsageError(f"its {recipe.renderer} renderer draws through a paid API: verifying "
+                         f"draws its {len(recipe.references)} reference item(s) there; "
+                         "--allow-paid does, nothing is sent without it")
     drawer = Drawer(recipe)
     drawn = [[page_hash(p) for p in drawer.draw(reference.item, index).pages]
              for index, reference in enumerate(recipe.references)]
@@ -623,13 +644,19 @@ def fingerprint_note(recipe: Recipe, given: str | Path | None = None) -> str | N
     ``given``: the name or file the user gave, for the hint."""
     if not recipe.references:
         return None
+    if paid(recipe):  # never a paid call unasked: the check is said to be skipped
+        return (f"recipe {recipe.name}: its fingerprint is not checked here: its "
+                f"{recipe.renderer} renderer draws through a paid API (mmconvert recipe "
+                f"verify --allow-paid {given or recipe.name} checks it)")
     verdict = _checked(recipe)
     if verdict.identical:
         return None
-    pages = [line for line in verdict.lines if not line.startswith("why: ")]
+    said = [line for line in verdict.lines if not line.startswith("why: ")]
     why = [line for line in verdict.lines if line.startswith("why: ")]
-    return (f"recipe {recipe.name}: its fingerprint differs here ({pages[0]}"
-            + (f"; {why[0]}" if why else "") + f"; {len(pages)} page(s) differ): these pages "
+    pages = [line for line in said if " page " in line or " page(s)" in line]
+    return (f"recipe {recipe.name}: its fingerprint differs here ({said[0]}"
+            + (f"; {why[0]}" if why else "")
+            + (f"; {len(pages)} page(s) differ" if pages else "") + "): these pages "
             f"are not the recipe's; mmconvert recipe verify {given or recipe.name} says all")
 
 

@@ -17,8 +17,12 @@ def recipe():
 
 @recipe.command("verify")
 @click.argument("names", nargs=-1, required=True, metavar="NAME|FILE...")
+@click.option("--allow-paid", is_flag=True,
+              help="Draw the reference items of a recipe whose renderer calls a paid API "
+                   "(generate) there; without it such a recipe is not verified, and nothing "
+                   "is sent.")
 @reports_errors
-def verify_command(names):
+def verify_command(names, allow_paid):
     """Draw each recipe's reference items on this machine: "identical", or what differs and
     why (Chromium, PyMuPDF, a font, mmconvert itself). Exits 1 when any differs.
 
@@ -35,7 +39,7 @@ def verify_command(names):
     for name in names:
         try:
             found = load_recipe(name)
-            verdict = verify(found)
+            verdict = verify(found, allow_paid=allow_paid)
         except MMConvertError as err:  # a bad file, a tokenizer not here: said, and on
             failed += 1
             reason = str(err).removeprefix(f"recipe {name}: ").removeprefix(

@@ -66,7 +66,16 @@ class ItemTransform:
         return self.drawer.render(self.item(row))
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+        if not isinstance(batch, Mapping):
+            raise UsageError(f"a batch is a mapping of column names to lists of values (as "
+                             f"datasets passes it), not a {type(batch).__name__}")
         columns = list(batch)
+        sizes = {name: len(values) if isinstance(values, Sequence) and
+                 not isinstance(values, str) else None for name, values in batch.items()}
+        if None in sizes.values() or len(set(sizes.values())) > 1:
+            shown = ", ".join(f"{name}: {size if size is not None else 'not a list'}"
+                              for name, size in sizes.items())
+            raise UsageError(f"a batch's columns are lists of one length ({shown})")
         size = len(batch[columns[0]]) if columns else 0
         out = {name: list(values) for name, values in batch.items()}
         out[self.column] = [self.pages({name: batch[name][i] for name in columns})

@@ -217,3 +217,37 @@ def test_the_task_index_is_kept_and_indexed_again_when_it_cannot_be_trusted(tmp_
         assert [alone.doc_to_text(d) for d in docs] == [whole.doc_to_text(d) for d in docs]
     finally:
         task_index.cache_clear()
+
+
+def test_one_source_layout_for_render_and_harness(tmp_path):
+    """Issue 53: harness --source took a folder of datasets (ai2_arc/ above ARC-Easy/), and
+    render lm-eval:TASK --source only the dataset's own folder. Both take either now."""
+    pages = []
+    for number, source in enumerate((LM, LM / "ai2_arc", LM / "ai2_arc" / "ARC-Easy")):
+        out = tmp_path / f"r{number}"
+        result = run("render", "lm-eval:arc_easy", "--source", source, "--limit", 2,
+                     "--out", out)
+        assert result.exit_code == 0, result.output
+        pages.append([(out / e["path"]).read_bytes() for row in
+                      JsonlLog(out / "manifest.jsonl").read() for e in row["images"]])
+        written = run("harness", "lm-eval", "arc_easy", "--recipe", "readbench", "--source",
+                      source, "--out", tmp_path / f"h{number}")
+        assert written.exit_code == 0, written.output
+    assert pages[0] == pages[1] == pages[2]
+
+
+def test_a_few_shot_split_too_short_is_one_line(tmp_path):
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "gsm8k" / "main"
+    shutil.copytree(LM / "gsm8k" / "main", copy)
+    train = next(copy.glob("train-*.parquet"))
+    pq.write_table(pq.read_table(train).slice(0, 2), train)
+    result = run("render", "lm-eval:gsm8k", "--source", tmp_path, "--limit", 1, "--out",
+                 tmp_path / "out")
+    assert result.exit_code != 0
+    assert result.output == ("Error: lm-eval task gsm8k: its 5 few-shot example(s) are drawn "
+                             "from split 'train', which has 2 row(s) here; it needs 5 (a local "
+                             "copy with that split whole)\n")
