@@ -224,6 +224,9 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
         from .recipes import fingerprint_note, load_recipe, merged
 
         found = load_recipe(recipe)
+        if given.get("renderer") not in (None, found.renderer):
+            raise UsageError(f"recipe {found.name} is drawn by the {found.renderer} renderer, "
+                             f"not {given['renderer']}: leave renderer out, or the recipe")
         given = merged(found.config_values(given.get("corpus", "")), given)
         note = fingerprint_note(found, recipe)
         if note:
@@ -238,6 +241,8 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
         execution = build(ExecutionOptions, {
             "out": out, "workers": workers, "overwrite": overwrite, "progress": progress,
             "executor": executor, "address": address}, "execution")
+    if execution.out.exists() and not execution.out.is_dir():
+        raise UsageError(f"out {execution.out}: a file, not a folder for the run")
     token = BACKEND.set((execution.executor, execution.address))
     try:
         return _convert(config, execution, api_options,

@@ -11,6 +11,9 @@ RenderPart = Literal["options", "context", "all"]
 
 LETTERS = string.ascii_uppercase
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# how deeply an item's metadata may nest (a manifest row is read back by json, and every
+# reader walks it)
+MAX_DEPTH = 64
 
 
 class StoredImage:
@@ -56,6 +59,13 @@ class Item:
         # surrogate (the row could not be written), dates, bytes and decimals as text
         for name in ("context", "question", "options", "answer"):
             plain(getattr(self, name), self.origin, name)
+        from .options import depth
+
+        if depth(self.metadata, MAX_DEPTH + 1) > MAX_DEPTH:
+            from .errors import ItemError
+
+            raise ItemError(f"nested deeper than {MAX_DEPTH} levels", where=self.origin,
+                            field="metadata")
         self.metadata = plain(self.metadata, self.origin, "metadata")
 
     @property

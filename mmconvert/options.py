@@ -73,4 +73,34 @@ def read_yaml(text: str):
     if len(text) > MAX_OPTIONS_BYTES:
         raise ValueError(f"{len(text):,} characters, over the {MAX_OPTIONS_BYTES:,} an "
                          "options file may hold")
-    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader
+    try:
+        data = yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader
+    except RecursionError:
+        raise ValueError(f"nested deeper than the {MAX_OPTIONS_DEPTH} levels an options file "
+                         "may hold") from None
+    except yaml.YAMLError as err:  # a tag such as !!python/object/apply: refused, nothing ran
+        raise ValueError(f"not valid YAML ({' '.join(str(err).split())[:200]})") from None
+    if depth(data) > MAX_OPTIONS_DEPTH:
+        raise ValueError(f"nested deeper than the {MAX_OPTIONS_DEPTH} levels an options file "
+                         "may hold")
+    return data
+
+
+# how deeply an options file's mappings and lists may nest (a style's draw is four deep)
+MAX_OPTIONS_DEPTH = 32
+
+
+def depth(value: Any, limit: int = 1000) -> int:
+    """How deeply ``value``'s dicts and lists nest (0 for a scalar), counted without
+    recursion, and not past ``limit``."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        item, level = todo.pop()
+        deepest = max(deepest, level)
+        if level >= limit:
+            break
+        if isinstance(item, dict):
+            todo += [(v, level + 1) for v in item.values()]
+        elif isinstance(item, (list, tuple)):
+            todo += [(v, level + 1) for v in item]
+    return deepest

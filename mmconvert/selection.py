@@ -86,10 +86,11 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
     """Load → corpus filters → shuffle → dedup → sample → limit, holding no list of the
     corpus (for a corpus that loads lazily, as the generic files do).
 
-    A first pass reads the whole source: every bad row is met (raised, or recorded under
-    ``--on-error skip``) before any work, and only each group's count (for ``--sample``) and,
-    with ``ids``, the ids are kept. The items are then read again as they are consumed (a
-    corpus whose ``load`` builds a list anyway is read once, and its list kept).
+    A first pass reads the whole source (with ``--limit N`` and no ``--sample``, its first N
+    items): every bad row is met (raised, or recorded under ``--on-error skip``) before any
+    work, and only each group's count (for ``--sample``) and, with ``ids``, the ids are
+    kept. The items are then read again as they are consumed (a corpus whose ``load`` builds
+    a list anyway is read once, and its list kept).
     ``--dedup`` embeds the items in the first pass, holding their ids and embeddings (which
     it compares all together), not the items."""
     log = log or (lambda message: print(message, file=sys.stderr))
@@ -134,7 +135,11 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
                         {i: prints[i] for i in dedup["kept"]} if prints is not None else None)
     counts = Counter()
     seen: dict[str, str] | None = {} if ids else None
-    for item in shuffled(first):
+    # with --limit N and no --sample, only the first N items can be chosen: the first pass
+    # reads no further (a split of 300,000 docs with --limit 3 read all of them), and the
+    # rows past them, never drawn, are not met
+    reach = config.limit if config.sample is None else None
+    for item in itertools.islice(shuffled(first), reach):
         counts[corpus.group(item)] += 1
         if seen is not None:
             seen[item.id] = item.fingerprint()

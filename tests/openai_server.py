@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -98,8 +99,10 @@ class FakeOpenAI:
     def script(self, match: str, *actions: str, path: str | None = None) -> None:
         """Answer the next requests whose prompt contains ``match`` with ``actions`` in turn
         (``ok``, ``429`` or ``429:SECONDS``, ``500``, ``slow:SECONDS``, ``malformed``,
-        ``refuse``, ``401``, ``hang``, ``cut``: an image without the text's last line, as
-        when a model leaves out the last option); later ones are answered normally. ``path``: only
+        ``gzip`` (the usual answer gzip-encoded), ``gzipbomb`` (1 MiB of gzip that inflates
+        to 1 GiB), ``refuse``, ``401``, ``hang``,
+        ``cut``: an image without the text's last line, as when a model leaves out the last
+        option); later ones are answered normally. ``path``: only
         ``images`` or ``chat`` requests."""
         with self._lock:
             self.rules.append(Rule(match, list(actions), path))
@@ -245,10 +248,17 @@ class FakeOpenAI:
                                         "invalid_request_error", "invalid_api_key")
         elif kind == "malformed":
             return 200, headers, b'{"created": 1700000000, "data": [{"b64_json": "iVBO'
+        elif kind == "gzipbomb":  # 1 GiB of spaces inside a JSON string, 1 MiB on the wire
+            return 200, {**headers, "Content-Encoding": "gzip"}, _gzip_bomb()
         if self.models is not None and path.endswith("/chat/completions") and \
                 body.get("model") not in self.models:
             return 404, headers, _error(f"The model `{body.get('model')}` does not exist.",
                                         "invalid_request_error", "model_not_found")
+        if kind == "gzip":  # the answer it would give, gzip-encoded, as real servers do
+            status, headers, payload = self._answer(path, body, prompt, "ok")
+            import gzip
+
+            return status, {**headers, "Content-Encoding": "gzip"}, gzip.compress(payload)
         if path.endswith("/images/generations"):
             if kind == "refuse":
                 return 400, headers, _error(
@@ -322,6 +332,22 @@ def _text(content: Any) -> str:
         return "\n".join(str(part.get("text", "")) for part in content
                          if isinstance(part, dict) and part.get("type") == "text")
     return str(content)
+
+
+@functools.lru_cache(maxsize=1)
+def _gzip_bomb() -> bytes:
+    """A gzip body of about 1 MiB that inflates to a 1 GiB JSON document."""
+    import gzip
+    import io
+
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as packed:
+        packed.write(b'{"id": "x", "choices": [{"message": {"content": "')
+        block = b" " * (1 << 20)
+        for _ in range(1024):
+            packed.write(block)
+        packed.write(b'"}}]}')
+    return out.getvalue()
 
 
 def _error(message: str, kind: str, code: str | None) -> bytes:

@@ -258,3 +258,79 @@ def test_one_rule_one_message_and_no_number_too_large(tmp_path, args, message):
         assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", base).exit_code == 0
     args = tuple(str(base) if a == "RUN" else a for a in args)
     one_line_error(run(*args, "--out", tmp_path / "out"), message)
+
+
+# --- issue 53's attack run: recipes, the in-memory API, the training transform -------------
+
+@pytest.mark.parametrize("name, text, message", [
+    ("deep", "name: x\noptions: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n",
+     "not a YAML recipe (nested deeper than the 32 levels an options file may hold)"),
+    ("tag", "name: x\noptions: !!python/object/apply:os.system ['echo hi']\n",
+     "not a YAML recipe (not valid YAML (could not determine a constructor for the tag "
+     "'tag:yaml.org,2002:python/object/apply:os.system'"),
+    ("steps", "name: x\ntransforms: [" + ", ".join(["blur:1"] * 100000) + "]\n",
+     "transforms: 100,000 steps; at most 64")])
+def test_hostile_recipe_files_are_one_line(tmp_path, name, text, message):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    result = run("recipe", "verify", path)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_huge_sparse_recipe_is_refused_unread(tmp_path):
+    import time
+
+    from mmconvert.errors import UsageError
+    from mmconvert.recipes import load_recipe
+
+    path = tmp_path / "sparse.yaml"
+    with open(path, "wb") as handle:
+        handle.truncate(6 << 30)
+    started = time.perf_counter()
+    with pytest.raises(UsageError, match="larger than 1048576 bytes; not a recipe"):
+        load_recipe(path)
+    assert time.perf_counter() - started < 1
+
+
+def test_the_in_memory_api_and_the_transform_refuse_in_one_line(tmp_path):
+    import mmconvert
+    from mmconvert.errors import MMConvertError, UsageError
+    from mmconvert.recipes import load_recipe
+
+    deep: dict = {}
+    inner = deep
+    for _ in range(5000):
+        inner["a"] = {}
+        inner = inner["a"]
+    with pytest.raises(MMConvertError, match="field metadata: nested deeper than 64 levels"):
+        load_recipe("readbench").render({"question": "q", "metadata": deep})
+    with pytest.raises(MMConvertError, match="field metadata: nested deeper than 64 levels"):
+        mmconvert.convert({"corpus": "items"}, items=[{"question": "q", "metadata": deep}],
+                          out=tmp_path / "deep", progress=False, log=lambda m: None)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="a file, not a folder for the run"):
+        mmconvert.convert({"corpus": "items"}, items=[GOOD], out=tmp_path / "file",
+                          progress=False)
+    with pytest.raises(UsageError, match="recipe glyph is drawn by the page renderer, not "
+                                         "document"):
+        mmconvert.convert({"renderer": "document"}, items=[GOOD], recipe="glyph",
+                          out=tmp_path / "mix", progress=False)
+    transform = load_recipe("readbench").transform()
+    with pytest.raises(UsageError, match=r"columns are lists of one length \(question: 2, "
+                                         r"context: 1\)"):
+        transform({"question": ["a", "b"], "context": ["x"]})
+    with pytest.raises(UsageError, match="a batch is a mapping of column names"):
+        transform(["not", "a", "mapping"])
+
+
+def test_with_a_limit_the_rows_past_it_are_not_read(tmp_path):
+    """--limit 3 of a split of 300,000 lm-eval docs read every doc (over 300 s): with a limit
+    and no sample the first pass stops at the limit, so a bad row past it is never met."""
+    items = jsonl(tmp_path / "items.jsonl", *[json.dumps({**GOOD, "id": f"a{n}"})
+                                              for n in range(3)], "{not json")
+    result = run("render", items, "--limit", 2, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert len((tmp_path / "out" / "manifest.jsonl").read_text().splitlines()) == 2
+    result = run("render", items, "--out", tmp_path / "all")
+    assert result.exit_code != 0 and "line 4" in result.output

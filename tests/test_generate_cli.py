@@ -416,3 +416,19 @@ def test_a_limit_starts_no_paid_request_past_it(fake, tmp_path):
     assert {r.prompt.split("Q-")[1][:4] for r in image_requests(fake) if "Q-" in r.prompt} \
         <= {"0000", "0001"}
     assert len(image_requests(fake)) == 2
+
+
+def test_a_gzip_bomb_is_refused_by_name_and_gzip_is_read(fake, tmp_path):
+    """A response of 1 MiB of gzip that inflates to 1 GiB was read whole and ended as "no
+    data[0]" (or a TypeError elsewhere), nothing naming the cause; an ordinary gzip-encoded
+    answer is read as before."""
+    items = write_items(tmp_path / "items.jsonl", 3)
+    fake.script("Q-0000", "gzipbomb", "gzipbomb", "gzipbomb", path="images")
+    fake.script("Q-0001", "gzip", path="images")
+    result = generate(fake, items, tmp_path / "out", "--layout", "background")
+    assert result.exit_code == 0, result.output
+    assert sorted(r["id"] for r in rows(tmp_path / "out")) == ["item-0001", "item-0002"]
+    (bomb,) = skipped(tmp_path / "out")
+    assert bomb["id"] == "item-0000" and bomb["reason"] == (
+        f"image API at {fake.url}: the response's gzip body inflates past the 128 MiB a "
+        "response may hold (a compression bomb); not read further")

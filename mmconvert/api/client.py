@@ -65,6 +65,51 @@ def _is_loopback(url: str | None) -> bool:
         return False
 
 
+# the most a response body may hold once its Content-Encoding is undone: a 4096-px image as
+# base64 JSON is under 64 MiB; a gzip of 1 MiB that inflates to 1 GiB is refused at this
+MAX_RESPONSE_BYTES = 128 << 20
+
+
+class ResponseTooLarge(Exception):
+    """A response body past ``MAX_RESPONSE_BYTES`` (said as its Content-Length, or found
+    while it is inflated): not read further."""
+
+
+def bounded(response) -> None:
+    """An httpx response hook: the body is read here, with its Content-Encoding undone in
+    steps, and refused past ``MAX_RESPONSE_BYTES``, so that no reader after this one inflates
+    a gzip bomb whole (it ended as "TypeError: 'NoneType' object is not iterable" or "no
+    data[0]", nothing naming the cause)."""
+    import zlib
+
+    length = response.headers.get("content-length")
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if length and length.isdigit() and int(length) > MAX_RESPONSE_BYTES:
+        response.close()
+        raise ResponseTooLarge(f"the response says it holds {int(length):,} bytes, over the "
+                               f"{MAX_RESPONSE_BYTES >> 20} MiB a response may hold")
+    if encoding in ("", "identity") or hasattr(response, "_content"):  # or read already
+        return
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        response.close()
+        raise ResponseTooLarge(f"the response is encoded {encoding!r}, which mmconvert does "
+                               "not read (it asks for gzip or none)")
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in encoding else zlib.MAX_WBITS)
+    parts, size = [], 0
+    for chunk in response.iter_raw():
+        part = inflate.decompress(chunk, MAX_RESPONSE_BYTES + 1 - size)
+        size += len(part)
+        if size > MAX_RESPONSE_BYTES or inflate.unconsumed_tail:
+            response.close()
+            raise ResponseTooLarge(f"the response's {encoding} body inflates past the "
+                                   f"{MAX_RESPONSE_BYTES >> 20} MiB a response may hold (a "
+                                   "compression bomb); not read further")
+        parts.append(part)
+    parts.append(inflate.flush())
+    response._content = b"".join(parts)  # read: httpx's own decoder is not run on it
+    del response.headers["content-encoding"]
+
+
 def _error_text(err: Exception) -> str:
     body = getattr(err, "body", None)
     if isinstance(body, dict):
@@ -110,7 +155,9 @@ class ApiClient:
             if side not in self._clients:
                 import openai
 
-                http = openai.DefaultHttpxClient(event_hooks={"response": [self._count]})
+                http = openai.DefaultHttpxClient(
+                    event_hooks={"response": [self._count, bounded]},
+                    headers={"Accept-Encoding": "gzip"})
                 self._clients[side] = openai.OpenAI(
                     api_key=self.api_key(side), base_url=self.base_url(side),
                     max_retries=self.options.max_tries - 1, timeout=self.options.timeout,
@@ -182,6 +229,10 @@ class ApiClient:
             if isinstance(failure, ApiFatal):
                 self.fatal = failure
             raise failure from None
+        except ResponseTooLarge as err:  # raised by the response hook, not wrapped by openai
+            self.budget.settle(reserved, None)
+            raise ApiMalformed(f"{_api_name(side, purpose)} at {self.base_url(side)}: "
+                               f"{err}") from None
         except BaseException:
             self.budget.settle(reserved, None)
             raise

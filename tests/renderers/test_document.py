@@ -194,6 +194,27 @@ def test_html_scripts_urls_and_paths_outside_the_item_folder_are_not_loaded(tmp_
     assert event["verdict"] == "accept", event
 
 
+def test_an_image_that_does_not_decode_is_refused_and_shows_its_text(tmp_path):
+    """It was drawn as the browser's broken-image icon, and the row's refused was empty."""
+    folder = tmp_path / "items"
+    folder.mkdir()
+    (folder / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not an image at all")
+    (folder / "cut.jpg").write_bytes(b"\xff\xd8\xff\xe0" + b"\0" * 20)
+    png = io.BytesIO()
+    Image.new("L", (40, 20), 0).save(png, "PNG")
+    (folder / "named.jpg").write_bytes(png.getvalue())  # a PNG under another name: drawn
+    item = {"id": "md", "question": "q", "answer": "x", "context":
+            "![broken](broken.png) ![cut](cut.jpg) ![good](named.jpg)"}
+    (folder / "md.jsonl").write_text(json.dumps(item) + "\n")
+    out = tmp_path / "out"
+    assert run("render", folder / "md.jsonl", "--renderer", "document", "--render",
+               "context", "--out", out).exit_code == 0
+    (row,) = rows(out)
+    assert row["refused"] == ["image broken.png", "image cut.jpg"]
+    text = pdf_text(out / row["pdf"])
+    assert "[broken]" in text and "[cut]" in text and "[good]" not in text
+
+
 def test_a_css_file_and_columns_change_the_look(docs, drawn, tmp_path):
     css = tmp_path / "red.css"
     css.write_text("body { color: #c00000; }")

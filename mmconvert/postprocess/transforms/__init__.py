@@ -27,9 +27,17 @@ def transform_class(name: str) -> type[Transform]:
     return TRANSFORMS.get(name)
 
 
+# the most steps a config's or a recipe's transforms may chain
+MAX_STEPS = 64
+
+
 def checked_steps(steps: list[str]) -> list[str]:
     """A config's or a recipe's ``transforms`` (``NAME:VALUE`` steps), each parsed once to
-    check it (a bad one is ``parse_step``'s one line); returned as given."""
+    check it (a bad one is ``parse_step``'s one line); returned as given. More than
+    ``MAX_STEPS`` is one line too (100,000 blurs ran for minutes)."""
+    if len(steps) > MAX_STEPS:
+        raise UsageError(f"transforms: {len(steps):,} steps; at most {MAX_STEPS} (a chain "
+                         "longer than any degradation needs)")
     for step in steps:
         parse_step(step, "transforms:")
     return steps

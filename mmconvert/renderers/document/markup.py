@@ -158,11 +158,12 @@ class RenderState:
         """An image from the item's own folder, inlined; anything else refused and shown as
         its alternative text."""
         found = self.local(src)
-        if found is None:
+        raw = found.read_bytes() if found is not None else b""
+        kind = decoded_kind(raw, found.name) if found is not None else None
+        if kind is None:  # not there, not ours, or no image a browser draws
             self.refused.append(f"image {src}")
             return f'<span class="refused">[{html.escape(alt or "image")}]</span>'
-        kind = mimetypes.guess_type(found.name)[0] or "application/octet-stream"
-        data = base64.b64encode(found.read_bytes()).decode("ascii")
+        data = base64.b64encode(raw).decode("ascii")
         return f'<img src="data:{kind};base64,{data}" alt="{html.escape(alt)}">'
 
     def local(self, src: str) -> Path | None:
@@ -180,6 +181,31 @@ class RenderState:
         except (OSError, RuntimeError):  # a loop of links, a name too long: not loaded
             return None
         return path
+
+
+# what a browser draws of what Pillow reads, by Pillow's name of the format
+BROWSER_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif",
+                   "WEBP": "image/webp", "BMP": "image/bmp"}
+
+
+def decoded_kind(data: bytes, name: str) -> str | None:
+    """The MIME type of an image file the browser can draw, once its pixels decode (a file
+    that does not was drawn as the browser's broken-image icon, and nothing said so); an SVG
+    by its name and its text; None for anything else."""
+    import io
+
+    if mimetypes.guess_type(name)[0] == "image/svg+xml":
+        head = data[:512].lstrip().lower()
+        return "image/svg+xml" if head.startswith((b"<svg", b"<?xml")) else None
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            return BROWSER_FORMATS.get(image.format or "")
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError,
+            Image.DecompressionBombError):
+        return None
 
 
 def dialogue_html(turns: list[dict[str, str]], state: RenderState, markup: str) -> str:
