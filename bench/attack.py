@@ -1,8 +1,10 @@
 """Attack the new surface with hostile input, as whole ``mmconvert`` processes, and count what
 came back: the document renderer's loading elements and odd markup, style files, tokenizer
-files, haystack options, eval endpoints and plugins.
+files, haystack options, eval endpoints and plugins; and (``truth``, issue 53) hostile recipe
+files, a paid recipe checked unasked, hostile harness names and folders, a limit over a split
+of 300,000 docs, a gzip bomb from the image API and an image that does not decode.
 
-    python bench/attack.py [--only document,style,tokenizer,haystack,eval,plugin]
+    python bench/attack.py [--only document,style,tokenizer,haystack,eval,plugin,truth]
 
 Every URL a case names points at a TCP listener on 127.0.0.1 that counts the connections made
 to it (a beacon: no bytes need be sent). Each case states what it expects: a run (exit 0, and
@@ -505,6 +507,168 @@ def _closer() -> str:
     return f"http://127.0.0.1:{server.getsockname()[1]}/v1"
 
 
+# --- issue 53: recipes, harness folders, limits, responses ----------------------------------
+
+def truth_cases(data: Path, listener: Listener) -> tuple[list[Case], list]:
+    """The attack run of issue 53, as whole processes: hostile recipe files, a paid recipe
+    checked unasked, hostile harness names and folders, a limit over a huge split, a gzip
+    bomb, an image that does not decode."""
+    import yaml
+
+    from tests.openai_server import FakeOpenAI
+
+    lm = ROOT / "tests" / "fixtures" / "lm-eval"
+    readbench = yaml.safe_load((ROOT / "mmconvert" / "recipes" / "readbench.yaml").read_text())
+    cases: list[Case] = []
+
+    def recipe(name: str, text: str) -> str:
+        path = data / f"recipe-{name}.yaml"
+        path.write_text(text)
+        return str(path)
+
+    for name, text in (
+            ("nested 3000 deep", "name: x\noptions: " + "{a: " * 3000 + "1" + "}" * 3000),
+            ("python tag", "name: x\noptions: !!python/object/apply:os.system ['id']\n"),
+            ("100,000 blur steps", "name: x\ntransforms: ["
+             + ", ".join(["blur:1"] * 100000) + "]\n")):
+        path = recipe(name.split()[0], text)
+        cases.append(Case("truth", f"recipe {name}: verify", ["recipe", "verify", path],
+                          "error"))
+        cases.append(Case("truth", f"recipe {name}: render", [
+            "render", "mmlu-redux", "--source", str(SAMPLE), "--recipe", path, "--limit", "1",
+            "--out", f"t-{len(cases)}"], "error"))
+    sparse = data / "recipe-sparse.yaml"
+    with open(sparse, "wb") as handle:
+        handle.truncate(6 << 30)
+    cases.append(Case("truth", "recipe 6 GB sparse", ["recipe", "verify", str(sparse)],
+                      "error"))
+    edited = dict(readbench, options={**readbench["options"], "page_height": 2.0})
+    cases.append(Case("truth", "recipe page_height edited", [
+        "recipe", "verify", recipe("edited", yaml.safe_dump(edited))], "error"))
+    paid = {k: v for k, v in readbench.items() if k not in ("style", "options")}
+    paid.update(name="paid", renderer="generate")
+    paid_file = recipe("paid", yaml.safe_dump(paid))
+    beacon = {"OPENAI_BASE_URL": listener.url("v1"), "OPENAI_API_KEY": "sk-attack-test"}
+    cases.append(Case("truth", "paid recipe: verify", ["recipe", "verify", paid_file],
+                      "error", env=beacon))
+
+    def fingerprint_skipped(work: Path) -> str | None:
+        record = json.loads((work / "h-paid" / "harness.json").read_text())
+        return None if "not checked here" in record["recipe_fingerprint"] else str(record)
+
+    cases.append(Case("truth", "paid recipe: harness", [
+        "harness", "lm-eval", "arc_easy", "--recipe", paid_file, "--out", "h-paid"], "run",
+        fingerprint_skipped, env=beacon))
+
+    def compiles(folder: str):
+        def check(work: Path) -> str | None:
+            import ast
+
+            text = (work / folder / "mmconvert_harness.py").read_text()
+            ast.parse(text)
+            return "os.system in the module" if "os.system" in text else None
+        return check
+
+    cases.append(Case("truth", "harness dotted task", [
+        "harness", "lm-eval", "bertaqa_en_mt_latxa-7b-v1.1,arc_easy", "--recipe", "readbench",
+        "--out", "h-dotted"], "run", compiles("h-dotted")))
+    xdg = data / "xdg"
+    (xdg / "mmconvert").mkdir(parents=True, exist_ok=True)
+    from importlib.util import find_spec
+
+    from mmconvert.corpora.lmeval import index_file, task_index
+    from mmconvert.manifest import user_cache
+
+    folder = Path(next(iter(find_spec("lm_eval").submodule_search_locations))) / "tasks"
+    kept = json.loads(index_file(user_cache(), folder).read_text()) \
+        if index_file(user_cache(), folder).is_file() else None
+    if kept is None:
+        task_index()
+        kept = json.loads(index_file(user_cache(), folder).read_text())
+    entry = kept["entries"]["ai2_arc"]
+    kept["entries"]["ai2_arc"] = entry[:2] + [["arc_easy\nimport os; os.system('id')"]]
+    index_file(xdg / "mmconvert", folder).write_text(json.dumps(kept))
+    cases.append(Case("truth", "harness tampered index cache", [
+        "harness", "lm-eval", "arc_easy", "--recipe", "readbench", "--out", "h-tampered"],
+        "run", compiles("h-tampered"), env={"XDG_CACHE_HOME": str(xdg)}))
+    cases.append(Case("truth", "harness first write", [
+        "harness", "lm-eval", "arc_easy", "--recipe", "readbench", "--source", str(lm),
+        "--out", "h-once"], "run"))
+
+    def first_kept(work: Path) -> str | None:
+        return None if (work / "h-once" / "mmconvert_arc_easy.yaml").is_file() and \
+            not (work / "h-once" / "mmconvert_gsm8k.yaml").exists() else "first write changed"
+
+    cases.append(Case("truth", "harness second write, another task", [
+        "harness", "lm-eval", "gsm8k", "--recipe", "readbench", "--source", str(lm),
+        "--out", "h-once"], "error", first_kept))
+    own = data / "own"
+    own.mkdir(exist_ok=True)
+    (own / "recipe.yaml").write_text("mine\n")
+    cases.append(Case("truth", "harness over a user's recipe.yaml", [
+        "harness", "lm-eval", "arc_easy", "--recipe", "readbench", "--out", str(own)],
+        "error"))
+    big = data / "big" / "ARC-Easy"
+    big.mkdir(parents=True, exist_ok=True)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = lm / "ai2_arc" / "ARC-Easy"
+    for split in ("train", "validation"):
+        table = pq.read_table(next(source.glob(f"{split}-*.parquet")))
+        pq.write_table(table, big / f"{split}-00000-of-00001.parquet")
+    test = pq.read_table(next(source.glob("test-*.parquet")))
+    test = pa.concat_tables([test] * (300000 // test.num_rows))
+    test = test.set_column(test.schema.get_field_index("id"), "id",
+                           pa.array([f"q{i}" for i in range(test.num_rows)]))
+    pq.write_table(test, big / "test-00000-of-00001.parquet")
+    cases.append(Case("truth", "render lm-eval --limit 3 of 300,000 docs", [
+        "render", "lm-eval:arc_easy", "--source", str(data / "big"), "--limit", "3", "--out",
+        "t-big"], "run"))
+    short = data / "short" / "gsm8k" / "main"
+    short.mkdir(parents=True, exist_ok=True)
+    for path in (lm / "gsm8k" / "main").glob("*.parquet"):
+        table = pq.read_table(path)
+        pq.write_table(table.slice(0, 2) if path.name.startswith("train") else table,
+                       short / path.name)
+    cases.append(Case("truth", "few-shot split shorter than the few-shot count", [
+        "render", "lm-eval:gsm8k", "--source", str(data / "short"), "--limit", "1", "--out",
+        "t-short"], "error"))
+    servers = []
+    bomb = FakeOpenAI(models=("gpt-image-1",))
+    bomb.script("", *["gzipbomb"] * 20, path="images")
+    servers.append(bomb)
+    url = bomb.start()
+    items = data / "gen.jsonl"
+    items.write_text(json.dumps({"id": "g1", "context": "A short passage.", "question": "Q?",
+                                 "options": ["a", "b"], "answer": "A"}) + "\n")
+
+    def bomb_named(work: Path) -> str | None:
+        skipped = rows(work / "t-bomb", "skipped.jsonl")
+        return None if skipped and "compression bomb" in skipped[0]["reason"] else \
+            f"skipped: {skipped}"
+
+    cases.append(Case("truth", "image API gzip bomb", [
+        "generate", str(items), "--image-base-url", url, "--chat-base-url", url, "--layout",
+        "background", "--max-tries", "1", "--out", "t-bomb", "--no-progress"], "run",
+        bomb_named, env={"OPENAI_API_KEY": "sk-attack-test",
+                         "MMCONVERT_CACHE": str(data / "api-cache")}))
+    pictures = data / "pictures"
+    pictures.mkdir(exist_ok=True)
+    (pictures / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not an image")
+    (pictures / "doc.jsonl").write_text(json.dumps({
+        "id": "d1", "question": "q", "answer": "x", "context": "![b](broken.png)"}) + "\n")
+
+    def refused(work: Path) -> str | None:
+        (row,) = rows(work / "t-broken", "manifest.jsonl")
+        return None if row.get("refused") == ["image broken.png"] else f"refused: {row}"
+
+    cases.append(Case("truth", "document image that does not decode", [
+        "render", str(pictures / "doc.jsonl"), "--renderer", "document", "--render",
+        "context", "--out", "t-broken", "--no-progress"], "run", refused))
+    return cases, servers
+
+
 # --- plugins -------------------------------------------------------------------------------
 
 def plugin_cases(data: Path, demo: Path) -> list[Case]:
@@ -552,7 +716,8 @@ def plugin_cases(data: Path, demo: Path) -> list[Case]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="document,style,tokenizer,haystack,eval,plugin")
+    parser.add_argument("--only",
+                        default="document,style,tokenizer,haystack,eval,plugin,truth")
     args = parser.parse_args()
     groups = set(args.only.split(","))
     listener = Listener()
@@ -582,6 +747,10 @@ def main() -> None:
             cases += made
         if "plugin" in groups:
             cases += plugin_cases(data, demo)
+        if "truth" in groups:
+            made, more = truth_cases(data, listener)
+            cases += made
+            servers += more
         for case in cases:
             before = len(listener.hits)
             run_case(case, tally, work)
@@ -593,7 +762,7 @@ def main() -> None:
     time.sleep(0.5)
     listener.stop.set()
     print(f"attack: {tally['cases']} cases in {time.perf_counter() - started:.0f} s")
-    for group in ("document", "style", "tokenizer", "haystack", "eval", "plugin"):
+    for group in ("document", "style", "tokenizer", "haystack", "eval", "plugin", "truth"):
         if tally[f"{group} cases"]:
             print(f"  {group:<10} {tally[f'{group} cases']} cases")
     for name in ("as expected", "ran", "one-line error", "unexpected error", "traceback",

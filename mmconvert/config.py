@@ -291,8 +291,6 @@ def sections() -> set[str]:
 def load_yaml(path: Path) -> dict[str, Any]:
     """A ``--config`` file's options; one line naming the file for anything that is not a
     mapping of options (sections such as ``page:`` mappings too), UTF-8, or readable YAML."""
-    import yaml
-
     from .options import read_yaml
 
     try:
@@ -301,13 +299,8 @@ def load_yaml(path: Path) -> dict[str, Any]:
         raise UsageError(f"--config {path}: cannot read ({err.strerror})") from None
     except UnicodeDecodeError as err:
         raise UsageError(f"--config {path}: not UTF-8 text (byte {err.start})") from None
-    except ValueError as err:  # an alias, or a file too big to be options
+    except ValueError as err:  # an alias, nesting, a tag, bad YAML, a file too big
         raise UsageError(f"--config {path}: {err}") from None
-    except RecursionError:
-        raise UsageError(f"--config {path}: nested too deeply to be a config") from None
-    except yaml.YAMLError as err:
-        raise UsageError(f"--config {path}: not valid YAML "
-                         f"({' '.join(str(err).split())})") from None
     if not isinstance(data, dict):
         raise UsageError(f"--config {path}: expected a mapping of option names to values")
     for name in sorted(sections() & set(data)):

@@ -219,7 +219,8 @@ def test_a_huge_png_photo_is_reduced_right_after_decoding(tmp_path):
     (b"page: [1, 2]\n", "page: expected a mapping of option names to values (got [1, 2])"),
     (b"dedup: 5\n", "dedup: expected a mapping of option names to values (got 5)"),
     (b"\xff\xfepage: 1\n", "not UTF-8 text (byte 0)"),
-    (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply to be a config"),
+    (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n",
+     "nested deeper than the 32 levels an options file may hold"),
     (b"pgae: {ppi: 72}\n", "pgae: Extra inputs are not permitted; did you mean 'page'?"),
     (b"page: {ppii: 72}\n", "page.ppii: Extra inputs are not permitted (got 72); did you "
                             "mean 'ppi'?"),

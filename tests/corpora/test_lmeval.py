@@ -53,7 +53,7 @@ def reference(name: str, builder: str, files: dict[str, str]):
 def load(name: str, source, **request):
     report = LoadReport()
     items = resolve(f"lm-eval:{name}").load(LoadRequest(source=source, **request), report)
-    return items, report
+    return list(items), report  # given as they are read
 
 
 @pytest.mark.slow
