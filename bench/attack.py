@@ -635,7 +635,7 @@ def truth_cases(data: Path, listener: Listener) -> tuple[list[Case], list]:
         "render", "lm-eval:gsm8k", "--source", str(data / "short"), "--limit", "1", "--out",
         "t-short"], "error"))
     servers = []
-    bomb = FakeOpenAI(models=("gpt-image-1",))
+    bomb = FakeOpenAI()
     bomb.script("", *["gzipbomb"] * 20, path="images")
     servers.append(bomb)
     url = bomb.start()

@@ -76,6 +76,12 @@ class Registry(Generic[T]):
         self._read_plugins()
         return sorted(self._entries)
 
+    def built_in(self) -> list[str]:
+        """The names of mmconvert's own parts, sorted: what the reference and the tests list,
+        whatever plugins this environment holds."""
+        return sorted(name for name, provider in self._providers.items()
+                      if provider == BUILT_IN)
+
     def registered(self) -> list[str]:
         """The names in the order they were registered (plugins after the built-ins)."""
         self._read_plugins()

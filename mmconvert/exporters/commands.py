@@ -13,8 +13,8 @@ from . import EXPORTERS
 @click.command("export")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", required=True, metavar="FORMAT",
-              help=f"A registered export format: {', '.join(EXPORTERS.names())} (mmconvert "
-                   "list exporters says what each writes).")
+              help=f"A registered export format: {', '.join(EXPORTERS.built_in())}, or a "
+                   "plugin's (mmconvert list exporters says what each writes).")
 @click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
               help="Folder to write (it must not exist or be empty, unless --overwrite).")
 @click.option("--name", help="Dataset, TSV and task name (default: the run folder's name).")

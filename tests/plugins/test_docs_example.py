@@ -84,3 +84,22 @@ def test_the_example_installs_and_every_command_it_shows_works(installed, tmp_pa
     assert {(e["source"], e["verdict"]) for e in qa} == {("auto:image", "accept"),
                                                         ("auto:ocr", "accept")}
     assert (tmp_path / "exports/riddles-banner/README.md").is_file()
+
+
+# the tests that list parts: each reads the built-ins, or the parts this environment holds
+LISTING_TESTS = ["tests/renderers/test_contract.py", "tests/test_cli_options.py",
+                 "tests/test_run_kinds.py", "tests/postprocess/test_transforms.py",
+                 "tests/test_golden.py", "tests/test_reference.py",
+                 "tests/test_one_line_errors.py"]
+
+
+@pytest.mark.slow
+def test_the_tests_that_list_parts_pass_with_a_plugin_installed(installed):
+    """Issue 53: with one third-party plugin in the environment, 20 tests failed (their
+    "known:" lists, the reference). The example package adds a renderer, a corpus, a
+    transform and an exporter."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-m", "not slow", *LISTING_TESTS], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:]

@@ -20,7 +20,7 @@ from tests.test_cli import run
 from tests.test_golden import TRANSFORM_CASES, base_page
 
 
-@pytest.mark.parametrize("name", TRANSFORMS.names())
+@pytest.mark.parametrize("name", TRANSFORMS.built_in())  # a plugin's are its own
 def test_every_registered_transform_states_the_contract(name):
     cls = transform_class(name)
     assert issubclass(cls, Transform) and cls.name == name and cls.version
@@ -34,7 +34,7 @@ def test_every_registered_transform_states_the_contract(name):
         parse_step(f"{name}:{cls.primary}=1,nonsense=2")
 
 
-@pytest.mark.parametrize("name", TRANSFORMS.names())
+@pytest.mark.parametrize("name", TRANSFORMS.built_in())  # a plugin's are its own
 def test_sampling_is_seeded_and_apply_is_pure(name):
     cls = transform_class(name)
     step = parse_step(f"{name}:{cls.example}")
