@@ -653,6 +653,14 @@ def truth_cases(data: Path, listener: Listener) -> tuple[list[Case], list]:
         "background", "--max-tries", "1", "--out", "t-bomb", "--no-progress"], "run",
         bomb_named, env={"OPENAI_API_KEY": "sk-attack-test",
                          "MMCONVERT_CACHE": str(data / "api-cache")}))
+    eval_bomb = FakeOpenAI(models=("reader",))
+    eval_bomb.script("", *["gzipbomb"] * 20, path="chat")
+    servers.append(eval_bomb)
+    demo = data.parent / "demo"
+    cases.append(Case("truth", "eval reply gzip bomb", [
+        "eval", str(demo), "--model", "reader", "--base-url", eval_bomb.start(), "--out",
+        "t-eval-bomb", "--limit", "1", "--max-retries", "0", "--modality", "image"], "error",
+        env={"OPENAI_API_KEY": "sk-attack-test"}))
     pictures = data / "pictures"
     pictures.mkdir(exist_ok=True)
     (pictures / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not an image")

@@ -180,17 +180,36 @@ def _capped_transport_class():
     import httpx2
 
     class CappedStream(httpx2.AsyncByteStream):
-        def __init__(self, stream, cap: int):
-            self.stream, self.cap = stream, cap
+        """The reply's body, its gzip or deflate encoding undone here in steps (httpx would
+        inflate a bomb whole), no more than ``cap`` bytes of it."""
+
+        def __init__(self, stream, cap: int, encoding: str = ""):
+            self.stream, self.cap, self.encoding = stream, cap, encoding
+
+        def _over(self) -> ReplyTooLarge:
+            mib = self.cap // (1024 * 1024)
+            if self.encoding:
+                return ReplyTooLarge(f"the reply's {self.encoding} body inflates past {mib} "
+                                     "MiB (a compression bomb); not read further")
+            return ReplyTooLarge(f"the reply is over {mib} MiB; not read further")
 
         async def __aiter__(self):
+            import zlib
+
+            inflate = None if not self.encoding else zlib.decompressobj(
+                16 + zlib.MAX_WBITS if "gzip" in self.encoding else zlib.MAX_WBITS)
             read = 0
             async for chunk in self.stream:
+                if inflate is not None:
+                    chunk = inflate.decompress(chunk, self.cap + 1 - read)
+                    if inflate.unconsumed_tail:
+                        raise self._over()
                 read += len(chunk)
                 if read > self.cap:
-                    raise ReplyTooLarge(f"the reply is over {self.cap // (1024 * 1024)} MiB; "
-                                        "not read further")
+                    raise self._over()
                 yield chunk
+            if inflate is not None:
+                yield inflate.flush()
 
         async def aclose(self):
             await self.stream.aclose()
@@ -205,14 +224,26 @@ def _capped_transport_class():
                 raise OtherOrigin(f"the endpoint {REDIRECTED} ({scheme}://{host}:{port}); "
                                   "nothing was sent there: give --base-url the endpoint "
                                   "itself")
+            request.headers["Accept-Encoding"] = "gzip, deflate"  # the ones inflated here
             response = await self.inner.handle_async_request(request)
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > self.cap:
                 await response.aclose()
                 raise ReplyTooLarge(f"the reply declares {int(declared):,} bytes, over "
                                     f"{self.cap // (1024 * 1024)} MiB; not read")
-            return httpx2.Response(response.status_code, headers=response.headers,
-                                   stream=CappedStream(response.stream, self.cap),
+            encoding = response.headers.get("content-encoding", "").strip().lower()
+            if encoding in ("identity",):
+                encoding = ""
+            if encoding not in ("", "gzip", "x-gzip", "deflate"):
+                await response.aclose()
+                raise ReplyTooLarge(f"the reply is encoded {encoding!r}, which was not asked "
+                                    "for; not read")
+            headers = httpx2.Headers(response.headers)
+            if encoding:  # inflated by the stream: httpx must not inflate it again
+                del headers["content-encoding"]
+                headers.pop("content-length", None)
+            return httpx2.Response(response.status_code, headers=headers,
+                                   stream=CappedStream(response.stream, self.cap, encoding),
                                    extensions=response.extensions, request=request)
 
         async def aclose(self):

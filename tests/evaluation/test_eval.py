@@ -708,3 +708,30 @@ def test_a_bad_metric_is_one_line_naming_the_row(tmp_path, row, message):
     result = run("render", items, "--out", tmp_path / "run")
     assert result.exit_code != 0
     assert message in result.output, result.output
+
+
+@pytest.mark.slow
+def test_a_gzip_reply_is_read_and_a_gzip_bomb_is_named(demo, tmp_path, monkeypatch):
+    """The eval client capped a reply's bytes on the wire: 1 MiB of gzip that inflates to
+    1 GiB was inflated whole by httpx, and the error named a validation failure."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    scores = {}
+    for action in ("ok", "gzip", "gzipbomb"):
+        fake = FakeOpenAI(answer=lambda body: "Answer: B", models=("reader-1",))
+        fake.script("", *[action] * 10, path="chat")
+        url = fake.start()
+        try:
+            result = run("eval", demo, "--model", "reader-1", "--base-url", url, "--out",
+                         tmp_path / action, "--modality", "image", "--limit", 2,
+                         "--max-retries", 0)
+        finally:
+            fake.stop()
+        if action == "gzipbomb":
+            assert result.exit_code == 1
+            assert ("failed (the first: ReplyTooLarge(\"the reply's gzip body inflates past "
+                    "4 MiB (a compression bomb); not read further\"))") in result.output
+        else:
+            assert result.exit_code == 0, result.output
+            scores[action] = json.loads((tmp_path / action / "results.json").read_text()
+                                        )["overall"]["image"]
+    assert scores["gzip"] == scores["ok"] and scores["ok"]["unparsed"] == 0
