@@ -157,11 +157,12 @@ def read_config(config_file: Path | None) -> tuple[dict, str]:
     return load_yaml(config_file), f"--config {config_file}"
 
 
-def run_and_report(config, execution, api=None):
-    """Carry out a run; its notes and summary line go to stderr."""
+def run_and_report(config, execution, api=None, recipe=None):
+    """Carry out a run; its notes and summary line go to stderr. ``recipe``: the record of
+    the recipe its config was merged with, for run.json."""
     from .converter import convert
 
-    summary = convert(config, execution=execution, api=api,
+    summary = convert(config, execution=execution, api=api, recipe_record=recipe,
                       log=lambda m: click.echo(one_line(m), err=True))
     click.echo(summary.line(), err=True)
     if not summary.selected:  # nothing to do is not a success
@@ -287,6 +288,7 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
         from .config import ExecutionOptions, build
 
         values, origin = read_config(config_file)
+        record = None
         if recipe:
             from .recipes import load_recipe, merged
 
@@ -300,6 +302,9 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
             note = fingerprint_note(found, recipe)
             if note:
                 click.echo(f"warning: {note}", err=True)
+            from .recipes import run_record
+
+            record = run_record(found, recipe, note)
         api_values = dict(values.pop("api", None) or {}) if api_flags else {}
         values = fill(config_flags, given, {**values, "corpus": corpus})
         config = build(config_model, values, origin, flags=names)
@@ -315,7 +320,7 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
             click.echo("\n".join(blocks))
             click.echo(summary, err=True)
             return
-        run_and_report(config, execution, api)
+        run_and_report(config, execution, api, record)
 
     params = [click.Argument(["corpus"]), CONFIG, RECIPE]
     if name == "render":

@@ -66,6 +66,8 @@ class RunSummary:
     seconds: float = 0.0
     load: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # the recipe the run was drawn with (``recipes.run_record``), which run.json records
+    recipe: dict[str, Any] | None = None
 
     def line(self) -> str:
         text = (f"{self.rendered} item(s) rendered ({self.images} {self.unit}(s)) into "
@@ -198,7 +200,8 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
             overwrite: bool = False, progress: bool | None = None, log=None,
             api: ApiOptions | dict | None = None, executor: str | None = None,
             address: str | None = None,
-            execution: ExecutionOptions | None = None) -> RunSummary:
+            execution: ExecutionOptions | None = None,
+            recipe_record: dict[str, Any] | None = None) -> RunSummary:
     """Do what ``mmconvert render`` (or another renderer's command, with ``api`` for a paid
     one) does; return the run's summary.
 
@@ -208,7 +211,9 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
     corpus instead (the config's ``corpus`` may then be left out). ``recipe`` (a shipped
     recipe's name or a recipe file) is the config the dict's fields go over. ``execution``
     (or ``out``, ``workers``, ``overwrite``, ``progress``, ``executor``, ``address``) says
-    where and how it runs. Bad options are mmconvert's own one-line ``UsageError``."""
+    where and how it runs. Bad options are mmconvert's own one-line ``UsageError``.
+    ``recipe_record``: the recipe a caller that merged one itself drew with (the CLI), for
+    run.json."""
     from .corpora.files import InMemory
 
     if items is not None and not isinstance(items, list):
@@ -231,6 +236,9 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
         note = fingerprint_note(found, recipe)
         if note:
             (log or (lambda m: print(m, file=sys.stderr)))(f"warning: {note}")
+        from .recipes import run_record
+
+        recipe_record = run_record(found, recipe, note)
     config = config if isinstance(config, RunConfig) and recipe is None and items is None \
         else run_config(given, "config")
     api_options: ApiOptions | None = build(ApiOptions, api, "api") if isinstance(api, dict) \
@@ -247,15 +255,17 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
     try:
         return _convert(config, execution, api_options,
                         log or (lambda m: print(m, file=sys.stderr)),
-                        corpus=InMemory(items) if items is not None else None)
+                        corpus=InMemory(items) if items is not None else None,
+                        recipe=recipe_record)
     finally:
         BACKEND.reset(token)
 
 
 def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | None,
-             log, corpus: Corpus | None = None) -> RunSummary:
+             log, corpus: Corpus | None = None,
+             recipe: dict[str, Any] | None = None) -> RunSummary:
     started = time.perf_counter()
-    summary = RunSummary(out=execution.out)
+    summary = RunSummary(out=execution.out, recipe=recipe)
 
     corpus = corpus or resolve(config.corpus)
     # the corpus options as its model reads them, defaults included (what run.json records)
@@ -491,6 +501,7 @@ def _run_info(config: RunConfig, summary: RunSummary, job, folder: RunFolder,
         "load": summary.load,
         "notes": summary.notes,
         "items": summary.selected,
+        **({"recipe": summary.recipe} if summary.recipe is not None else {}),
     }
     info.update(job.report(folder.manifest.read))
     return info

@@ -503,3 +503,18 @@ def test_id_less_rows_with_the_same_content_are_one_line(tmp_path):
     assert result.exit_code != 0
     assert "line 2: id 'item-" in result.output
     assert "(a row without an id is named by its content: give the rows ids)" in result.output
+
+
+def test_run_json_names_the_recipe_on_every_path(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps(REFERENCE_ITEMS[0]) + "\n")
+    assert run("render", items, "--recipe", "glyph", "--out", tmp_path / "cli").exit_code == 0
+    mmconvert.convert({"corpus": str(items)}, recipe="glyph", out=tmp_path / "api",
+                      progress=False, log=lambda m: None)
+    records = [json.loads((tmp_path / name / "run.json").read_text())["recipe"]
+               for name in ("cli", "api")]
+    assert records[0] == records[1] == {
+        "name": "glyph", "given": "glyph", "fingerprint": "identical",
+        "config_sha256": load_recipe("glyph").made_with["config_sha256"]}
+    assert run("render", items, "--out", tmp_path / "none").exit_code == 0
+    assert "recipe" not in json.loads((tmp_path / "none" / "run.json").read_text())

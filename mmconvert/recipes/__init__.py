@@ -660,6 +660,14 @@ def fingerprint_note(recipe: Recipe, given: str | Path | None = None) -> str | N
             f"are not the recipe's; mmconvert recipe verify {given or recipe.name} says all")
 
 
+def run_record(recipe: Recipe, given: str | Path, note: str | None) -> dict[str, Any]:
+    """What run.json records of the recipe a run was drawn with: its name, the name or file
+    it was given as, its canonical config's digest, and its fingerprint's verdict here."""
+    return {"name": recipe.name, "given": str(given),
+            "config_sha256": recipe.made_with.get("config_sha256"),
+            "fingerprint": note or ("identical" if recipe.references else "none")}
+
+
 def differences(recorded: dict[str, Any], here: dict[str, Any], path: str = "") -> list[str]:
     """What the recipe records it was made with that this machine has otherwise."""
     out = []
