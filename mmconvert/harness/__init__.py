@@ -244,7 +244,8 @@ def module_text(tasks: list[str], harness: str = LM_EVAL) -> str:
              "from pathlib import Path", "",
              "from mmconvert.harness import runtime", "",
              "HERE = Path(__file__).resolve().parent",
-             "runtime.check_backend()", ""]
+             "runtime.check_backend()",
+             "runtime.one_kind_a_batch()", ""]
     if harness == LMMS_EVAL:
         lines += ["", "def no_images(doc):", "    return []", ""]
     # plain functions (lm-eval deep-copies a task's config, which a bound method's object,

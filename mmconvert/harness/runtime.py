@@ -50,6 +50,39 @@ def check_backend() -> None:
                f"{', '.join(MULTIMODAL_BACKENDS)} (its _text twin takes any)")
 
 
+def one_kind_a_batch() -> None:
+    """lm-eval's API models (``local-chat-completions`` and the others on its
+    ``TemplateAPI``) read a batch's first request to tell whether the batch carries images,
+    and unpack every request by it: a call running an image task and its ``_text`` twin
+    together stopped with "not enough values to unpack (expected 3, got 2)". Such a batch is
+    sent here as two, the requests with images and those without, each in its own order; the
+    answers come back in the batch's order, so each twin is asked as it is alone. Done once a
+    process, to lm-eval's ``TemplateAPI`` only (an lm-eval without it is left as it is)."""
+    try:
+        from lm_eval.models.api_models import TemplateAPI
+    except ImportError:
+        return
+    original = TemplateAPI.generate_until
+    if getattr(original, "one_kind_a_batch", False):
+        return
+
+    @functools.wraps(original)
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        images = [len(request.args) > 2 for request in requests]
+        if all(images) or not any(images):
+            return original(self, requests, disable_tqdm=disable_tqdm)
+        out: list[Any] = [None] * len(requests)
+        for kind in (True, False):
+            places = [i for i, has in enumerate(images) if has is kind]
+            answers = original(self, [requests[i] for i in places], disable_tqdm=disable_tqdm)
+            for place, answer in zip(places, answers, strict=True):
+                out[place] = answer
+        return out
+
+    generate_until.one_kind_a_batch = True  # type: ignore[attr-defined]
+    TemplateAPI.generate_until = generate_until
+
+
 def running_model() -> Any:
     """lm-eval's model object, found on the stack of the evaluation that asks for a doc's
     images (None when there is none: a doc drawn outside an evaluation)."""

@@ -235,3 +235,29 @@ def test_the_harness_writes_both_tasks_of_each_and_refuses_what_it_cannot(harnes
         assert result.exit_code != 0 and said in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
         assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_the_readme_s_example_runs_both_twins_in_one_call(renders, server, harness,
+                                                          tmp_path):
+    """Issue 54: `--tasks mmconvert_arc_easy,mmconvert_arc_easy_text` in one lm_eval call
+    stopped in lm-eval 0.4.13's generate_until ("not enough values to unpack (expected 3,
+    got 2)"): its API model reads a batch's first request to decide whether the batch carries
+    images, and the two twins' requests differ. Each twin's requests are now sent as a batch
+    of their own; each scores as it does alone."""
+    url, received = server
+    both = lm_eval(url, harness, tmp_path / "both",
+                   "mmconvert_arc_easy,mmconvert_arc_easy_text")
+    assert both.returncode == 0, both.stderr[-3000:]
+    alone = {}
+    for task in ("mmconvert_arc_easy", "mmconvert_arc_easy_text"):
+        done = lm_eval(url, harness, tmp_path / task, task)
+        assert done.returncode == 0, done.stderr[-3000:]
+        alone[task] = done
+    def scores(folder: Path, task: str) -> dict:
+        (path,) = glob.glob(str(folder / "**" / f"samples_{task}_[0-9]*.jsonl"), recursive=True)
+        return {(r["doc_id"], r["filter"]): r["exact_match"] for r in
+                map(json.loads, Path(path).read_text().splitlines())}
+
+    for task in ("mmconvert_arc_easy", "mmconvert_arc_easy_text"):
+        assert scores(tmp_path / "both", task) == scores(tmp_path / task, task) != {}, task
