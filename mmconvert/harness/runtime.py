@@ -103,6 +103,8 @@ class Harness:
         self.folder, self.task = Path(folder), task
         self._lock = threading.Lock()
         self._drawn: dict[str, Any] = {}
+        # lm-eval's few-shot sampler after the contexts of the first N eval docs: (N, state)
+        self._sampler_at: tuple[int, Any] | None = None
 
     @functools.cached_property
     def record(self) -> dict[str, Any]:
@@ -192,17 +194,15 @@ class Harness:
     def _prompts(self, doc: dict[str, Any], fewshot: bool = False) -> tuple[str, str]:
         """The image prompt and the text prompt of ``doc``; with ``fewshot``, a generation
         task's prompt holds its description and few-shot examples as lm-eval's
-        ``fewshot_context`` writes them (the seed set before each doc, so a doc's examples
-        do not depend on the order docs are asked in)."""
+        ``fewshot_context`` writes them for that doc in a run of the whole split
+        (``fewshot_context``)."""
         from ..corpora.lmeval import IN_THE_IMAGE
 
         item = self.item(doc)
         task = self.original
         if task.config.output_type == "generate_until":
             if fewshot:
-                with self._lock:
-                    task.set_fewshot_seed(FEWSHOT_SEED)
-                    text = task.fewshot_context(doc, int(task.config.num_fewshot or 0))
+                text = self.fewshot_context(doc)
             else:
                 text = task.doc_to_text(doc)
             drawn = item.context or (item.question or "").strip()
@@ -211,6 +211,36 @@ class Harness:
             return image, text
         drawn = self.drawn(item)
         return drawn.row["prompt"], drawn.row["text_prompt"]
+
+    @functools.cached_property
+    def eval_docs(self) -> list[dict[str, Any]]:
+        task = self.original
+        return list(task.test_docs() if task.has_test_docs() else task.validation_docs())
+
+    def fewshot_context(self, doc: dict[str, Any]) -> str:
+        """``doc``'s prompt with the few-shot examples lm-eval gives it: lm-eval seeds its
+        sampler once (``--fewshot_random_seed``, 1234) and draws each doc's examples in the
+        split's order, so the N-th doc's are the N-th draw. Setting the seed before every doc
+        gave every doc the first doc's examples (7 of 8 gsm8k prompts differed from
+        lm-eval's). The sampler is replayed to the doc's place (the contexts of the docs
+        before it, as lm-eval makes them) from where the last call left it, so docs asked in
+        order cost one context each, and any order gives the same prompts."""
+        task = self.original
+        shots = int(task.config.num_fewshot or 0)
+        number = self.item(doc).metadata["lm_eval"]["doc"]
+        with self._lock:
+            at = self._sampler_at
+            if at is None or at[0] > number:
+                task.set_fewshot_seed(FEWSHOT_SEED)
+                done = 0
+            else:
+                task.sampler.rnd.setstate(at[1])
+                done = at[0]
+            for earlier in self.eval_docs[done:number]:
+                task.fewshot_context(earlier, shots)
+            text = task.fewshot_context(doc, shots)
+            self._sampler_at = (number + 1, task.sampler.rnd.getstate())
+        return text
 
     def image_prompt(self, doc: dict[str, Any]) -> str:
         return self._prompts(doc)[0]

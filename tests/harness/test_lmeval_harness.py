@@ -261,3 +261,29 @@ def test_the_readme_s_example_runs_both_twins_in_one_call(renders, server, harne
 
     for task in ("mmconvert_arc_easy", "mmconvert_arc_easy_text"):
         assert scores(tmp_path / "both", task) == scores(tmp_path / task, task) != {}, task
+
+
+def test_lmms_eval_prompts_hold_the_few_shot_examples_lm_eval_gives_each_doc(renders,
+                                                                             tmp_path):
+    """Issue 54: lmms-eval's twin set the few-shot seed before every doc, so every doc had
+    the first doc's examples (7 of 8 gsm8k prompts differed from lm-eval's and render's).
+    Asked in any order, each doc's prompt is now render lm-eval:gsm8k's, which is lm-eval's."""
+    import random
+
+    from mmconvert.harness.runtime import Harness
+
+    folder = tmp_path / "lmms"
+    result = run("harness", "lmms-eval", "gsm8k", "--recipe", RECIPE, "--source", LM,
+                 "--out", folder)
+    assert result.exit_code == 0, result.output
+    rendered = {row["metadata"]["lm_eval"]["doc"]: row["metadata"]["prompts"]["text"]
+                for row in JsonlLog(renders["gsm8k"] / "manifest.jsonl").read()}
+    harness = Harness(folder, "gsm8k")
+    docs = list(enumerate(harness.original.test_docs()))
+    assert len(docs) == len(rendered) >= 4
+    for order in (docs, docs[::-1], random.Random(7).sample(docs, len(docs))):
+        prompts = {number: harness.lmms_text_prompt(doc) for number, doc in order}
+        assert prompts == rendered
+    assert len(set(rendered.values())) == len(rendered)
+    examples = {text.rsplit("Question:", 1)[0] for text in rendered.values()}
+    assert len(examples) > 1  # the docs' few-shot examples differ, as in lm-eval's run
