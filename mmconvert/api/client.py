@@ -80,7 +80,7 @@ def bounded(response) -> None:
     steps, and refused past ``MAX_RESPONSE_BYTES``, so that no reader after this one inflates
     a gzip bomb whole (it ended as "TypeError: 'NoneType' object is not iterable" or "no
     data[0]", nothing naming the cause)."""
-    import zlib
+    from .inflate import ENCODINGS, Inflater
 
     length = response.headers.get("content-length")
     encoding = response.headers.get("content-encoding", "").strip().lower()
@@ -90,22 +90,20 @@ def bounded(response) -> None:
                                f"{MAX_RESPONSE_BYTES >> 20} MiB a response may hold")
     if encoding in ("", "identity") or hasattr(response, "_content"):  # or read already
         return
-    if encoding not in ("gzip", "x-gzip", "deflate"):
+    if encoding not in ENCODINGS:
         response.close()
         raise ResponseTooLarge(f"the response is encoded {encoding!r}, which mmconvert does "
                                "not read (it asks for gzip or none)")
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in encoding else zlib.MAX_WBITS)
-    parts, size = [], 0
-    for chunk in response.iter_raw():
-        part = inflate.decompress(chunk, MAX_RESPONSE_BYTES + 1 - size)
-        size += len(part)
-        if size > MAX_RESPONSE_BYTES or inflate.unconsumed_tail:
-            response.close()
-            raise ResponseTooLarge(f"the response's {encoding} body inflates past the "
-                                   f"{MAX_RESPONSE_BYTES >> 20} MiB a response may hold (a "
-                                   "compression bomb); not read further")
-        parts.append(part)
-    parts.append(inflate.flush())
+
+    def over() -> ResponseTooLarge:
+        response.close()
+        return ResponseTooLarge(f"the response's {encoding} body inflates past the "
+                                f"{MAX_RESPONSE_BYTES >> 20} MiB a response may hold (a "
+                                "compression bomb); not read further")
+
+    inflater = Inflater(encoding, MAX_RESPONSE_BYTES, over)
+    parts = [inflater.feed(chunk) for chunk in response.iter_raw()]
+    parts.append(inflater.flush())
     response._content = b"".join(parts)  # read: httpx's own decoder is not run on it
     del response.headers["content-encoding"]
 

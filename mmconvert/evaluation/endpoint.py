@@ -179,6 +179,8 @@ def _capped_transport_class():
     reply body past its ``cap``."""
     import httpx2
 
+    from ..api.inflate import ENCODINGS, Inflater
+
     class CappedStream(httpx2.AsyncByteStream):
         """The reply's body, its gzip or deflate encoding undone here in steps (httpx would
         inflate a bomb whole), no more than ``cap`` bytes of it."""
@@ -194,22 +196,18 @@ def _capped_transport_class():
             return ReplyTooLarge(f"the reply is over {mib} MiB; not read further")
 
         async def __aiter__(self):
-            import zlib
-
-            inflate = None if not self.encoding else zlib.decompressobj(
-                16 + zlib.MAX_WBITS if "gzip" in self.encoding else zlib.MAX_WBITS)
+            if self.encoding:
+                inflater = Inflater(self.encoding, self.cap, self._over)
+                async for chunk in self.stream:
+                    yield inflater.feed(chunk)
+                yield inflater.flush()
+                return
             read = 0
             async for chunk in self.stream:
-                if inflate is not None:
-                    chunk = inflate.decompress(chunk, self.cap + 1 - read)
-                    if inflate.unconsumed_tail:
-                        raise self._over()
                 read += len(chunk)
                 if read > self.cap:
                     raise self._over()
                 yield chunk
-            if inflate is not None:
-                yield inflate.flush()
 
         async def aclose(self):
             await self.stream.aclose()
@@ -234,7 +232,7 @@ def _capped_transport_class():
             encoding = response.headers.get("content-encoding", "").strip().lower()
             if encoding in ("identity",):
                 encoding = ""
-            if encoding not in ("", "gzip", "x-gzip", "deflate"):
+            if encoding and encoding not in ENCODINGS:
                 await response.aclose()
                 raise ReplyTooLarge(f"the reply is encoded {encoding!r}, which was not asked "
                                     "for; not read")
