@@ -191,15 +191,17 @@ class Reference(BaseModel):
     model_config = OPTIONS
 
     item: dict[str, Any]
-    # the sha256 of the item its pages were drawn from (``item_digest``)
+    # the sha256 of the item its pages were drawn from (``digest``)
     item_sha256: str | None = None
     pages: list[PageHash] = Field(default_factory=list)
 
 
-def item_digest(item: dict[str, Any]) -> str:
+def digest(value: Any) -> str:
+    """The sha256 of a JSON value in canonical form (keys sorted, no spaces): a reference
+    item's (``item_sha256``) and a canonical config's (``config_sha256``)."""
     import json
 
-    text = json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -469,13 +471,6 @@ def drawing_config(drawer: Drawer) -> dict[str, Any]:
     return config
 
 
-def config_digest(config: dict[str, Any]) -> str:
-    import json
-
-    text = json.dumps(config, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def made_with(drawer: Drawer) -> dict[str, Any]:
     """What a recipe's pages were made with here: the canonical config and its digest,
     mmconvert's version, the renderer's, the libraries that draw and encode, the fonts
@@ -486,7 +481,7 @@ def made_with(drawer: Drawer) -> dict[str, Any]:
     config = drawing_config(drawer)
     record: dict[str, Any] = {
         "config": config,
-        "config_sha256": config_digest(config),
+        "config_sha256": digest(config),
         "mmconvert": __version__,
         "renderer": {"name": job.renderer.name, "version": job.renderer.version},
         "libraries": {name: installed_version(name) for name in ("pymupdf", "pillow", "zlib-ng",
@@ -504,7 +499,7 @@ def make(recipe: Recipe) -> Recipe:
     draws them (its own reference items, or the shipped ones)."""
     drawer = Drawer(recipe)
     items = [ref.item for ref in recipe.references] or REFERENCE_ITEMS
-    references = [Reference(item=item, item_sha256=item_digest(item),
+    references = [Reference(item=item, item_sha256=digest(item),
                             pages=[page_hash(p) for p in drawer.draw(item, index).pages])
                   for index, item in enumerate(items)]
     return recipe.model_copy(update={"made_with": made_with(drawer),
@@ -518,6 +513,8 @@ class Verdict:
 
     identical: bool
     lines: list[str]
+    # how many reference pages (or references, by their page count) differ
+    pages: int = 0
 
 
 def paid(recipe: Recipe) -> bool:
@@ -551,26 +548,30 @@ def compare(recipe: Recipe, drawn: list[list[PageHash]], here: dict[str, Any]) -
     """``recipe``'s fingerprint against its reference pages as drawn here (``drawn``, one list
     of pages a reference) and what they were made with here (``here``, ``made_with``)."""
     lines: list[str] = []
+    differ = 0
     for index, (reference, pages) in enumerate(zip(recipe.references, drawn, strict=True)):
         item_id = reference.item.get("id", f"#{index}")
         if reference.item_sha256 is None:
             lines.append(f"{item_id}: the recipe records no digest of the item (item_sha256): "
                          "its fingerprint predates them; mmconvert recipe make records them")
-        elif reference.item_sha256 != item_digest(reference.item):
+        elif reference.item_sha256 != digest(reference.item):
             lines.append(f"{item_id}: the item is not the one its pages were drawn from "
                          "(item_sha256): the fingerprint was edited")
         if len(pages) != len(reference.pages):
             lines.append(f"{item_id}: {len(pages)} page(s), the recipe's {len(reference.pages)}")
+            differ += 1
             continue
         for number, (got, want) in enumerate(zip(pages, reference.pages, strict=True), 1):
             if got.sha256 == want.sha256:
                 edited = [name for name in ("pixels", "width", "height")
                           if getattr(got, name) != getattr(want, name)]
                 if edited:
+                    differ += 1
                     lines.append(f"{item_id} page {number}: the same file, but the recipe's "
                                  f"{' and '.join(edited)} are not its page's: the fingerprint "
                                  "was edited")
                 continue
+            differ += 1
             if (got.width, got.height) != (want.width, want.height):
                 lines.append(f"{item_id} page {number}: {got.width}x{got.height} px, the "
                              f"recipe's {want.width}x{want.height}")
@@ -589,7 +590,7 @@ def compare(recipe: Recipe, drawn: list[list[PageHash]], here: dict[str, Any]) -
     whys = [f"why: {why}" for why in settings + versions] or [
         "why: nothing the recipe records differs here: mmconvert's own drawing of these "
         "settings changed"]
-    return Verdict(False, lines + whys)
+    return Verdict(False, lines + whys, differ)
 
 
 CONFIG_KEYS = ("config", "config_sha256")
@@ -603,7 +604,7 @@ def setting_differences(recorded: dict[str, Any], here: dict[str, Any]) -> list[
     if not isinstance(config, dict):
         return ["the recipe records no settings (made_with.config): its fingerprint predates "
                 "them; mmconvert recipe make records them"]
-    if config_digest(config) != recorded.get("config_sha256"):
+    if digest(config) != recorded.get("config_sha256"):
         return ["the recipe's made_with.config does not match its config_sha256: the "
                 "fingerprint was edited"]
     return [f"setting {name}: the fingerprint was made with {shown(a)}, the recipe now "
@@ -653,10 +654,9 @@ def fingerprint_note(recipe: Recipe, given: str | Path | None = None) -> str | N
         return None
     said = [line for line in verdict.lines if not line.startswith("why: ")]
     why = [line for line in verdict.lines if line.startswith("why: ")]
-    pages = [line for line in said if " page " in line or " page(s)" in line]
     return (f"recipe {recipe.name}: its fingerprint differs here ({said[0]}"
             + (f"; {why[0]}" if why else "")
-            + (f"; {len(pages)} page(s) differ" if pages else "") + "): these pages "
+            + (f"; {verdict.pages} page(s) differ" if verdict.pages else "") + "): these pages "
             f"are not the recipe's; mmconvert recipe verify {given or recipe.name} says all")
 
 
