@@ -143,6 +143,13 @@ def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
 INDEX_KINDS = frozenset({"TASK", "PY_TASK", "GROUP", "TAG"})
 
 
+def task_name_ok(name: Any) -> bool:
+    """Whether ``name`` is a name lm-eval's index gives (some hold '(' or '.'): printable,
+    no path separator, not hidden."""
+    return isinstance(name, str) and bool(name) and name.isprintable() and \
+        not any(c in name for c in "/\\") and not name.startswith(".")
+
+
 def well_formed(entries: dict[str, Any], folder: Path) -> bool:
     """Whether a kept index is one lm-eval could have made: printable names without path
     separators, known kinds, YAML paths inside lm-eval's task folder, tags of names. A file
@@ -151,13 +158,9 @@ def well_formed(entries: dict[str, Any], folder: Path) -> bool:
     import os
 
     root = os.path.normpath(str(folder)) + os.sep
-
-    def name_ok(name: Any) -> bool:
-        return isinstance(name, str) and bool(name) and name.isprintable() and \
-            not any(c in name for c in "/\\") and not name.startswith(".")
-
     for name, (kind, path, tags) in entries.items():
-        if not name_ok(name) or kind not in INDEX_KINDS or not all(map(name_ok, tags)):
+        if not task_name_ok(name) or kind not in INDEX_KINDS or \
+                not all(map(task_name_ok, tags)):
             return False
         if path is not None and (not isinstance(path, str) or
                                  not os.path.normpath(path).startswith(root)):

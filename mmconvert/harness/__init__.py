@@ -226,10 +226,11 @@ def file_stem(task: str) -> str:
 
 
 def check_name(task: str) -> str:
-    """A task name as lm-eval's index gives them (some hold '(' or '.'), or one line: no
-    control character, no path separator, not hidden."""
-    if not task or task.startswith(".") or any(c in task for c in "/\\") or \
-            not task.isprintable():
+    """A task name as lm-eval's index gives them (``corpora.lmeval.task_name_ok``), or one
+    line."""
+    from ..corpora.lmeval import task_name_ok
+
+    if not task_name_ok(task):
         raise UsageError(f"lm-eval task name {ascii(task)}: not a name lm-eval gives (no "
                          "control characters or path separators)")
     return task

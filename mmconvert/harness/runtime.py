@@ -17,8 +17,6 @@ from typing import Any
 
 from . import MULTIMODAL_BACKENDS, PREFIX
 
-FEWSHOT_SEED = 1234  # lm-eval's default --fewshot_random_seed
-
 
 def refuse(message: str) -> None:
     """End the harness's process with one line (lm-eval would show a traceback)."""
@@ -149,12 +147,16 @@ class Harness:
         return found
 
     @functools.cached_property
-    def docs(self) -> dict[str, int]:
-        """Each eval doc's index (the split ``render lm-eval:TASK`` reads), by its content."""
+    def eval_docs(self) -> list[dict[str, Any]]:
+        """The eval docs, in order (the split ``render lm-eval:TASK`` reads)."""
         task = self.original
-        docs = task.test_docs() if task.has_test_docs() else task.validation_docs()
+        return list(task.test_docs() if task.has_test_docs() else task.validation_docs())
+
+    @functools.cached_property
+    def docs(self) -> dict[str, int]:
+        """Each eval doc's index, by its content."""
         index: dict[str, int] = {}
-        for number, doc in enumerate(docs):
+        for number, doc in enumerate(self.eval_docs):
             index.setdefault(doc_key(doc), number)
         return index
 
@@ -212,11 +214,6 @@ class Harness:
         drawn = self.drawn(item)
         return drawn.row["prompt"], drawn.row["text_prompt"]
 
-    @functools.cached_property
-    def eval_docs(self) -> list[dict[str, Any]]:
-        task = self.original
-        return list(task.test_docs() if task.has_test_docs() else task.validation_docs())
-
     def fewshot_context(self, doc: dict[str, Any]) -> str:
         """``doc``'s prompt with the few-shot examples lm-eval gives it: lm-eval seeds its
         sampler once (``--fewshot_random_seed``, 1234) and draws each doc's examples in the
@@ -225,13 +222,15 @@ class Harness:
         lm-eval's). The sampler is replayed to the doc's place (the contexts of the docs
         before it, as lm-eval makes them) from where the last call left it, so docs asked in
         order cost one context each, and any order gives the same prompts."""
+        from ..corpora.lmeval import LM_EVAL_FEWSHOT_SEED
+
         task = self.original
         shots = int(task.config.num_fewshot or 0)
-        number = self.item(doc).metadata["lm_eval"]["doc"]
+        number = self.item(doc).metadata["lm_eval"]["doc"]  # refuses a doc of no eval split
         with self._lock:
             at = self._sampler_at
             if at is None or at[0] > number:
-                task.set_fewshot_seed(FEWSHOT_SEED)
+                task.set_fewshot_seed(LM_EVAL_FEWSHOT_SEED)
                 done = 0
             else:
                 task.sampler.rnd.setstate(at[1])
