@@ -594,10 +594,9 @@ def score(given: dict[str, Any] | str, reply: str | None) -> dict[str, Any]:
     if metric == "ruler:string_match_all":
         value, found = ruler_match(reply, answers)
         return result(value, True, " ".join(found) or None, found=found)
-    numeric = metric == "numeric" or (metric == "any-of" and all(
-        gold_number(gold) is not None for gold in answers))
+    golds = [gold_number(gold) for gold in answers]
     said, how = extract_free(reply, spec.get("extract") or "answer_line",
-                             said_number if numeric else None)
+                             said_number if reads_numbers(metric, golds) else None)
     if said is None:
         return result(0.0, False, None, read=how)
     if metric.startswith("longbench:"):
@@ -607,20 +606,27 @@ def score(given: dict[str, Any] | str, reply: str | None) -> dict[str, Any]:
         value = max((longbench_metric(name, said, gold, spec.get("all_classes") or [])
                      for gold in answers), default=0.0)
         return result(value, True, said[:200], read=how)
-    return free_score(metric, said, how, answers)
+    return free_score(metric, said, how, answers, golds)
 
 
-def free_score(metric: str, said: str, how: str, answers: list[str]) -> dict[str, Any]:
+def reads_numbers(metric: str, golds: list[Fraction | None]) -> bool:
+    """Whether a reply is read for a number: under ``numeric``, and under ``any-of`` when
+    every accepted answer is one (``golds``, each answer's ``gold_number``)."""
+    return metric == "numeric" or (metric == "any-of" and all(g is not None for g in golds))
+
+
+def free_score(metric: str, said: str, how: str, answers: list[str],
+               golds: list[Fraction | None]) -> dict[str, Any]:
     """A free-form answer ``said`` (read from the reply as ``how``) scored by ``metric``, one
-    of ``FREE_METRICS``, against the accepted ``answers``."""
+    of ``FREE_METRICS``, against the accepted ``answers`` (``golds``: the number each is, or
+    None)."""
     def result(value: float, parsed: bool, answer: str | None, **extra) -> dict[str, Any]:
         return {"score": float(value), "parsed": parsed, "answer": answer,
                 "extra": {"metric": metric, **extra}}
 
     if metric not in FREE_METRICS:
         raise ValueError(f"no free-form metric {metric!r} (known: {', '.join(FREE_METRICS)})")
-    golds = [gold_number(gold) for gold in answers]
-    if metric == "numeric" or (metric == "any-of" and all(g is not None for g in golds)):
+    if reads_numbers(metric, golds):
         value, read = said_number(said)
         if value is None:  # no number, or two: unparsed, never guessed
             return result(0.0, False, None, read=read)
