@@ -59,13 +59,6 @@ class Item:
         # surrogate (the row could not be written), dates, bytes and decimals as text
         for name in ("context", "question", "options", "answer"):
             plain(getattr(self, name), self.origin, name)
-        from .options import depth
-
-        if depth(self.metadata, MAX_DEPTH + 1) > MAX_DEPTH:
-            from .errors import ItemError
-
-            raise ItemError(f"nested deeper than {MAX_DEPTH} levels", where=self.origin,
-                            field="metadata")
         self.metadata = plain(self.metadata, self.origin, "metadata")
 
     @property
@@ -96,10 +89,16 @@ class Item:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def plain(value: Any, where: str, field: str) -> Any:
+def plain(value: Any, where: str, field: str, level: int = 0) -> Any:
     """``value`` as JSON can hold it: dates and times in ISO form, decimals and other scalars
     as text, bytes as UTF-8 text (or ``base64:…``), NumPy values as Python ones; a lone
-    surrogate (text that cannot be written as UTF-8) is an ItemError naming the field."""
+    surrogate (text that cannot be written as UTF-8) is an ItemError naming the field, and
+    so is a value nested past ``MAX_DEPTH`` levels (``level``: how deep this one is)."""
+    if level > MAX_DEPTH:
+        from .errors import ItemError
+
+        raise ItemError(f"nested deeper than {MAX_DEPTH} levels", where=where,
+                        field=field.split(".", 1)[0].split("[", 1)[0])
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
@@ -112,14 +111,14 @@ def plain(value: Any, where: str, field: str) -> Any:
                             where=where, field=field)
         return value
     if isinstance(value, dict):
-        return {plain(str(k), where, field): plain(v, where, f"{field}.{k}")
+        return {plain(str(k), where, field): plain(v, where, f"{field}.{k}", level + 1)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v, where, f"{field}[{i}]") for i, v in enumerate(value)]
+        return [plain(v, where, f"{field}[{i}]", level + 1) for i, v in enumerate(value)]
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
         try:
-            return plain(data.decode("utf-8"), where, field)
+            return plain(data.decode("utf-8"), where, field, level)
         except (UnicodeDecodeError, ValueError):
             import base64
 
@@ -127,7 +126,7 @@ def plain(value: Any, where: str, field: str) -> Any:
     if hasattr(value, "isoformat"):  # datetime, date, time, pandas Timestamp
         return value.isoformat()
     if hasattr(value, "tolist"):  # NumPy scalars and arrays
-        return plain(value.tolist(), where, field)
+        return plain(value.tolist(), where, field, level)
     return str(value)  # Decimal, UUID, …
 
 
