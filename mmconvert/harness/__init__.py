@@ -34,6 +34,21 @@ MODULE = "mmconvert_harness"
 # lm-eval's multimodal backends: those that send a doc's images to the model
 MULTIMODAL_BACKENDS = ("local-chat-completions", "openai-chat-completions", "hf-multimodal",
                        "vllm-vlm")
+# the versions of the harnesses (by distribution name) the tests run; another gets one warning
+# line naming the tested one (VLMEvalKit is not on PyPI: its package's __version__, at commit
+# e8e78f0 of open-compass/VLMEvalKit)
+TESTED = {"lmms-eval": "0.7.3", "vlmeval": "0.2rc1"}
+
+
+def untested(name: str, found: str | None) -> str | None:
+    """The warning line for harness ``name`` at version ``found``, or None at the tested one."""
+    if found == TESTED[name]:
+        return None
+    return (f"mmconvert harness: warning: {name} {found or '(version unknown)'} is not the "
+            f"version mmconvert's tests run ({TESTED[name]}); its prompts, pages or scores "
+            "may differ")
+
+
 # the task config keys a written task takes over as they are
 KEPT = ("dataset_path", "dataset_name", "training_split", "validation_split", "test_split",
         "fewshot_split", "target_delimiter", "fewshot_delimiter")
@@ -246,6 +261,7 @@ def module_text(tasks: list[str], harness: str = LM_EVAL) -> str:
              "from mmconvert.harness import runtime", "",
              "HERE = Path(__file__).resolve().parent",
              "runtime.check_backend()",
+             *(["runtime.check_version()"] if harness == LMMS_EVAL else []),
              "runtime.one_kind_a_batch()", ""]
     if harness == LMMS_EVAL:
         lines += ["", "def no_images(doc):", "    return []", ""]

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import MULTIMODAL_BACKENDS, PREFIX
+from . import MULTIMODAL_BACKENDS, PREFIX, untested
 
 
 def refuse(message: str) -> None:
@@ -46,6 +46,20 @@ def check_backend() -> None:
     if images and model not in MULTIMODAL_BACKENDS:
         refuse(f"--model {model} sends no images; {images[0]} needs one of "
                f"{', '.join(MULTIMODAL_BACKENDS)} (its _text twin takes any)")
+
+
+def check_version() -> None:
+    """Run by an lmms-eval task's module: an lmms-eval other than the tested one is said in one
+    line on stderr (the run goes on)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found: str | None = version("lmms-eval")
+    except PackageNotFoundError:
+        found = None
+    line = untested("lmms-eval", found)
+    if line:
+        print(line, file=sys.stderr)
 
 
 def one_kind_a_batch() -> None:

@@ -36,6 +36,16 @@ try:  # VLMEvalKit's base class, when the kit is installed
     from vlmeval.dataset.image_base import ImageBaseDataset as _Base
 except ImportError:
     _Base = object
+else:  # a kit other than the tested one is said once, in one line
+    import sys
+
+    import vlmeval
+
+    from . import untested
+
+    _line = untested("vlmeval", getattr(vlmeval, "__version__", None))
+    if _line:
+        print(_line, file=sys.stderr)
 
 
 class RenderedDataset(_Base):

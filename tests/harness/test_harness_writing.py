@@ -145,3 +145,18 @@ def test_a_paid_recipe_is_never_drawn_unasked(tmp_path, monkeypatch):
     assert record["recipe_fingerprint"].startswith(
         "recipe paid: its fingerprint is not checked here: its generate renderer draws "
         "through a paid API")
+
+
+def test_an_untested_harness_version_is_one_warning_line(monkeypatch, capsys):
+    import importlib.metadata
+
+    from mmconvert.harness import TESTED, runtime, untested
+
+    assert untested("lmms-eval", TESTED["lmms-eval"]) is None
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.7.2")
+    runtime.check_version()
+    said = capsys.readouterr().err.splitlines()
+    assert said == ["mmconvert harness: warning: lmms-eval 0.7.2 is not the version "
+                    "mmconvert's tests run (0.7.3); its prompts, pages or scores may differ"]
+    assert "(version unknown)" in untested("vlmeval", None)
+    assert "(0.2rc1)" in untested("vlmeval", "0.1.0")

@@ -3,9 +3,10 @@ CLI and task loader with its ``openai`` backend against the real OpenAI-compatib
 127.0.0.1. Each doc's score equals ``mmconvert eval``'s on the same server rule and the pages the
 server received are ``mmconvert render --recipe``'s, pixel for pixel.
 
-lmms-eval needs torch and transformers; CI does not install it (its PyPI wheels pull the CUDA
-build of torch, gigabytes), so this runs where lmms-eval is installed beside mmconvert[lm-eval]
-(``pip install torch==2.13.0 lmms-eval``, CPU)."""
+lmms-eval 0.7.3 lives in an environment of its own, ``.venv-lmms-eval`` beside the repository's
+``.venv``, made by ``scripts/install-lmms-eval.sh`` (the README's test command runs it): lmms-eval
+runs with that environment's python (``MMCONVERT_LMMS_EVAL_PYTHON`` names another). Where it is
+missing the tests skip, except under CI, where they fail."""
 
 from __future__ import annotations
 
@@ -13,12 +14,10 @@ import glob
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("lmms_eval")
 pytest.importorskip("lm_eval")
 pytest.importorskip("inspect_ai")
 
@@ -36,11 +35,28 @@ from tests.harness.test_lmeval_harness import (  # noqa: E402,F401 (fixtures)
 )
 from tests.test_cli import run  # noqa: E402
 
+PYTHON = Path(os.environ.get("MMCONVERT_LMMS_EVAL_PYTHON")
+              or ROOT / ".venv-lmms-eval" / "bin" / "python")
 
-def lmms_eval(url: str, folder: Path, out: Path, tasks: str) -> subprocess.CompletedProcess:
+
+@pytest.fixture(scope="module")
+def lmms_python() -> str:
+    """The python of lmms-eval's environment (a skip where it is missing, a failure in CI)."""
+    if not PYTHON.is_file() or subprocess.run(
+            [str(PYTHON), "-c", "import lmms_eval, mmconvert"], capture_output=True).returncode:
+        message = (f"lmms-eval is not installed at {PYTHON}: run scripts/install-lmms-eval.sh "
+                   "(the README's test command does)")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(PYTHON)
+
+
+def lmms_eval(python: str, url: str, folder: Path, out: Path,
+              tasks: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OPENAI_API_KEY": SECRET, "HF_DATASETS_OFFLINE": "1",
            "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, "-m", "lmms_eval", "--model", "openai", "--model_args",
+    args = [python, "-m", "lmms_eval", "--model", "openai", "--model_args",
             f"model_version=reader-1,base_url={url},num_concurrent=1,max_retries=1",
             "--tasks", tasks, "--include_path", str(folder), "--output_path", str(out),
             "--log_samples"]
@@ -50,7 +66,7 @@ def lmms_eval(url: str, folder: Path, out: Path, tasks: str) -> subprocess.Compl
 
 @pytest.mark.slow
 def test_lmms_eval_runs_the_image_tasks_and_scores_them_as_mmconvert_eval_does(
-        renders, server, tmp_path, monkeypatch):  # noqa: F811 (fixtures)
+        renders, server, lmms_python, tmp_path, monkeypatch):  # noqa: F811 (fixtures)
     url, received = server
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     folder = tmp_path / "tasks"
@@ -63,8 +79,11 @@ def test_lmms_eval_runs_the_image_tasks_and_scores_them_as_mmconvert_eval_does(
     evaluated = eval_scores(renders, url, tmp_path)
     sent_by_eval = len(received)
     logs = tmp_path / "lmms"
-    done = lmms_eval(url, folder, logs, ",".join(f"mmconvert_{t}" for t in TASKS))
+    # each image task and its text twin in one call, as the README's example runs them
+    done = lmms_eval(lmms_python, url, folder, logs,
+                     ",".join(f"mmconvert_{t}{twin}" for t in TASKS for twin in ("", "_text")))
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "is not the version mmconvert's tests run" not in done.stderr  # the tested one
     for task in TASKS:
         samples = glob.glob(str(logs / "**" / f"*_samples_mmconvert_{task}.jsonl"),
                             recursive=True)
@@ -78,6 +97,12 @@ def test_lmms_eval_runs_the_image_tasks_and_scores_them_as_mmconvert_eval_does(
         tokens = [json.loads(line) for line in
                   (logs / f"mmconvert_tokens_{task}.jsonl").read_text().splitlines()]
         assert sorted(t["doc_id"] for t in tokens) == sorted({int(r["doc_id"]) for r in rows})
+        twin = glob.glob(str(logs / "**" / f"*_samples_mmconvert_{task}_text.jsonl"),
+                         recursive=True)
+        assert len(twin) == 1, twin  # the text twin ran in the same call, without pages
+        twins = [json.loads(line) for line in Path(twin[0]).read_text().splitlines()]
+        assert sorted({int(r["doc_id"]) for r in twins}) == sorted({int(r["doc_id"]) for r in rows})
+        assert not any("(see the image)" in r["input"] for r in twins)
     # gsm8k's prompt holds its few-shot examples, as lm-eval writes them, the doc's question
     # (what render lm-eval:gsm8k draws) replaced by the image
     first = json.loads(Path(glob.glob(str(logs / "**" / "*_samples_mmconvert_gsm8k.jsonl"),
