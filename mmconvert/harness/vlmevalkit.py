@@ -58,7 +58,10 @@ class RenderedDataset(_Base):
 
     def __init__(self, corpus: str | list[dict[str, Any]], recipe: str | Path, *,
                  name: str | None = None, cache_dir: str | Path | None = None,
-                 prompt: Literal["image", "text"] = "image", **selection: Any):
+                 prompt: Literal["image", "text"] = "image", source: str | Path | None = None,
+                 subsets: list[str] | None = None, split: str | None = None,
+                 sample: int | None = None, limit: int | None = None, seed: int = 0,
+                 **selection: Any):
         import pandas
 
         from ..config import Selection
@@ -71,15 +74,20 @@ class RenderedDataset(_Base):
             raise UsageError(f"prompt: 'image' or 'text', not {prompt!r}")
         found = load_recipe(recipe)
         if isinstance(corpus, list):
-            source: Any = InMemory(corpus)
+            reader: Any = InMemory(corpus)
             label = "items"
         else:
-            source, label = resolve(corpus), corpus
-        items, _ = load_selection(Selection(corpus=label, **selection), source,
+            reader, label = resolve(corpus), corpus
+        # named, not only in **selection: VLMEvalKit's run.py passes a --config dataset's
+        # keys that the class's signature names, and drops the rest
+        chosen = {"source": source, "subsets": subsets, "split": split, "sample": sample,
+                  "limit": limit}
+        selection.update({k: v for k, v in chosen.items() if v is not None}, seed=seed)
+        items, _ = load_selection(Selection(corpus=label, **selection), reader,
                                   log=lambda message: None)
         if not items:
             raise UsageError(f"{label}: no items selected")
-        self.corpus, self.recipe, self.prompt = source, found, prompt
+        self.corpus, self.recipe, self.prompt = reader, found, prompt
         self.dataset_name = name or f"mmconvert-{Path(label).stem}-{found.name}"
         self.drawer = Drawer(found)
         self.items = {item.id: item for item in items}
@@ -169,6 +177,15 @@ def _answer(item) -> str:
 def _table(path: Path):
     import pandas
 
+    fallback = path.with_suffix(".pkl")
+    if path.suffix != ".pkl" and not path.exists() and fallback.is_file():
+        # the kit's dump writes a .pkl beside the name it was given when that format fails
+        # (an .xlsx without openpyxl), and passes on the name it was given
+        path = fallback
+    if not path.is_file():
+        raise UsageError(f"{path}: no predictions file there")
+    if path.suffix == ".pkl":
+        return pandas.read_pickle(path)
     if path.suffix == ".xlsx":
         return pandas.read_excel(path)
     if path.suffix == ".jsonl":

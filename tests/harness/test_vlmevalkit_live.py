@@ -51,6 +51,10 @@ def test_the_live_dataset_draws_what_render_writes_and_scores_as_the_export(tmp_
         {k: v["score"] for k, v in static["items"].items()}
     assert (live["score"], live["n"], live["unparsed"]) == (static["score"], static["n"],
                                                             static["unparsed"]) == (50.0, 4, 2)
+    # the kit's dump writes a .pkl beside the .xlsx it was asked for when it cannot write
+    # xlsx, and passes on the .xlsx's name
+    pandas.read_csv(predictions, sep="\t").to_pickle(tmp_path / "kit.pkl")
+    assert dataset.evaluate(tmp_path / "kit.xlsx")["score"] == 50.0
 
 
 def test_the_live_dataset_takes_items_and_asks_the_text_twin(tmp_path):
