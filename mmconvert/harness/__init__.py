@@ -269,7 +269,7 @@ def module_text(tasks: list[str], harness: str = LM_EVAL) -> str:
     # holding a lock, would not survive)
     for task in tasks:
         key = identifier(task)
-        lines += ["", f"# {ascii(task)}", f"_{key} = runtime.Harness(HERE, {ascii(task)})"]
+        lines += ["", f"# {ascii(task)}", f"_{key} = runtime.harness(HERE, {ascii(task)})"]
         names = (("lmms_image_prompt", "doc"), ("lmms_text_prompt", "doc")) \
             if harness == LMMS_EVAL else (("image_prompt", "doc"), ("text_prompt", "doc"),
                                           ("fewshot_prompt", "doc"), ("letter", "resps, docs"))
@@ -292,7 +292,7 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
     """Write the ``harness`` tasks (lm-eval's or lmms-eval's) for ``tasks`` drawn with
     ``recipe`` into ``out``; returns ``harness.json``'s record."""
     from .._version import __version__
-    from ..corpora.lmeval import TAKES, task_config
+    from ..corpora.lmeval import TAKES, task_config, task_index
     from ..manifest import atomic_write
     from ..recipes import dump, load_recipe
 
@@ -322,6 +322,7 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
               "recipe_fingerprint": note or ("identical" if found.references else "none"),
               "tasks": {task: {"image": f"{PREFIX}{task}", "text": f"{PREFIX}{task}_text",
                                "output_type": configs[task].get("output_type"),
+                               "yaml": str(task_index()[task][1]),
                                "source": str(dataset_folder(source, configs[task]).resolve())
                                if source is not None else None}
                         for task in configs},

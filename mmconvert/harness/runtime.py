@@ -107,6 +107,66 @@ def running_model() -> Any:
     return None
 
 
+def running_task(*names: str) -> Any:
+    """lm-eval's own task object for one of ``names`` (the written image task or its twin),
+    found on the stack of the lm-eval run that calls into the harness, with its dataset
+    loaded; None outside lm-eval. (lmms-eval's task objects are not taken: they hold their
+    docs already through ``process_docs``, which the original task would apply again.)"""
+    frame = inspect.currentframe()
+    while frame is not None:
+        task = frame.f_locals.get("self")
+        config = getattr(task, "config", None)
+        if getattr(config, "task", None) in names \
+                and type(task).__module__.startswith("lm_eval.") \
+                and getattr(task, "dataset", None) is not None:
+            return task
+        frame = frame.f_back
+    return None
+
+
+def shared_original(task: str, dataset: Any, path: str | None = None) -> Any:
+    """lm-eval's task ``task`` built from its YAML as lm-eval's task factory builds it (the
+    YAML with its includes and functions, the structural keys dropped, its source named in
+    the metadata), holding ``dataset`` instead of loading it."""
+    import copy
+
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    from ..corpora.lmeval import task_index
+
+    if path is None:  # a folder written before harness.json named the YAML
+        path = str(task_index()[task][1])
+    config = copy.deepcopy(load_yaml(Path(str(path)), resolve_func=True))
+    for key in ("tag", "group", "task_list"):
+        config.pop(key, None)
+    metadata = config.get("metadata", {})
+    config["metadata"] = {**(metadata if isinstance(metadata, dict) else
+                             {"_metadata": metadata}), "config_source": str(path)}
+
+    class Shared(ConfigurableTask):
+        def download(self, dataset_kwargs=None, **kwargs) -> None:
+            self.dataset = dataset
+
+    return Shared(config=config)
+
+
+# the Harness of each (folder, task) in this process: lmms-eval imports a task's module once
+# for each function its YAML names, and each copy would build the task again
+_HARNESSES: dict[tuple[str, str], Harness] = {}
+_HARNESSES_LOCK = threading.Lock()
+
+
+def harness(folder: Path, task: str) -> Harness:
+    """The one ``Harness`` of ``task`` in ``folder`` for this process."""
+    key = (str(Path(folder).resolve()), task)
+    with _HARNESSES_LOCK:
+        found = _HARNESSES.get(key)
+        if found is None:
+            found = _HARNESSES[key] = Harness(folder, task)
+        return found
+
+
 class Harness:
     """One written task's functions: the task's own lm-eval task object (built once, from the
     same data), mmconvert's item of each doc, and the recipe's drawer."""
@@ -125,7 +185,14 @@ class Harness:
     @functools.cached_property
     def original(self):
         """The task as lm-eval builds it from its own YAML (its functions and templates),
-        over the harness's data."""
+        over the harness's data. Inside lm-eval, over the dataset lm-eval loaded for the
+        written task (``shared_original``): nothing is indexed or loaded a second time.
+        Elsewhere (lmms-eval, or a doc drawn outside a run), through a TaskManager over the
+        task's folder."""
+        running = running_task(f"{PREFIX}{self.task}", f"{PREFIX}{self.task}_text")
+        if running is not None:
+            path = (self.record["tasks"].get(self.task) or {}).get("yaml")
+            return shared_original(self.task, running.dataset, path)
         from ..corpora.lmeval import dataset_source, manager_for
 
         source = (self.record["tasks"].get(self.task) or {}).get("source")

@@ -287,3 +287,34 @@ def test_lmms_eval_prompts_hold_the_few_shot_examples_lm_eval_gives_each_doc(ren
     assert len(set(rendered.values())) == len(rendered)
     examples = {text.rsplit("Question:", 1)[0] for text in rendered.values()}
     assert len(examples) > 1  # the docs' few-shot examples differ, as in lm-eval's run
+
+
+def test_inside_lm_eval_the_original_task_is_built_over_lm_eval_s_own_dataset(harness):
+    """Issue 54, part 6: the runtime built each original task a second time inside lm-eval (a
+    TaskManager over its folder, its dataset loaded again). Asked by lm-eval's own task
+    object, it now takes that object's dataset: nothing is indexed or loaded twice, and the
+    docs and prompts are the ones the TaskManager's copy gives."""
+    import datasets
+    from lm_eval.tasks import TaskManager
+
+    from mmconvert.harness import runtime
+    from mmconvert.harness.runtime import Harness
+
+    written = TaskManager(include_defaults=False, include_path=str(harness)).load(
+        ["mmconvert_gsm8k"])["tasks"]["mmconvert_gsm8k"]
+    loads = []
+    real = datasets.load_dataset
+    datasets.load_dataset = lambda *a, **k: loads.append(a) or real(*a, **k)
+    try:
+        doc = next(iter(written.test_docs()))
+        prompt = written.doc_to_text(doc)  # lm-eval asks: the runtime builds the original
+    finally:
+        datasets.load_dataset = real
+    shared = runtime.harness(harness, "gsm8k")
+    assert type(shared.original).__name__ == "Shared" and loads == []
+    assert shared.original.dataset is written.dataset
+    alone = Harness(harness, "gsm8k")  # outside lm-eval: the TaskManager's copy
+    assert type(alone.original).__name__ != "Shared"
+    assert list(alone.original.test_docs()) == list(shared.original.test_docs())
+    assert prompt == alone.image_prompt(doc)
+    assert runtime.harness(harness, "gsm8k") is shared  # one per task and process
