@@ -260,7 +260,7 @@ def module_text(tasks: list[str], harness: str = LM_EVAL) -> str:
              "from pathlib import Path", "",
              "from mmconvert.harness import runtime", "",
              "HERE = Path(__file__).resolve().parent",
-             "runtime.check_backend()",
+             "runtime.check_backend(HERE)",
              *(["runtime.check_version()"] if harness == LMMS_EVAL else []),
              "runtime.one_kind_a_batch()", ""]
     if harness == LMMS_EVAL:
@@ -323,6 +323,7 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
               "tasks": {task: {"image": f"{PREFIX}{task}", "text": f"{PREFIX}{task}_text",
                                "output_type": configs[task].get("output_type"),
                                "yaml": str(task_index()[task][1]),
+                               "num_fewshot": configs[task].get("num_fewshot"),
                                "source": str(dataset_folder(source, configs[task]).resolve())
                                if source is not None else None}
                         for task in configs},

@@ -33,12 +33,15 @@ def argv_value(flag: str) -> str | None:
     return None
 
 
-def check_backend() -> None:
-    """Run by the written module when lm-eval imports it: an image task asked of a backend,
-    named on lm-eval's command line, that sends no images is refused before any request."""
+def check_backend(folder: Path | None = None) -> None:
+    """Run by the written module when the harness imports it: an image task asked of a
+    backend, named on lm-eval's command line, that sends no images is refused before any
+    request; a ``--num_fewshot`` the written tasks do not take is said (``check_fewshot``)."""
     program = Path(sys.argv[0]).parent.name if sys.argv[0].endswith("__main__.py") \
         else Path(sys.argv[0]).name
     model, tasks = argv_value("--model"), argv_value("--tasks")
+    if folder is not None and tasks is not None:
+        check_fewshot(folder, program, tasks)
     if program not in ("lm_eval", "lm-eval") or model is None or tasks is None:
         return
     images = [t for t in tasks.split(",") if t.startswith(PREFIX) and not t.endswith("_text")
@@ -46,6 +49,41 @@ def check_backend() -> None:
     if images and model not in MULTIMODAL_BACKENDS:
         refuse(f"--model {model} sends no images; {images[0]} needs one of "
                f"{', '.join(MULTIMODAL_BACKENDS)} (its _text twin takes any)")
+
+
+_SAID: set[str] = set()
+
+
+def check_fewshot(folder: Path, program: str, tasks: str) -> None:
+    """``--num_fewshot N`` asked of written tasks that do not take it is one line on stderr
+    for each (the harness would ignore it with a log line at INFO): lm-eval's
+    multiple-choice tasks, asked with no examples (an example's answer is the letter of an
+    option only its page shows), and every lmms-eval task, whose prompt holds the original
+    task's own count of examples."""
+    given = argv_value("--num_fewshot")
+    if given is None or not given.strip().isdigit() or int(given) == 0:
+        return
+    try:
+        record = json.loads((Path(folder) / "harness.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    lmms = record.get("harness") == "lmms-eval"
+    asked = set(tasks.split(","))
+    for task, entry in (record.get("tasks") or {}).items():
+        names = [n for n in (entry.get("image"), entry.get("text")) if n in asked]
+        if not names or names[0] in _SAID:
+            continue
+        if entry.get("output_type") == "multiple_choice":
+            why = ("a multiple-choice task is asked with no few-shot examples (an example's "
+                   "answer would be the letter of an option only its page shows)")
+        elif lmms:
+            why = (f"its prompt holds {task}'s own few-shot examples "
+                   f"({entry.get('num_fewshot') or 0}), as lm-eval writes them")
+        else:
+            continue
+        _SAID.add(names[0])  # lmms-eval imports the module once per function
+        print(f"mmconvert harness: --num_fewshot {given} is not used for {names[0]}: {why}",
+              file=sys.stderr)
 
 
 def check_version() -> None:

@@ -160,3 +160,32 @@ def test_an_untested_harness_version_is_one_warning_line(monkeypatch, capsys):
                     "mmconvert's tests run (0.7.3); its prompts, pages or scores may differ"]
     assert "(version unknown)" in untested("vlmeval", None)
     assert "(0.2rc1)" in untested("vlmeval", "0.1.0")
+
+
+def test_a_num_fewshot_the_written_tasks_do_not_take_is_one_line(tmp_path, monkeypatch, capsys):
+    """lm-eval and lmms-eval ignore ``--num_fewshot`` for a task whose YAML sets 0, with a
+    line at INFO: the written multiple-choice tasks (lm-eval), and every lmms-eval task, whose
+    prompt holds the original's own examples. Each is said on stderr in one line."""
+    from mmconvert.harness import runtime
+
+    for harness in ("lm-eval", "lmms-eval"):
+        folder = tmp_path / harness
+        assert run("harness", harness, "arc_easy,gsm8k", "--recipe", "readbench",
+                   "--source", LM, "--out", folder).exit_code == 0
+    program = ["/x/lm_eval/__main__.py", "--tasks",
+               "mmconvert_arc_easy,mmconvert_arc_easy_text,mmconvert_gsm8k", "--num_fewshot"]
+    monkeypatch.setattr(runtime, "_SAID", set())
+    monkeypatch.setattr("sys.argv", [*program, "2"])
+    runtime.check_fewshot(tmp_path / "lm-eval", "lm_eval", ",".join(program[2:3]))
+    assert capsys.readouterr().err.splitlines() == [
+        "mmconvert harness: --num_fewshot 2 is not used for mmconvert_arc_easy: a "
+        "multiple-choice task is asked with no few-shot examples (an example's answer would "
+        "be the letter of an option only its page shows)"]
+    runtime.check_fewshot(tmp_path / "lmms-eval", "lmms_eval", "mmconvert_gsm8k")
+    assert capsys.readouterr().err.splitlines() == [
+        "mmconvert harness: --num_fewshot 2 is not used for mmconvert_gsm8k: its prompt holds "
+        "gsm8k's own few-shot examples (5), as lm-eval writes them"]
+    monkeypatch.setattr("sys.argv", [*program, "0"])
+    monkeypatch.setattr(runtime, "_SAID", set())
+    runtime.check_fewshot(tmp_path / "lm-eval", "lm_eval", ",".join(program[2:3]))
+    assert capsys.readouterr().err == ""
