@@ -38,6 +38,7 @@ NEEDS = {
     "ray": ["ray"],
     "lm-eval": ["lm_eval"],
     "longbench": ["jieba", "rouge", "thefuzz"],
+    "ocr": ["rapidocr_onnxruntime"],
 }
 
 

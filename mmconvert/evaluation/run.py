@@ -37,6 +37,7 @@ from .budget import FIELD as BUDGET
 from .budget import Cut
 from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
 from .judge import judge_prompt, read_judgement
+from .readers import READABLE, check_reader, is_reader, reader_model
 from .results import (
     CONDITIONS,
     Condition,
@@ -193,6 +194,8 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     if lacking:  # a metric whose package is not installed: said before any request
         raise UsageError(sorted(str(why) for why in lacking)[0])
     conditions = conditions_for(rows, options.modality, run)
+    if is_reader(options.model):
+        check_readable(run, rows, conditions, options)
     if "text-budget" in conditions:  # each item's text cut to its pages' vision tokens
         from ..tokens import load_tokenizer
         from .budget import budgeted, check
@@ -219,6 +222,23 @@ def plan(run: Path, options: EvalOptions) -> Plan:
                     + outputs * prices.get("output", 0.0)) / 1_000_000
     return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate, unscored,
                 images=len(images), image_tokens=billed)
+
+
+def check_readable(run: Path, rows: list[dict[str, Any]], conditions: list[Condition],
+                   options: EvalOptions) -> None:
+    """A reader (``ocr/...``) answers with what a page shows: it is asked only the image
+    condition of items a transcription can be scored on (``readers.READABLE``). Its
+    transcription of a multiple-choice page ("A. Mercury ...") would be read as choosing A."""
+    others = [c for c in conditions if c != "image"]
+    if others:
+        raise UsageError(f"--model {options.model} reads pages: it has no answer for the "
+                         f"{others[0]} condition (give --modality image)")
+    for row in rows:
+        metric = spec_of(row, options.protocol).get("metric")
+        if metric not in READABLE:
+            raise UsageError(f"--model {options.model} reads pages and answers no question: "
+                             f"{run} item {row['id']} is scored by {metric}; a reader serves "
+                             f"items scored by {' or '.join(READABLE)} (render niah)")
 
 
 def max_tokens(row: dict[str, Any], options: EvalOptions) -> int:
@@ -324,8 +344,12 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
         from ..tokens import load_tokenizer
 
         load_tokenizer(options.tokenizer)
-    key = api_key(options)
-    check_endpoint(options, key)
+    if is_reader(options.model):  # a reader on this machine: no endpoint, no key
+        check_reader(options.model)
+        key = "none"
+    else:
+        key = api_key(options)
+        check_endpoint(options, key)
     with locked(out / LOCK, out):  # one evaluation at a time into ``out``
         return _evaluate(run, out, options, todo, key, display, cache)
 
@@ -410,7 +434,8 @@ def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[dict[
     (task,) = build_tasks(run, rows, [condition], options)
     # a model of its own for this endpoint (inspect memoizes models by name, and a second
     # evaluation in one process may talk to another server)
-    model = inspect_model(options.model, options.base_url)
+    model = reader_model(options.model) if is_reader(options.model) else \
+        inspect_model(options.model, options.base_url)
     logs = inspect_eval([task], model=model, log_dir=str(out / "logs"),
                         display=cast(Any, display),
                         max_connections=concurrency, max_samples=concurrency,
