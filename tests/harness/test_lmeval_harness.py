@@ -1,9 +1,9 @@
 """``mmconvert harness lm-eval``: tasks lm-eval's own CLI runs with its ``local-chat-completions``
 backend against a real OpenAI-compatible server on 127.0.0.1, on local copies of arc_easy, an
-mmlu_* task and gsm8k. Each doc's score, read by the harness's filters and metrics, equals
-``mmconvert eval``'s on the same server rule; the pages the server received are, pixel for
-pixel, those ``mmconvert render --recipe`` writes; each doc's tokens sit beside lm-eval's own
-sample logs. A backend that sends no images, or too few, is one line."""
+mmlu_* task and gsm8k: the README's example (both twins in one call), a backend that sends no
+images or too few (one line), the harness as written, lmms-eval's few-shot prompts, and the
+original task built over lm-eval's own dataset. That every doc's prompt, pixels and score
+equal every other path's is ``test_parity.py``'s, which runs lm-eval and lmms-eval too."""
 
 from __future__ import annotations
 
@@ -108,18 +108,6 @@ def lm_eval(url: str, folder: Path, out: Path, tasks: str, *more: str,
                           env=env, cwd=folder)
 
 
-def eval_scores(renders: dict[str, Path], url: str, tmp_path: Path) -> dict[str, dict]:
-    """``mmconvert eval``'s score of each item of each task's CLI render, by task."""
-    evaluated: dict[str, dict[str, float]] = {}
-    for task, folder in renders.items():
-        out = tmp_path / f"eval-{task}"
-        result = run("eval", folder, "--model", "reader-1", "--base-url", url, "--out", out,
-                     "--modality", "image")
-        assert result.exit_code == 0, result.output
-        evaluated[task] = {r["id"]: r["score"] for r in JsonlLog(out / "responses.jsonl").read()}
-    return evaluated
-
-
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("harness")
@@ -127,52 +115,6 @@ def harness(tmp_path_factory) -> Path:
                  "--out", folder)
     assert result.exit_code == 0, result.output
     return folder
-
-
-@pytest.mark.slow
-def test_lm_eval_runs_the_image_tasks_and_scores_them_as_mmconvert_eval_does(
-        renders, server, harness, tmp_path, monkeypatch):
-    url, received = server
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    evaluated = eval_scores(renders, url, tmp_path)
-    sent_by_eval = len(received)
-    # lm-eval's own CLI on the harness's tasks
-    logs = tmp_path / "lm"
-    done = lm_eval(url, harness, logs, ",".join(f"mmconvert_{t}" for t in TASKS))
-    assert done.returncode == 0, done.stderr[-3000:]
-    for task in renders:
-        samples = glob.glob(str(logs / "**" / f"samples_mmconvert_{task}_*.jsonl"),
-                            recursive=True)
-        assert len(samples) == 1, samples
-        rows = [json.loads(line) for line in Path(samples[0]).read_text().splitlines()]
-        metric = "exact_match"
-        filtered = {"gsm8k": "strict-match"}.get(task, "letter")
-        scores = {f"{task}-{r['doc_id']:04d}": float(r[metric]) for r in rows
-                  if r["filter"] == filtered}
-        assert scores == evaluated[task], task
-        # its tokens beside lm-eval's logs, a line a doc
-        tokens = [json.loads(line) for line in
-                  (logs / f"mmconvert_tokens_{task}.jsonl").read_text().splitlines()]
-        assert sorted(t["doc_id"] for t in tokens) == sorted(r["doc_id"] for r in rows
-                                                             if r["filter"] == filtered)
-        assert all(t["pages"] >= 1 and t["vision_tokens"]["qwen2-vl"] > 0 for t in tokens)
-    # the pages lm-eval sent are the CLI's, pixel for pixel
-    cli = {pixels((folder / e["path"]).read_bytes()) for folder in renders.values()
-           for row in JsonlLog(folder / "manifest.jsonl").read() for e in row["images"]}
-    by_harness = [page for pages in received[sent_by_eval:] for page in pages]
-    assert by_harness and set(by_harness) == cli
-    # and the figures are not all one value: some right, some wrong
-    every = [s for task in evaluated.values() for s in task.values()]
-    assert 0 < sum(every) < len(every)
-    # a second run replaces the harness folder's token file: one line a doc, not two
-    task = "arc_easy"
-    kept = harness / "tokens" / f"{task}.jsonl"
-    first = kept.read_text().splitlines()
-    again = lm_eval(url, harness, tmp_path / "lm-again", f"mmconvert_{task}")
-    assert again.returncode == 0, again.stderr[-3000:]
-    second = kept.read_text().splitlines()
-    assert len(second) == len(first) == len(renders[task].joinpath("manifest.jsonl")
-                                            .read_text().splitlines())
 
 
 @pytest.mark.slow

@@ -19,6 +19,11 @@ sends few-shot examples as user and assistant turns) is joined with the task's o
 (``target_delimiter`` " ", ``fewshot_delimiter`` "\\n\\n") before it is hashed: that is how
 lm-eval joins them without a chat template.
 
+The same run checks what each harness shows beside the parity (the tests that ran lm-eval and
+lmms-eval on their own, each with its own eval, are folded in here): both twins of every task
+in one call, each doc's tokens beside the harness's logs, the written YAML, gsm8k's examples in
+lmms-eval's prompt, and lmms-eval 0.7.3 run without the untested-version line.
+
 The module prints the parity table (tasks x paths, disagreements) that issue 54's note gives.
 """
 
@@ -28,7 +33,9 @@ import base64
 import glob
 import hashlib
 import json
+import os
 import re
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 
@@ -41,14 +48,52 @@ import mmconvert  # noqa: E402
 from mmconvert.harness.vlmevalkit import RenderedDataset  # noqa: E402
 from mmconvert.manifest import JsonlLog  # noqa: E402
 from mmconvert.scoring.spec import score_row  # noqa: E402
-from tests.harness.test_lmeval_harness import LM, SECRET, lm_eval, pixels  # noqa: E402
-from tests.harness.test_lmms_eval_harness import lmms_eval, lmms_python  # noqa: E402,F401
+from tests.harness.test_lmeval_harness import (  # noqa: E402
+    LM,
+    ROOT,
+    SECRET,
+    lm_eval,
+    pixels,
+)
 from tests.openai_server import FakeOpenAI  # noqa: E402
 from tests.test_cli import run  # noqa: E402
 
 RECIPE = "readbench"
+# lmms-eval 0.7.3 lives in an environment of its own, ``.venv-lmms-eval`` beside the
+# repository's ``.venv``, made by ``scripts/install-lmms-eval.sh`` (the README's test command
+# runs it); ``MMCONVERT_LMMS_EVAL_PYTHON`` names another python. Where it is missing the test
+# skips, except under CI, where it fails.
+LMMS_PYTHON = Path(os.environ.get("MMCONVERT_LMMS_EVAL_PYTHON")
+                   or ROOT / ".venv-lmms-eval" / "bin" / "python")
 TASKS = {"arc_easy": LM / "ai2_arc", "gsm8k": LM / "gsm8k",
          "mmlu_high_school_european_history": LM / "cais-mmlu"}
+
+
+@pytest.fixture(scope="module")
+def lmms_python() -> str:
+    """The python of lmms-eval's environment (a skip where it is missing, a failure in CI)."""
+    if not LMMS_PYTHON.is_file() or subprocess.run(
+            [str(LMMS_PYTHON), "-c", "import lmms_eval, mmconvert"],
+            capture_output=True).returncode:
+        message = (f"lmms-eval is not installed at {LMMS_PYTHON}: run "
+                   "scripts/install-lmms-eval.sh (the README's test command does)")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(LMMS_PYTHON)
+
+
+def lmms_eval(python: str, url: str, folder: Path, out: Path,
+              tasks: str) -> subprocess.CompletedProcess:
+    """lmms-eval's own CLI, its ``openai`` model against ``url``, on the written tasks."""
+    env = {**os.environ, "OPENAI_API_KEY": SECRET, "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    args = [python, "-m", "lmms_eval", "--model", "openai", "--model_args",
+            f"model_version=reader-1,base_url={url},num_concurrent=1,max_retries=1",
+            "--tasks", tasks, "--include_path", str(folder), "--output_path", str(out),
+            "--log_samples"]
+    return subprocess.run(args, capture_output=True, text=True, timeout=600, env=env,
+                          cwd=folder)
 
 
 def sha(text: str) -> str:
@@ -101,7 +146,7 @@ def cli(tmp_path_factory) -> dict[str, list[dict]]:
 
 @pytest.mark.slow
 def test_every_path_gives_each_doc_the_same_prompt_pixels_and_score(
-        cli, lmms_python, tmp_path, monkeypatch):  # noqa: F811 (a fixture)
+        cli, lmms_python, tmp_path, monkeypatch):
     by_page = {row["_pages"][0]: (task, row) for task, rows in cli.items() for row in rows}
     assert len(by_page) == sum(len(rows) for rows in cli.values())  # each doc its own page
     by_text = {sha(row["text_prompt"]): (task, row) for task, rows in cli.items()
@@ -186,10 +231,18 @@ def test_every_path_gives_each_doc_the_same_prompt_pixels_and_score(
                 assert len(samples) == 1, samples
                 for line in Path(samples[0]).read_text().splitlines():
                     sample = json.loads(line)
-                    # gsm8k's two filters read the same number: take the first
-                    scores.setdefault((task, f"{task}-{int(sample['doc_id']):04d}"),
-                                      float(sample["exact_match"]))
+                    key = (task, f"{task}-{int(sample['doc_id']):04d}")
+                    # gsm8k's two filters (strict-match, flexible-extract) must read the same
+                    assert scores.setdefault(key, float(sample["exact_match"])) == \
+                        float(sample["exact_match"]), (harness, key)
+                # each doc's pages and tokens beside the harness's logs, a line a doc
+                tokens = [json.loads(line) for line in
+                          (logs / f"mmconvert_tokens_{task}.jsonl").read_text().splitlines()]
+                assert sorted(t["doc_id"] for t in tokens) == list(range(len(cli[task])))
+                assert all(t["pages"] >= 1 and t["vision_tokens"]["qwen2-vl"] > 0
+                           for t in tokens)
             heard(harness, start, scores)
+            harness_checks(harness, folder, logs, done, url, tmp_path)
         # the VLMEvalKit dataset, as the kit calls it
         for task, source in TASKS.items():
             kit = RenderedDataset(f"lm-eval:{task}", RECIPE, source=source,
@@ -238,6 +291,31 @@ def test_every_path_gives_each_doc_the_same_prompt_pixels_and_score(
     assert not failures, failures
     every = [entry[2] for entry in truth.values()]
     assert 0 < sum(every) < len(every)  # the fixed replies are right and wrong
+
+
+def harness_checks(harness: str, folder: Path, logs: Path, done, url: str,
+                   tmp_path: Path) -> None:
+    """What each harness's run shows beside the parity: its tasks as written, gsm8k's prompt
+    with its examples (lmms-eval), the tested version said nothing of, and a second run
+    replacing the harness folder's token file (lm-eval)."""
+    gsm8k = (folder / "mmconvert_gsm8k.yaml").read_text()
+    if harness == "lmms-eval":
+        assert "doc_to_visual: !function" in gsm8k and "num_fewshot: 0" in gsm8k
+        assert "no_images" in (folder / "mmconvert_gsm8k_text.yaml").read_text()
+        assert "is not the version mmconvert's tests run" not in done.stderr
+        (path,) = glob.glob(str(logs / "**" / "*_samples_mmconvert_gsm8k.jsonl"),
+                            recursive=True)
+        first = json.loads(Path(path).read_text().splitlines()[0])
+        assert first["input"].count("Question:") == 5  # gsm8k's 5 examples, as text
+        assert first["input"].endswith("\n\n(see the image)\nAnswer:")
+        return
+    assert "doc_to_image: !function" in gsm8k and "num_fewshot: 5" in gsm8k
+    kept = folder / "tokens" / "arc_easy.jsonl"
+    first_run = kept.read_text().splitlines()
+    again = lm_eval(url, folder, tmp_path / "lm-again", "mmconvert_arc_easy")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len(kept.read_text().splitlines()) == len(first_run) == len(
+        JsonlLog(folder.parent / "convert" / "arc_easy" / "manifest.jsonl").read())
 
 
 def _text_twin(kit: RenderedDataset) -> RenderedDataset:
