@@ -28,7 +28,7 @@ from ..manifest import write_json
 from ..options import cli
 from ..runfolder import LOCK, locked, open_run
 from .results import unparsed_shares, unparsed_warnings, worst_unparsed
-from .run import Condition, EvalOptions
+from .run import EvalOptions, Modality
 
 CURVE = "curve.json"
 
@@ -36,8 +36,8 @@ CURVE = "curve.json"
 class CurveOptions(EvalOptions):
     """What ``mmconvert curve`` renders and asks. The evaluation's options are ``eval``'s."""
 
-    modality: list[Condition] = Field(
-        default_factory=lambda: list[Condition](["image", "text-budget", "text"]), min_length=1,
+    modality: list[Modality] = Field(
+        default_factory=lambda: list[Modality](["image", "text-budget", "text"]), min_length=1,
         description="conditions, comma-separated: image; text-budget, the text cut to each "
                     "item's vision tokens; text, the whole text's reference line",
         json_schema_extra=cli(split=True))

@@ -29,7 +29,7 @@ from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..runfolder import LOCK, locked, open_run, read_run_file
 from .results import unparsed_shares, unparsed_warnings, worst_unparsed
-from .run import Condition, EvalOptions
+from .run import EvalOptions, Modality
 
 FRONTIER = "frontier.json"
 
@@ -41,8 +41,8 @@ class FrontierOptions(EvalOptions):
     model: str | None = Field(  # type: ignore[assignment]  # optional here: OCR scores
         None, description="model name the endpoint serves; without it, each point is scored "
                           "by Tesseract's character accuracy on its images")
-    modality: list[Condition] = Field(
-        default_factory=lambda: list[Condition](["image", "text-budget"]), min_length=1,
+    modality: list[Modality] = Field(
+        default_factory=lambda: list[Modality](["image", "text-budget"]), min_length=1,
         description="conditions, comma-separated: image; text-budget, each point's items as "
                     "text cut to their pages' vision tokens (its text_baseline); text, the "
                     "whole text twin's score as a reference line",

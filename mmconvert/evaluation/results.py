@@ -19,8 +19,12 @@ from .paired import mcnemar_exact, paired_bootstrap
 if TYPE_CHECKING:
     from .run import EvalOptions
 
-Condition = Literal["image", "text", "text-budget", "text-image"]
-CONDITIONS: tuple[Condition, ...] = ("image", "text", "text-budget", "text-image")
+# what --modality asks; "transcribe" is eval --probe transcribe's (the shown pages, asked to
+# be transcribed, scored by Fox's metrics against the text they hold)
+Modality = Literal["image", "text", "text-budget", "text-image"]
+Condition = Literal["image", "text", "text-budget", "text-image", "transcribe"]
+CONDITIONS: tuple[Condition, ...] = ("image", "text", "text-budget", "text-image",
+                                     "transcribe")
 
 
 @dataclass
@@ -182,6 +186,13 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
             f1 = [scored.extra["f1"] for scored in done if "f1" in scored.extra]
             if f1 and len(f1) == len(done):  # SQuAD's token F1 beside its exact match
                 out[condition]["f1"] = round(100 * sum(f1) / len(f1), 4)
+            read = [scored.extra for scored in done if "edit_distance" in scored.extra]
+            if read:  # a transcription: the score is Fox's precision; its other figures
+                for name in ("recall", "f_measure", "edit_distance"):
+                    found = [extra[name] for extra in read if extra[name] is not None]
+                    out[condition][name] = round(100 * sum(found) / len(found), 4) \
+                        if found else None
+                out[condition]["cut"] = sum(1 for extra in read if extra.get("cut"))
             spans = [scored.extra for scored in done if "jaccard" in scored.extra]
             if spans:  # occlusions: VCR's figures, over spans as its tables are
                 for name in ("exact_match", "jaccard"):

@@ -33,6 +33,7 @@ from ..scoring.spec import (
     spec_of,
     unscorable,
 )
+from ..scoring.transcription import transcription_scores
 from .budget import FIELD as BUDGET
 from .budget import Cut
 from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
@@ -41,6 +42,7 @@ from .readers import READABLE, check_reader, is_reader, reader_model
 from .results import (
     CONDITIONS,
     Condition,
+    Modality,
     Outcome,
     compression_of,
     grid_cell,
@@ -64,12 +66,17 @@ class EvalOptions(BaseModel):
                           pattern=r"^https?://[^/\s?#]+(/\S*)?$")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the "
                                                            "key; the key is never written")
-    modality: list[Condition] = Field(
-        default_factory=lambda: list[Condition](["image", "text"]), min_length=1,
+    modality: list[Modality] = Field(
+        default_factory=lambda: list[Modality](["image", "text"]), min_length=1,
         description="conditions, comma-separated: image, text, text-budget (the text cut to "
                     "each item's vision tokens for the first --ratio-model; needs "
                     "--tokenizer), text-image (occlusions' text-only image)",
         json_schema_extra=cli(split=True))
+    probe: Literal["transcribe"] | None = Field(
+        None, description="transcribe: ask for each item's shown pages to be transcribed "
+                          "exactly, and score the reply against the text they hold with "
+                          "Fox's metrics (precision, recall, edit distance), in place of "
+                          "--modality")
     budget_cut: Cut = Field(
         "head", description="what text-budget keeps of a context too long for the budget: "
                             "its head, its tail, or both ends around a cut middle")
@@ -158,9 +165,26 @@ def conditions_for(rows: list[dict[str, Any]], wanted: list[Condition], run: Pat
     return [c for c in CONDITIONS if c in wanted]
 
 
+# what --probe transcribe asks of each item's shown pages
+TRANSCRIBE_PROMPT = ("Transcribe all the text in the image(s) exactly as it is written, line by "
+                     "line, in reading order. Write only the text: no comments, no formatting.")
+
+
+def transcribed_text(row: dict[str, Any]) -> str:
+    """The text an item's shown pages hold (its renderer's ``expected_text``); a renderer
+    that states none is one line."""
+    renderer = renderer_class(row["renderer"]["name"])
+    try:
+        return renderer.expected_text(row)
+    except NotImplementedError:
+        raise UsageError(f"--probe transcribe: the {renderer.name} renderer states no "
+                         "expected text for its pages, so a transcription has nothing to be "
+                         "scored against") from None
+
+
 def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
     renderer = renderer_class(row["renderer"]["name"])
-    roles = {"image": renderer.profile.shown,
+    roles = {"image": renderer.profile.shown, "transcribe": renderer.profile.shown,
              "text-image": renderer.profile.twins}.get(condition, ())
     return [image for image in row["images"] if image.get("role") in roles]
 
@@ -168,6 +192,8 @@ def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]
 def prompt_of(row: dict[str, Any], condition: Condition) -> str:
     if condition == "text-budget":
         return row[BUDGET]["prompt"]
+    if condition == "transcribe":
+        return TRANSCRIBE_PROMPT
     return row["text_prompt"] if condition == "text" else row["prompt"]
 
 
@@ -179,7 +205,8 @@ def plan(run: Path, options: EvalOptions) -> Plan:
 
     rows, unscored = [], []
     for row in select_rows(run, options):
-        why = unscorable(row)
+        why = unscorable(row) if options.probe is None else (
+            None if transcribed_text(row).split() else "no text on its pages")
         if why is None:
             rows.append(row)
         else:
@@ -190,12 +217,16 @@ def plan(run: Path, options: EvalOptions) -> Plan:
                           f"{unscored[0]['id']}: {unscored[0]['reason']})")
     from ..scoring.answers import missing
 
-    lacking = {missing(spec_of(row, options.protocol)) for row in rows} - {None}
+    lacking = {missing(spec_of(row, options.protocol)) for row in rows} - {None} \
+        if options.probe is None else set()
     if lacking:  # a metric whose package is not installed: said before any request
         raise UsageError(sorted(str(why) for why in lacking)[0])
-    conditions = conditions_for(rows, options.modality, run)
-    if is_reader(options.model):
-        check_readable(run, rows, conditions, options)
+    if options.probe == "transcribe":
+        conditions: list[Condition] = ["transcribe"]
+    else:
+        conditions = conditions_for(rows, list(options.modality), run)
+        if is_reader(options.model):
+            check_readable(run, rows, conditions, options)
     if "text-budget" in conditions:  # each item's text cut to its pages' vision tokens
         from ..tokens import load_tokenizer
         from .budget import budgeted, check
@@ -244,6 +275,8 @@ def check_readable(run: Path, rows: list[dict[str, Any]], conditions: list[Condi
 def max_tokens(row: dict[str, Any], options: EvalOptions) -> int:
     if options.max_tokens:
         return options.max_tokens
+    if options.probe == "transcribe":  # room for the whole text (a token is a character or more)
+        return max(1024, len(transcribed_text(row)))
     return 64 if row.get("prompt_style") == "direct" else 1024
 
 
@@ -273,6 +306,10 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
         async def score(state, target):
             row = by_id[state.sample_id]
             response = state.output.completion or ""
+            if state.metadata.get("condition") == "transcribe":
+                read = transcription_scores(transcribed_text(row), response)
+                return Score(value=read.precision or 0.0, answer=None,
+                             metadata={"parsed": read.recall is not None, **read.as_dict()})
             if judge is not None and free_form(row):
                 reply = await judge.generate(judge_prompt(row, response),
                                              cache=CachePolicy(expiry=None))

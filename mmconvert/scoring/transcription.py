@@ -72,10 +72,10 @@ def levenshtein(a: str, b: str) -> int:
     one character, each 1)."""
     try:
         from rapidfuzz.distance import Levenshtein
-    except ImportError:
-        Levenshtein = None
-    if Levenshtein is not None:
+
         return int(Levenshtein.distance(a, b))
+    except ImportError:
+        pass
     if len(a) < len(b):
         a, b = b, a
     previous = list(range(len(b) + 1))

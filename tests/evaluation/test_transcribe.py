@@ -1,0 +1,120 @@
+"""``eval --probe transcribe``: each item's shown pages are asked to be transcribed, and the
+reply is scored with Fox's metrics (``scoring.transcription``, checked against Fox's own code
+in ``tests/scoring/test_transcription.py``) against the text the pages hold.
+
+Two parts: a real server on 127.0.0.1 that answers with known transcriptions (the exact text,
+half of its words, nothing, a reply past the bound), whose scores are known before it runs;
+and the real readers on the first 6 items of the MMLU-Redux sample drawn at 40 and at 92.9
+PPI, whose figures are held as they were measured (nothing tuned to make a reader pass):
+
+| reader | 40 PPI precision | 92.9 PPI precision |
+|---|---|---|
+| Tesseract (psm 3, each page as drawn) | 0.0 | 47.4 |
+| RapidOCR 1.4.4 (PP-OCRv4, its wheel's settings) | 60.6 | 18.7 |
+
+RapidOCR reads the smaller pages better: its detector scales a page's shorter side up to 736
+pixels, which a 40 PPI page is enlarged to and a 92.9 PPI page is not; and its English
+recognition drops the spaces between words, which costs it whole words under Fox's rule.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mmconvert.manifest import JsonlLog
+from mmconvert.qa.checks import expected_text
+from mmconvert.scoring.transcription import MAX_REPLY_CHARS, transcription_scores
+from tests.conftest import SAMPLE
+from tests.openai_server import FakeOpenAI
+from tests.test_cli import run
+
+pytest.importorskip("inspect_ai")
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    out = {}
+    for ppi in ("40", "92.9"):
+        folder = tmp_path_factory.mktemp("p") / ppi
+        assert run("render", "mmlu-redux", "--source", SAMPLE, "--ppi", ppi, "--limit", "6",
+                   "--out", folder).exit_code == 0
+        out[ppi] = folder
+    return out
+
+
+@pytest.mark.slow
+def test_transcriptions_are_scored_against_the_pages_text(pages, tmp_path, monkeypatch):
+    run_dir = pages["92.9"]
+    rows = JsonlLog(run_dir / "manifest.jsonl").read()
+    texts = {expected_text(row): row["id"] for row in rows}
+    asked = []
+
+    def answer(body):
+        content = body["messages"][-1]["content"]
+        asked.append(content[-1]["text"])
+        # which item: its id is not sent; the images are, so answer by the request's order
+        number = len(asked) - 1
+        text = expected_text(rows[number])
+        return [text, " ".join(text.split()[::2]), "", text + " x" * MAX_REPLY_CHARS,
+                text.upper(), "\n".join(reversed(text.split("\n")))][number]
+
+    fake = FakeOpenAI(answer=answer, models=("reader-1",))
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    try:
+        result = run("eval", run_dir, "--model", "reader-1", "--base-url", url, "--probe",
+                     "transcribe", "--concurrency", "1", "--out", tmp_path / "e")
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output
+    assert set(asked) == {"Transcribe all the text in the image(s) exactly as it is written, "
+                          "line by line, in reading order. Write only the text: no comments, "
+                          "no formatting."}
+    found = JsonlLog(tmp_path / "e" / "responses.jsonl").read()
+    assert [r["condition"] for r in found] == ["transcribe"] * len(rows)
+    for row, got in zip(rows, found, strict=True):
+        truth = transcription_scores(expected_text(row), got["response"] or "")
+        assert got["score"] == (truth.precision or 0.0)
+        assert got["extra"]["edit_distance"] == truth.edit_distance
+        assert got["parsed"] == (truth.recall is not None)
+    scores = [r["score"] for r in found]
+    assert scores[0] == 1.0 and scores[2] == 0.0 and not found[2]["parsed"]
+    assert found[3]["extra"]["cut"] and scores[3] == 1.0  # the reply past the bound: cut
+    assert scores[5] == 1.0 and found[5]["extra"]["edit_distance"] > 0  # lines reordered
+    results = json.loads((tmp_path / "e" / "results.json").read_text())
+    overall = results["overall"]["transcribe"]
+    assert overall["score"] == round(100 * sum(scores) / len(scores), 4)
+    assert overall["n"] == 6 and overall["unparsed"] == 1 and overall["cut"] == 1
+    assert len(texts) == 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reader, low, high", [("ocr/tesseract", 0.0, 47.3718),
+                                               ("ocr/rapidocr", 60.6303, 18.6645)])
+def test_real_readers_precision_at_40_and_92_9_ppi(pages, tmp_path, reader, low, high):
+    pytest.importorskip("rapidocr_onnxruntime")
+    found = {}
+    for ppi, folder in pages.items():
+        result = run("eval", folder, "--model", reader, "--probe", "transcribe", "--out",
+                     tmp_path / ppi)
+        assert result.exit_code == 0, result.output
+        results = json.loads((tmp_path / ppi / "results.json").read_text())
+        found[ppi] = results["overall"]["transcribe"]["score"]
+    assert found == pytest.approx({"40": low, "92.9": high}, abs=0.05), found
+
+
+def test_a_renderer_that_states_no_text_is_one_line(pages, tmp_path, monkeypatch):
+    from mmconvert.renderers.page import PageRenderer
+
+    def none(cls, row):
+        raise NotImplementedError
+
+    monkeypatch.setattr(PageRenderer, "expected_text", classmethod(none))
+    result = run("eval", pages["40"], "--model", "ocr/tesseract", "--probe", "transcribe",
+                 "--out", tmp_path / "x")
+    assert result.exit_code != 0
+    assert result.output.strip() == ("Error: --probe transcribe: the page renderer states no "
+                                     "expected text for its pages, so a transcription has "
+                                     "nothing to be scored against")
