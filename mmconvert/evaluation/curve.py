@@ -208,9 +208,11 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
                                  **measured(rows, tokenizer, rule)}
         results = evaluate(run, folder, evaluation, display=display, cache=out / "cache")
         overall = results["overall"]
+        # with --probe transcribe a point's figure is its pages' transcription precision
+        shown = "transcribe" if options.probe == "transcribe" else "image"
         point.update({
-            "accuracy": overall["image"]["score"] if "image" in overall else None,
-            "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed),
+            "accuracy": overall[shown]["score"] if shown in overall else None,
+            "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed, shown),
             "n": next(iter(overall.values()))["n"] if overall else 0,
             "unscored": results["unscored"]["n"],
             "unparsed_share": unparsed_shares(results)})
@@ -230,7 +232,13 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
             echo(line)
     texts = {p.get("text") for p in points} - {None}
     return {"model": model, "rule": {"name": rule, "source": source, "checked": checked},
+            "measure": MEASURES[options.probe or "answers"],
             "text": texts.pop() if len(texts) == 1 else None, "points": points}
+
+
+# what a curve's "accuracy" is: the image condition's score, or with --probe transcribe the
+# pages' transcription precision (Fox's, as DeepSeek-OCR's compression table reports it)
+MEASURES = {"answers": "accuracy", "transcribe": "transcription precision"}
 
 
 def _pct(value: float | None) -> str:
@@ -253,7 +261,9 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
         xs += [p["vision_tokens"] for p in points if p["vision_tokens"]]
         rule = found["rule"]
         name = f"{found['model']} ({rule['name']}'s rule, {rule['checked']})"
-        for key, what, style in (("accuracy", "image", "o-"),
+        image = "image" if found.get("measure", "accuracy") == "accuracy" else \
+            "pages' transcription precision"
+        for key, what, style in (("accuracy", image, "o-"),
                                  ("text_baseline", "text at the same budget", "x--")):
             shown = [p for p in points if p.get(key) is not None]
             if shown:
@@ -270,7 +280,9 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
         ax.set_xscale("log")  # budgets grow by factors (64, 100, 256, 400)
         ax.set_xticks(sorted(set(xs)), [f"{x:g}" for x in sorted(set(xs))])
         ax.minorticks_off()
-    ax.set_title(f"{Path(result['corpus']).name}: accuracy against vision tokens")
+    measures = {found.get("measure", "accuracy") for found in result["curves"]}
+    ax.set_title(f"{Path(result['corpus']).name}: {' and '.join(sorted(measures))} against "
+                 "vision tokens")
     return save_plot(figure, out / "curve.png")
 
 
@@ -284,7 +296,8 @@ def table(result: dict[str, Any]) -> str:
         rule = found["rule"]
         lines += [f"{found['model']} on {result['corpus']}; vision tokens by {rule['name']}'s "
                   f"rule (checked {rule['checked']})",
-                  f"{'point':<14}{'vision tok':>11}{'ratio':>8}{'exact':>7}{'image':>8}"
+                  f"{'point':<14}{'vision tok':>11}{'ratio':>8}{'exact':>7}"
+                  f"{'image' if found.get('measure', 'accuracy') == 'accuracy' else 'read':>8}"
                   f"{'text@budget':>12}{'unparsed':>9}{'n':>5}"]
         for p in found["points"]:
             exact = f"{p['exact']}/{p['items']}" if "exact" in p else "-"
@@ -295,6 +308,9 @@ def table(result: dict[str, Any]) -> str:
         if found.get("text") is not None:
             lines.append(f"whole text: {found['text']:.1f}")
         lines.append("")
+    if any(found.get("measure") == MEASURES["transcribe"] for found in result["curves"]):
+        lines.append("read: the pages' transcription precision (Fox's: the share of a page's "
+                     "distinct words the reply holds), --probe transcribe")
     lines.append("unparsed: the largest share of replies (percent) of any condition that "
                  "named no answer the scorer reads, scored 0")
     lines.append(f"curves in {CURVE}" + (f"; plot: {result['plot']}" if result["plot"] else ""))

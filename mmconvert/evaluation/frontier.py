@@ -280,9 +280,11 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
     results = evaluate(run, folder, EvalOptions.model_validate(
         {**values, "ratio_models": [options.ratio_model]}), display=display, cache=cache)
     overall = results["overall"]
-    return {"accuracy": overall["image"]["score"],
-            "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed),
-            "n": overall["image"]["n"], "unscored": results["unscored"]["n"],
+    # with --probe transcribe a point's figure is its pages' transcription precision
+    shown = "transcribe" if options.probe == "transcribe" else "image"
+    return {"accuracy": overall[shown]["score"],
+            "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed, shown),
+            "n": overall[shown]["n"], "unscored": results["unscored"]["n"],
             "unparsed_share": unparsed_shares(results),
             **({"text": overall["text"]["score"]} if "text" in overall else {}),
             **({"text_baseline": overall["text-budget"]["score"],

@@ -34,10 +34,11 @@ def variants(sweep: Path) -> tuple[Path, list[dict[str, Any]]]:
     return base, found
 
 
-def image_interval(responses: Path, seed: int) -> list[float] | None:
-    """95 % bootstrap interval (percent) of the image condition's mean score."""
+def image_interval(responses: Path, seed: int, condition: str = "image") -> list[float] | None:
+    """95 % bootstrap interval (percent) of the image condition's mean score (or another
+    condition's: ``transcribe``)."""
     values = [r["score"] for r in JsonlLog(responses).read()
-              if r["condition"] == "image" and r.get("score") is not None]
+              if r["condition"] == condition and r.get("score") is not None]
     if not values:
         return None
     return [round(100 * bound, 4) for bound in bootstrap_mean(values, seed)]

@@ -118,3 +118,28 @@ def test_a_renderer_that_states_no_text_is_one_line(pages, tmp_path, monkeypatch
     assert result.output.strip() == ("Error: --probe transcribe: the page renderer states no "
                                      "expected text for its pages, so a transcription has "
                                      "nothing to be scored against")
+
+
+@pytest.mark.slow
+def test_a_curve_of_transcription_precision_against_vision_tokens(tmp_path, monkeypatch):
+    """``curve --probe transcribe``: each point's figure is its pages' transcription precision,
+    as ``eval --probe transcribe`` gives it for that point's run (DeepSeek-OCR's compression
+    table, on any corpus and recipe)."""
+    from tests.test_stats import tiktoken_files
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    out = tmp_path / "curve"
+    result = run("curve", "mmlu-redux", "--source", SAMPLE, "--limit", "3", "--model",
+                 "ocr/tesseract", "--tokenizer", "tiktoken:o200k_base", "--ratio-model",
+                 "qwen2.5-vl", "--budgets", "256,1000", "--recipe", "readbench", "--probe",
+                 "transcribe", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "read: the pages' transcription precision" in result.output
+    found = json.loads((out / "curve.json").read_text())
+    (curve,) = found["curves"]
+    assert curve["measure"] == "transcription precision"
+    for point in curve["points"]:
+        (folder,) = (out / "evals").glob(f"ocr_tesseract-*/{point['name']}")
+        evaluated = json.loads((folder / "results.json").read_text())
+        assert evaluated["conditions"] == ["transcribe"]
+        assert point["accuracy"] == evaluated["overall"]["transcribe"]["score"] is not None
