@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, str]] = [
     # the parts: corpora, renderers, transforms, exporters, and what scores an item
     ("parts", r"corpora(\.(?!commands)[a-z_]+)?|renderers\.[a-z_.]+"
               r"|postprocess\.transforms\.[a-z_]+|postprocess\.apply|exporters|exporters\.(?!commands)[a-z_]+|scoring"
-              r"|scoring\.(vcr|spec)"),
+              r"|scoring\.(vcr|spec|transcription)"),
     # a run of parts: selection, the converter, sweeps and chains, QA, stats
     ("runs", r"selection|converter|postprocess|postprocess\.(sweep|chain)|qa|qa\.(checks|ocr"
              r"|textlayer|summary)|stats|recipes|recipes\.training"),
