@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 # what --modality asks; "transcribe" is eval --probe transcribe's (the shown pages, asked to
 # be transcribed, scored by Fox's metrics against the text they hold)
-Modality = Literal["image", "text", "text-budget", "text-image"]
-Condition = Literal["image", "text", "text-budget", "text-image", "transcribe"]
-CONDITIONS: tuple[Condition, ...] = ("image", "text", "text-budget", "text-image",
+Modality = Literal["image", "blank", "text", "text-budget", "text-image"]
+Condition = Literal["image", "blank", "text", "text-budget", "text-image", "transcribe"]
+CONDITIONS: tuple[Condition, ...] = ("image", "blank", "text", "text-budget", "text-image",
                                      "transcribe")
 
 
@@ -198,8 +198,9 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
                 for name in ("exact_match", "jaccard"):
                     flat = [v for extra in spans for v in extra[name]]
                     out[condition][f"{name}_spans"] = round(100 * sum(flat) / len(flat), 4)
-        # image against the text twin (delta), and against the text at the image's budget
-        for other, prefix in (("text", ""), ("text-budget", "budget_")):
+        # image against the text twin (delta), against the text at the image's budget, and
+        # against blank pages (what reading the pages added to what the model scores without)
+        for other, prefix in (("text", ""), ("text-budget", "budget_"), ("blank", "blank_")):
             if "image" not in conditions or other not in conditions:
                 continue
             paired = [(image_scored, text_scored) for i, o in by_condition["image"].items()
@@ -347,6 +348,11 @@ def table(results: dict[str, Any]) -> str:
     if "grid" in results:
         lines += ["", *(grid_table(results, c) for c in conditions), ""]
     lines.append(f"unparsed answers (scored 0): {unparsed}; {errors} request(s) failed")
+    overall = results["overall"]
+    if "image" in conditions and "blank" in conditions and overall.get("blank_delta") is not None:
+        low, high = overall["blank_delta_ci95"]
+        lines.append(f"reading: image minus blank pages {overall['blank_delta']:.1f} points, 95 % "
+                     f"CI [{low:.1f}, {high:.1f}] (blank: what the model scores without reading)")
     unscored = (results.get("unscored") or {}).get("n")
     if unscored:
         lines.append(f"{unscored} item(s) unscored: no gold answer to score against (not "

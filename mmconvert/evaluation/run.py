@@ -68,7 +68,9 @@ class EvalOptions(BaseModel):
                                                            "key; the key is never written")
     modality: list[Modality] = Field(
         default_factory=lambda: list[Modality](["image", "text"]), min_length=1,
-        description="conditions, comma-separated: image, text, text-budget (the text cut to "
+        description="conditions, comma-separated: image, blank (the image prompt with each "
+                    "page replaced by a blank page of its size and paper colour: what a "
+                    "model scores without reading), text, text-budget (the text cut to "
                     "each item's vision tokens for the first --ratio-model; needs "
                     "--tokenizer), text-image (occlusions' text-only image)",
         json_schema_extra=cli(split=True))
@@ -184,9 +186,28 @@ def transcribed_text(row: dict[str, Any]) -> str:
 
 def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
     renderer = renderer_class(row["renderer"]["name"])
-    roles = {"image": renderer.profile.shown, "transcribe": renderer.profile.shown,
+    roles = {"image": renderer.profile.shown, "blank": renderer.profile.shown,
+             "transcribe": renderer.profile.shown,
              "text-image": renderer.profile.twins}.get(condition, ())
     return [image for image in row["images"] if image.get("role") in roles]
+
+
+def blank_page(data: bytes) -> bytes:
+    """A page of ``data``'s size and mode holding nothing: every pixel its paper's colour
+    (the top-left corner's, inside every renderer's margin), as a PNG."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as page:
+        page.load()
+        paper = page.getpixel((0, 0))
+        blank = Image.new(page.mode, page.size, paper)
+        if page.mode == "P" and page.palette is not None:
+            blank.putpalette(page.getpalette() or [])
+    out = io.BytesIO()
+    blank.save(out, "PNG")
+    return out.getvalue()
 
 
 def prompt_of(row: dict[str, Any], condition: Condition) -> str:
@@ -260,10 +281,10 @@ def check_readable(run: Path, rows: list[dict[str, Any]], conditions: list[Condi
     """A reader (``ocr/...``) answers with what a page shows: it is asked only the image
     condition of items a transcription can be scored on (``readers.READABLE``). Its
     transcription of a multiple-choice page ("A. Mercury ...") would be read as choosing A."""
-    others = [c for c in conditions if c != "image"]
+    others = [c for c in conditions if c not in ("image", "blank")]
     if others:
         raise UsageError(f"--model {options.model} reads pages: it has no answer for the "
-                         f"{others[0]} condition (give --modality image)")
+                         f"{others[0]} condition (give --modality image or image,blank)")
     for row in rows:
         metric = spec_of(row, options.protocol).get("metric")
         if metric not in READABLE:
@@ -324,9 +345,14 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
     for condition in conditions:
         samples = []
         for row in rows:
-            content: list = [ContentImage(image=data_uri(read_recorded(
-                run, image, where=f"{run / 'manifest.jsonl'} item {row['id']}",
-                field="images"), image["path"])) for image in images_of(row, condition)]
+            content: list = []
+            for image in images_of(row, condition):
+                data = read_recorded(run, image, field="images",
+                                     where=f"{run / 'manifest.jsonl'} item {row['id']}")
+                if condition == "blank":  # the page's size, nothing drawn on it
+                    data = blank_page(data)
+                content.append(ContentImage(image=data_uri(
+                    data, "blank.png" if condition == "blank" else image["path"])))
             content.append(ContentText(text=prompt_of(row, condition)))
             samples.append(Sample(id=row["id"], input=[ChatMessageUser(content=content)],
                                   metadata={"condition": condition,

@@ -60,7 +60,7 @@ def test_a_reader_is_asked_only_what_a_transcription_answers(haystack, tmp_path)
          "--model ocr/tesseract reads pages and answers no question: "),
         ((haystack, "--model", "ocr/tesseract"),
          "--model ocr/tesseract reads pages: it has no answer for the text condition "
-         "(give --modality image)"),
+         "(give --modality image or image,blank)"),
         ((haystack, "--model", "ocr/easyocr", "--modality", "image"),
          "--model ocr/easyocr: no such reader (readers: ocr/tesseract, ocr/rapidocr)"),
     ]:
