@@ -47,6 +47,9 @@ def configurations(source: Path, limit: int) -> list[tuple[str, list[str]]]:
     base = ["render", "mmlu-redux", "--source", source, "--limit", limit]
     out = [(f"readbench {ppi} PPI", [*base, "--recipe", "readbench", "--ppi", ppi])
            for ppi in ("40", "60", "92.9", "150")]
+    # the same geometry with nonce words: what the readers' priors (if any) supplied
+    out += [(f"readbench {ppi} PPI nonce", [*base, "--recipe", "readbench", "--ppi", ppi,
+                                            "--nonce", "1"]) for ppi in ("60", "92.9")]
     out += [(name, [*base, "--recipe", name]) for name in
             ("deepseek-ocr-tiny", "deepseek-ocr-small", "deepseek-ocr-base", "deepseek-ocr-large")]
     out += [(f"glyph {budget} tokens", [*base, "--recipe", "glyph", "--vision-budget", budget,

@@ -71,6 +71,11 @@ class Selection(BaseModel):
     shuffle_options: bool = Field(
         False, description="reorder each item's options with a seed from --seed and its id "
                            "(the manifest keeps the original order and answer)")
+    nonce: int | None = Field(
+        None, ge=0, le=sys.maxsize,
+        description="replace each word, before drawing, with a pronounceable nonce word of "
+                    "its length and capitalisation drawn from this seed (punctuation and "
+                    "digits kept; Latin script only); the row keeps the mapping")
     dedup: DedupOptions | None = Field(
         None, description="remove exact and near-duplicate items before sampling",
         json_schema_extra=cli(enable="--dedup"))

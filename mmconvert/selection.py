@@ -16,6 +16,8 @@ from .config import DedupOptions, Selection
 from .corpora import Corpus, LoadReport, resolve
 from .corpora.base import load_items, load_request, shuffle_options
 from .corpora.dedup import DedupReport, dedup_positions
+from .corpora.nonce import nonce_item
+from .errors import ItemError
 from .items import Item
 from .seeds import rng
 
@@ -97,11 +99,13 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
     corpus = corpus or resolve(config.corpus)
     request = load_request(corpus, config.model_dump())
 
-    def shuffled(items: Iterable[Item]) -> Iterator[Item]:
+    def shuffled(items: Iterable[Item], record: LoadReport | None = None) -> Iterator[Item]:
         items = iter(items)
         if config.shuffle_options:
             items = (item if "original_options" in item.metadata
                      else shuffle_options(item, config.seed) for item in items)
+        if config.nonce is not None:  # the words replaced, before anything is drawn
+            items = nonced(items, config.nonce, config.on_error, record)
         return items
 
     report = LoadReport()
@@ -119,7 +123,7 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
     if config.dedup is not None:
         groups: list[str] = []  # each item's --sample group, by position
         prints: dict[str, str] | None = {} if ids else None  # each item's fingerprint
-        passes = itertools.chain([lambda: shuffled(first)], itertools.repeat(again))
+        passes = itertools.chain([lambda: shuffled(first, report)], itertools.repeat(again))
 
         def read() -> Iterator[Item]:  # the first pass, then the source read again
             groups.clear()
@@ -139,11 +143,32 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
     # reads no further (a split of 300,000 docs with --limit 3 read all of them), and the
     # rows past them, never drawn, are not met
     reach = config.limit if config.sample is None else None
-    for item in itertools.islice(shuffled(first), reach):
+    for item in itertools.islice(shuffled(first, report), reach):
         counts[corpus.group(item)] += 1
         if seen is not None:
             seen[item.id] = item.fingerprint()
     return Selected(chosen(again(), counts), _count(counts, config), report, seen)
+
+
+def nonced(items: Iterable[Item], seed: int, on_error: str,
+           record: LoadReport | None) -> Iterator[Item]:
+    """``items`` with their words replaced by nonce words (``corpora.nonce``); an item that
+    cannot be (a word of another script) stops the run, or under ``--on-error skip`` is left
+    out of every pass and recorded once (``record``: the first pass's report)."""
+    for item in items:
+        if "nonce" in item.metadata:
+            yield item
+            continue
+        try:
+            made = nonce_item(item, seed)
+        except ItemError as err:
+            if on_error == "fail":
+                raise
+            if record is not None:
+                record.skipped.append({"id": err.item_id, "stage": err.stage,
+                                       "reason": str(err)})
+            continue
+        yield made
 
 
 def _count(counts: Counter, config: Selection) -> int:
