@@ -50,17 +50,23 @@ def images_of(body: dict) -> list[str]:
             if part.get("type") == "image_url"]
 
 
-@pytest.fixture(scope="module")
-def renders(tmp_path_factory) -> dict[str, Path]:
-    """Each task rendered by the CLI with the recipe, as the harness draws it."""
+def render_tasks(tmp_path_factory, tasks: dict[str, Path], recipe: str) -> dict[str, Path]:
+    """Each task rendered by the CLI (``render lm-eval:TASK --source ... --recipe``): its
+    run folder, by task."""
     out = {}
-    for task, source in TASKS.items():
+    for task, source in tasks.items():
         folder = tmp_path_factory.mktemp("render") / task
-        result = run("render", f"lm-eval:{task}", "--source", source, "--recipe", RECIPE,
+        result = run("render", f"lm-eval:{task}", "--source", source, "--recipe", recipe,
                      "--out", folder)
         assert result.exit_code == 0, result.output
         out[task] = folder
     return out
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory) -> dict[str, Path]:
+    """Each task rendered by the CLI with the recipe, as the harness draws it."""
+    return render_tasks(tmp_path_factory, TASKS, RECIPE)
 
 
 @pytest.fixture(scope="module")

@@ -54,6 +54,7 @@ from tests.harness.test_lmeval_harness import (  # noqa: E402
     SECRET,
     lm_eval,
     pixels,
+    render_tasks,
 )
 from tests.openai_server import FakeOpenAI  # noqa: E402
 from tests.test_cli import run  # noqa: E402
@@ -131,11 +132,7 @@ def gold_of(row: dict) -> str:
 def cli(tmp_path_factory) -> dict[str, list[dict]]:
     """Each task rendered by the CLI: its rows, with the pages' pixel digests."""
     out = {}
-    for task, source in TASKS.items():
-        folder = tmp_path_factory.mktemp("cli") / task
-        result = run("render", f"lm-eval:{task}", "--source", source, "--recipe", RECIPE,
-                     "--out", folder)
-        assert result.exit_code == 0, result.output
+    for task, folder in render_tasks(tmp_path_factory, TASKS, RECIPE).items():
         rows = JsonlLog(folder / "manifest.jsonl").read()
         for row in rows:
             row["_pages"] = [pixels((folder / e["path"]).read_bytes()) for e in row["images"]]
