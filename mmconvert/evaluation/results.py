@@ -241,6 +241,33 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
             **({"grid": grid_of(by_cell, group)} if by_cell else {})}
 
 
+def option_order(rows: list[dict[str, Any]], outcomes: list[Outcome]) -> dict[str, Any] | None:
+    """For a run rendered with ``--shuffle-options``: of the items whose gold option the
+    shuffle moved to another letter, how often the model chose the gold option's content (at
+    its new letter), the letter the gold had before the shuffle (now another option: a choice
+    that follows the letter, as a memorised answer would), or another; per condition. None
+    for a run with no shuffled item."""
+    moved = {row["id"]: (row["answer"], row["metadata"]["original_answer"]) for row in rows
+             if isinstance((row.get("metadata") or {}).get("original_answer"), str)
+             and row["metadata"]["original_answer"] != row["answer"]}
+    if not any("original_answer" in (row.get("metadata") or {}) for row in rows):
+        return None
+    out: dict[str, Any] = {"moved": len(moved)}
+    for condition in dict.fromkeys(o.condition for o in outcomes):
+        chosen = [(o.scored.answer if o.scored else None, moved[o.id]) for o in outcomes
+                  if o.condition == condition and o.id in moved and o.scored is not None]
+        n = len(chosen)
+        content = sum(1 for answer, (gold, _) in chosen if answer == gold)
+        letter = sum(1 for answer, (_, old) in chosen if answer == old)
+        unread = sum(1 for answer, _ in chosen if answer is None)
+        out[condition] = {
+            "n": n, "content": round(100 * content / n, 4) if n else None,
+            "letter": round(100 * letter / n, 4) if n else None,
+            "other": round(100 * (n - content - letter - unread) / n, 4) if n else None,
+            "unparsed": round(100 * unread / n, 4) if n else None}
+    return out
+
+
 def grid_of(by_cell: dict[tuple, list[Outcome]], group) -> dict[str, Any]:
     """The figures of each cell of a two-way grid (a haystack's length × depth), rows and
     columns in the items' order."""
@@ -353,6 +380,13 @@ def table(results: dict[str, Any]) -> str:
         low, high = overall["blank_delta_ci95"]
         lines.append(f"reading: image minus blank pages {overall['blank_delta']:.1f} points, 95 % "
                      f"CI [{low:.1f}, {high:.1f}] (blank: what the model scores without reading)")
+    order = results.get("option_order")
+    if order and order.get("moved"):
+        said = "; ".join(f"{c} {v['content']:.1f} % its content, {v['letter']:.1f} % its old "
+                         f"letter" for c, v in order.items()
+                         if isinstance(v, dict) and v.get("n"))
+        lines.append(f"option order: of {order['moved']} item(s) whose gold option the shuffle "
+                     f"moved, the choice followed {said}")
     unscored = (results.get("unscored") or {}).get("n")
     if unscored:
         lines.append(f"{unscored} item(s) unscored: no gold answer to score against (not "

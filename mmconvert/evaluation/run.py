@@ -47,6 +47,7 @@ from .results import (
     compression_of,
     grid_cell,
     grid_heat_maps,
+    option_order,
     scoring_summary,
     summarise,
 )
@@ -447,6 +448,9 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
     results = summarise(outcomes, todo.conditions, options, run, todo.unscored)
     results["scoring"] = scoring_summary(todo.rows, outcomes, options)
+    order = option_order(todo.rows, outcomes)
+    if order is not None:  # a run rendered with --shuffle-options
+        results["option_order"] = order
     if options.tokenizer or options.ratio_models:
         results["compression"] = compression_of(todo.rows, options, outcomes)
     if "text-budget" in todo.conditions:
