@@ -21,6 +21,12 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
         result = compare([Path(t) for t in targets[1:]])
         echo(json.dumps(result, indent=1) if as_json else compare_table(result))
         return
+    if targets[0] == "decompose":
+        from .decompose import decompose, decompose_table
+
+        found = decompose([Path(t) for t in targets[1:]])
+        echo(json.dumps(found, indent=1) if as_json else decompose_table(found))
+        return
     if len(targets) != 1:
         raise UsageError("mmconvert eval takes one RUN_DIR or SWEEP_DIR (or: compare DIR...)")
     from ..postprocess.sweep import SWEEP
@@ -78,6 +84,7 @@ def eval_command() -> click.Command:
         mmconvert eval RUN_DIR --model MODEL [--base-url URL] [--out DIR]
         mmconvert eval SWEEP_DIR --model MODEL     every variant, and a plot against the axis
         mmconvert eval compare DIR DIR...          models side by side, with the mismatch analysis
+        mmconvert eval decompose DIR...            one model's loss: prior, reading, modality
 
         \b
         Examples:
@@ -88,7 +95,7 @@ def eval_command() -> click.Command:
         from ..config import build, show_progress
 
         values = fill(flags, given, {})
-        if targets and targets[0] != "compare" and "model" not in values:
+        if targets and targets[0] not in ("compare", "decompose") and "model" not in values:
             raise UsageError("--model: required (the model name the endpoint serves)")
         options = build(EvalOptions, values, flags=flag_names(flags)) \
             if "model" in values else None

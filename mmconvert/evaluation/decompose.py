@@ -1,0 +1,133 @@
+"""``mmconvert eval decompose DIR...``: why a model lost, in one table, from evaluations of one
+model on one set of items.
+
+The folders are ``mmconvert eval`` outputs; each gives what it has:
+- the answer conditions: ``blank`` (what the model scores without reading: its prior),
+  ``image``, ``text`` and ``text-budget`` (the text at the image's vision budget);
+- ``--probe transcribe`` on the same run: the pages' transcription precision;
+- ``--probe transcribe`` on the run drawn again with ``--nonce``: the nonce pages' precision.
+
+Per subset and overall, each figure is the mean (percent) over the items every figure in the
+row shares, with its 95 % bootstrap interval; the differences that decompose the loss are
+paired over the same items, each with its paired interval:
+- ``reading``: image minus blank (what the pages added to the prior);
+- ``modality``: text minus image (what reading the pages instead of the text cost);
+- ``budget``: text-budget minus image (the text at the same vision budget against the pages);
+- ``prior_reading``: real minus nonce precision (the share of "reading" priors supplied).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from .compare import load
+from .paired import bootstrap_mean, paired_bootstrap
+
+ANSWERS = ("blank", "image", "text", "text-budget")
+FIGURES = (*ANSWERS, "transcription", "nonce")
+DIFFERENCES = {"reading": ("image", "blank"), "modality": ("text", "image"),
+               "budget": ("text-budget", "image"), "prior_reading": ("transcription", "nonce")}
+
+
+def _figure(values: list[float], seed: int) -> dict[str, Any]:
+    low, high = bootstrap_mean(values, seed)
+    return {"score": round(100 * sum(values) / len(values), 4), "n": len(values),
+            "ci95": [round(100 * low, 4), round(100 * high, 4)]}
+
+
+def decompose(folders: list[Path], seed: int = 0) -> dict[str, Any]:
+    """The table's figures from ``folders`` (``mmconvert eval`` outputs of one model)."""
+    if not folders:
+        raise UsageError("mmconvert eval decompose needs one or more eval folders")
+    # figure -> {item id: score}, and each item's subset
+    scores: dict[str, dict[str, float]] = {}
+    subsets: dict[str, str] = {}
+    models: set[str] = set()
+    for folder in folders:
+        results, responses = load(folder)
+        models.add(results["model"])
+        nonce = _is_nonce(Path(results["run"]))
+        for row in responses:
+            condition, score = row["condition"], row.get("score")
+            if score is None:
+                continue
+            name = ("nonce" if nonce else "transcription") if condition == "transcribe" \
+                else condition
+            if name not in FIGURES:
+                continue
+            if name in scores and row["id"] in scores[name] and \
+                    scores[name][row["id"]] != score:
+                raise UsageError(f"{folder}: item {row['id']}'s {name} is scored in two "
+                                 "folders, differently: give each figure once")
+            scores.setdefault(name, {})[row["id"]] = float(score)
+            subsets.setdefault(row["id"], row.get("subset") or "")
+    if len(models) > 1:
+        raise UsageError(f"the folders evaluate {len(models)} models ({', '.join(sorted(models))}"
+                         "): decompose one model's evaluations (eval compare puts models side "
+                         "by side)")
+    if not scores:
+        raise UsageError("no scored item in the folders: nothing to decompose")
+
+    def row_of(ids: set[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in FIGURES:
+            found = [scores[name][i] for i in sorted(ids) if i in scores.get(name, {})]
+            if found:
+                out[name] = _figure(found, seed)
+        for name, (a, b) in DIFFERENCES.items():
+            both = sorted(i for i in ids if i in scores.get(a, {}) and i in scores.get(b, {}))
+            if both:
+                first = [scores[a][i] for i in both]
+                second = [scores[b][i] for i in both]
+                low, high = paired_bootstrap(first, second, seed)
+                out[name] = {"delta": round(100 * (sum(first) - sum(second)) / len(both), 4),
+                             "n": len(both), "ci95": [round(100 * low, 4), round(100 * high, 4)]}
+        return out
+
+    every = set(subsets)
+    return {"model": models.pop(), "folders": [str(f) for f in folders],
+            "figures": [f for f in FIGURES if f in scores],
+            "overall": row_of(every),
+            "subsets": {name: row_of({i for i in every if subsets[i] == name})
+                        for name in sorted(set(subsets.values()))}}
+
+
+def _is_nonce(run: Path) -> bool:
+    """Whether ``run``'s rows were drawn with ``--nonce`` (its first row says)."""
+    from ..manifest import JsonlLog
+
+    manifest = run / "manifest.jsonl"
+    if not manifest.is_file():
+        return False
+    for row in JsonlLog(manifest).read():
+        return "nonce" in (row.get("metadata") or {})
+    return False
+
+
+def decompose_table(result: dict[str, Any]) -> str:
+    shown = [f for f in result["figures"]]
+    differences = [d for d in DIFFERENCES
+                   if any(d in row for row in [result["overall"], *result["subsets"].values()])]
+    head = f"{'group':<26}" + "".join(f"{f:>14}" for f in shown) + "".join(
+        f"{d:>22}" for d in differences)
+    lines = [f"why {result['model']} lost: each figure's mean (percent) and, for the "
+             "differences, the paired delta with its 95 % interval", head]
+
+    def line(name: str, row: dict[str, Any]) -> str:
+        text = f"{name:<26}"
+        text += "".join(f"{row[f]['score']:>14.1f}" if f in row else f"{'-':>14}" for f in shown)
+        for d in differences:
+            if d in row:
+                low, high = row[d]["ci95"]
+                text += f"{row[d]['delta']:>7.1f} [{low:5.1f},{high:5.1f}]"
+            else:
+                text += f"{'-':>22}"
+        return text
+
+    lines.append(line("all", result["overall"]))
+    lines += [line(f"subset {name}", row) for name, row in result["subsets"].items()]
+    lines.append("reading = image - blank; modality = text - image; budget = text-budget - "
+                 "image; prior_reading = transcription - nonce precision")
+    return "\n".join(lines)
