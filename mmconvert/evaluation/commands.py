@@ -22,9 +22,11 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
         echo(json.dumps(result, indent=1) if as_json else compare_table(result))
         return
     if targets[0] == "decompose":
-        from .decompose import decompose, decompose_table
+        from .decompose import decompose, decompose_table, write
 
         found = decompose([Path(t) for t in targets[1:]])
+        if out is not None:  # decompose.json and its plot
+            found["written"] = write(found, out)
         echo(json.dumps(found, indent=1) if as_json else decompose_table(found))
         return
     if len(targets) != 1:
@@ -95,6 +97,9 @@ def eval_command() -> click.Command:
         from ..config import build, show_progress
 
         values = fill(flags, given, {})
+        if values.get("probe") and "modality" in values:
+            raise UsageError("--probe transcribe asks its own condition (the pages, to be "
+                             "transcribed): give --modality or --probe, not both")
         if targets and targets[0] not in ("compare", "decompose") and "model" not in values:
             raise UsageError("--model: required (the model name the endpoint serves)")
         options = build(EvalOptions, values, flags=flag_names(flags)) \

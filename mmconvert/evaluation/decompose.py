@@ -131,3 +131,40 @@ def decompose_table(result: dict[str, Any]) -> str:
     lines.append("reading = image - blank; modality = text - image; budget = text-budget - "
                  "image; prior_reading = transcription - nonce precision")
     return "\n".join(lines)
+
+
+def write(result: dict[str, Any], out: Path) -> list[str]:
+    """``decompose.json`` and, with matplotlib, ``decompose.png`` (each figure per group, with
+    its interval) into ``out``; the names written."""
+    from ..manifest import write_json
+    from ..stats import pyplot, save_plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "decompose.json", result, indent=1)
+    written = ["decompose.json"]
+    plt = pyplot()
+    if plt is None:
+        return written
+    groups = {"all": result["overall"], **result["subsets"]}
+    shown = result["figures"]
+    figure, ax = plt.subplots(figsize=(max(6, 1.6 * len(groups) * len(shown) / 3), 4.5))
+    width = 0.8 / len(shown)
+    for number, name in enumerate(shown):
+        xs = [g + number * width for g in range(len(groups))]
+        values = [row[name]["score"] if name in row else 0.0 for row in groups.values()]
+        errors = [[row[name]["score"] - row[name]["ci95"][0] if name in row else 0.0
+                   for row in groups.values()],
+                  [row[name]["ci95"][1] - row[name]["score"] if name in row else 0.0
+                   for row in groups.values()]]
+        ax.bar(xs, values, width, yerr=errors, capsize=2, label=name, color=f"C{number}")
+    ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], list(groups),
+                  rotation=20, fontsize=8)
+    ax.set_ylabel("percent (95 % interval)")
+    ax.set_ylim(0, 125)  # room for the legend above the bars
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_title(f"why {result['model']} lost: prior (blank), image, text, and reading "
+                 "(transcription, nonce)", fontsize=9)
+    ax.legend(fontsize=7, ncol=len(shown), loc="upper center")
+    figure.tight_layout()
+    save_plot(figure, out / "decompose.png")
+    return [*written, "decompose.png"]

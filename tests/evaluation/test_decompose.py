@@ -114,12 +114,20 @@ def test_every_cell_of_the_decomposition_equals_its_truth(tmp_path, monkeypatch)
         assert figures["image"]["score"] == pct([image[i] for i in ids])
         assert figures["nonce"]["score"] == pct([read_nonce[i] for i in ids])
     table = run("eval", "decompose", *(tmp_path / o for o in ("answers", "read",
-                                                              "read-nonce"))).output
+                                                              "read-nonce")),
+                "--out", tmp_path / "why").output
+    assert json.loads((tmp_path / "why" / "decompose.json").read_text())["overall"] == overall
+    assert (tmp_path / "why" / "decompose.png").read_bytes().startswith(b"\x89PNG")
     assert table.splitlines()[0].startswith("why reader-1 lost")
     assert "prior_reading" in table.splitlines()[1]
 
 
 def test_decompose_refuses_two_models_and_an_empty_call(tmp_path):
+    result = run("eval", tmp_path, "--model", "m", "--probe", "transcribe", "--modality",
+                 "image")
+    assert result.exit_code != 0 and result.output.strip() == (
+        "Error: --probe transcribe asks its own condition (the pages, to be transcribed): "
+        "give --modality or --probe, not both")
     result = run("eval", "decompose")
     assert result.exit_code != 0 and "needs one or more eval folders" in result.output
     result = run("eval", "decompose", tmp_path)
