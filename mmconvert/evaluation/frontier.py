@@ -329,6 +329,9 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
         note = fingerprint_note(load_recipe(options.recipe), options.recipe)
         if note:
             echo(f"warning: {note}")
+    # what a point's figure is: Tesseract's character accuracy with no model, a model's
+    # score, or with --probe transcribe its pages' transcription precision
+    measure = "accuracy" if options.model is None or options.probe is None else PRECISION
     points = style_points(options)
     with locked(out / LOCK, out):
         for point in points:
@@ -348,14 +351,14 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
             accuracy = point.figures["accuracy"]
             echo(f"[{number}/{len(points)}] {point.name} ({point.label}): "
                  f"{summary.rendered} item(s) rendered, {summary.already_done} already done; "
-                 f"compression {point.figures['compression']}, accuracy "
+                 f"compression {point.figures['compression']}, {measure} "
                  + (f"{accuracy:.1f} %" if accuracy is not None else "- (nothing scored)"))
             for line in unparsed_warnings(point.name, point.figures.get("unparsed_share")):
                 echo(line)
         front = pareto(points)
         on_front = {p.name for p in front}
         result = {
-            "corpus": corpus, "scorer": options.model or "ocr:tesseract",
+            "corpus": corpus, "scorer": options.model or "ocr:tesseract", "measure": measure,
             "ratio_model": options.ratio_model, "tokenizer": tokenizer.record(),
             "style": base_style(options), "recipe": options.recipe, "seed": options.seed,
             "grid": options.grid,
@@ -404,11 +407,15 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
         ax.axhline(texts.pop(), color="grey", linestyle="--", label="text twin")
     ax.set_xlabel(f"compression (text tokens / {result['ratio_model']} vision tokens)")
     ax.set_ylabel("character accuracy (%)" if result["scorer"] == "ocr:tesseract"
-                  else f"{result['scorer']} score (%)")
+                  else f"{result['scorer']} transcription precision (%)"
+                  if result.get("measure") == PRECISION else f"{result['scorer']} score (%)")
     ax.set_ylim(0, 105)
     ax.legend()
-    ax.set_title(f"{result['corpus']}: accuracy against compression")
+    ax.set_title(f"{result['corpus']}: {result.get('measure', 'accuracy')} against compression")
     return save_plot(figure, out / "frontier.png")
+
+
+PRECISION = "transcription precision"
 
 
 def table(result: dict[str, Any]) -> str:
@@ -418,7 +425,8 @@ def table(result: dict[str, Any]) -> str:
     replies = any("unparsed_share" in p for p in result["points"])  # a model's, not OCR's
     lines = [line for p in result["points"]
              for line in unparsed_warnings(p["name"], p.get("unparsed_share"))]
-    lines += [f"{'point':<{width}}{'compression':>12}{'accuracy':>10}"
+    head = "read" if result.get("measure") == PRECISION else "accuracy"
+    lines += [f"{'point':<{width}}{'compression':>12}{head:>10}"
               + (f"{'text@budget':>12}" if baseline else "")
               + (f"{'unparsed':>9}" if replies else "") + f"{'n':>5}  front  style"]
     for p in result["points"]:
@@ -432,6 +440,8 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"{p['name']:<{width}}{compression}{accuracy}{at_budget}{unparsed}"
                      f"{p['n']:>5}  "
                      f"{'  *  ' if p['on_front'] else '     '}  {p['label']}")
+    if head == "read":
+        lines.append("read: the pages' transcription precision (Fox's), --probe transcribe")
     lines.append(f"front: {', '.join(result['front']) or 'none'}; style files in styles/"
                  + (f"; plot: {result['plot']}" if result["plot"] else ""))
     return "\n".join(lines)

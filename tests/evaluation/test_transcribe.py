@@ -143,3 +143,25 @@ def test_a_curve_of_transcription_precision_against_vision_tokens(tmp_path, monk
         evaluated = json.loads((folder / "results.json").read_text())
         assert evaluated["conditions"] == ["transcribe"]
         assert point["accuracy"] == evaluated["overall"]["transcribe"]["score"] is not None
+
+
+@pytest.mark.slow
+def test_a_frontier_of_transcription_precision(tmp_path, monkeypatch):
+    """``frontier --probe transcribe``: each style point's figure is its pages' transcription
+    precision, as ``eval --probe transcribe`` gives it for that point's run."""
+    from tests.test_stats import tiktoken_files
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    out = tmp_path / "front"
+    result = run("frontier", "mmlu-redux", "--source", SAMPLE, "--limit", "3", "--model",
+                 "ocr/tesseract", "--tokenizer", "tiktoken:o200k_base", "--ratio-model",
+                 "qwen2.5-vl", "--style", "readbench", "--grid", "ppi:60,92.9", "--probe",
+                 "transcribe", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "read: the pages' transcription precision" in result.output
+    found = json.loads((out / "frontier.json").read_text())
+    assert found["measure"] == "transcription precision"
+    for point in found["points"]:
+        evaluated = json.loads((out / "evals" / point["name"] / "results.json").read_text())
+        assert evaluated["conditions"] == ["transcribe"]
+        assert point["accuracy"] == evaluated["overall"]["transcribe"]["score"] is not None
