@@ -46,7 +46,11 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
         return
     if dry_run:
         todo = plan(source, options)
-        if todo.estimate_usd is None:
+        from .readers import is_reader
+
+        if is_reader(options.model):
+            cost = f"none: {options.model} reads the pages on this machine"
+        elif todo.estimate_usd is None:
             cost = f"unknown: {options.model} is not in the price table"
         elif todo.images and todo.image_tokens is None:
             cost = (f"${todo.estimate_usd:.4f} for the text alone, every reply at its max "

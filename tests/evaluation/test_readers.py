@@ -76,3 +76,11 @@ def test_a_reader_whose_package_is_missing_is_one_line(monkeypatch, haystack, tm
     assert result.exit_code != 0
     assert result.output.strip() == ("Error: --model ocr/rapidocr needs rapidocr-onnxruntime: "
                                      "pip install 'mmconvert[ocr]'")
+
+
+def test_a_reader_s_dry_run_says_it_costs_nothing(haystack):
+    result = run("eval", haystack, "--model", "ocr/tesseract", "--modality", "image",
+                 "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "cost: none: ocr/tesseract reads the pages on this machine" in result.output
+    assert "price table" not in result.output
