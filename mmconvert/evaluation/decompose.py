@@ -107,7 +107,7 @@ def _is_nonce(run: Path) -> bool:
 
 
 def decompose_table(result: dict[str, Any]) -> str:
-    shown = [f for f in result["figures"]]
+    shown = result["figures"]
     differences = [d for d in DIFFERENCES
                    if any(d in row for row in [result["overall"], *result["subsets"].values()])]
     head = f"{'group':<26}" + "".join(f"{f:>14}" for f in shown) + "".join(

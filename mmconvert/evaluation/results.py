@@ -247,14 +247,14 @@ def option_order(rows: list[dict[str, Any]], outcomes: list[Outcome]) -> dict[st
     its new letter), the letter the gold had before the shuffle (now another option: a choice
     that follows the letter, as a memorised answer would), or another; per condition. None
     for a run with no shuffled item."""
+    if not any("original_answer" in (row.get("metadata") or {}) for row in rows):
+        return None
     moved = {row["id"]: (row["answer"], row["metadata"]["original_answer"]) for row in rows
              if isinstance((row.get("metadata") or {}).get("original_answer"), str)
              and row["metadata"]["original_answer"] != row["answer"]}
-    if not any("original_answer" in (row.get("metadata") or {}) for row in rows):
-        return None
     out: dict[str, Any] = {"moved": len(moved)}
     for condition in dict.fromkeys(o.condition for o in outcomes):
-        chosen = [(o.scored.answer if o.scored else None, moved[o.id]) for o in outcomes
+        chosen = [(o.scored.answer, moved[o.id]) for o in outcomes
                   if o.condition == condition and o.id in moved and o.scored is not None]
         n = len(chosen)
         content = sum(1 for answer, (gold, _) in chosen if answer == gold)

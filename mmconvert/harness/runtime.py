@@ -41,7 +41,7 @@ def check_backend(folder: Path | None = None) -> None:
         else Path(sys.argv[0]).name
     model, tasks = argv_value("--model"), argv_value("--tasks")
     if folder is not None and tasks is not None:
-        check_fewshot(folder, program, tasks)
+        check_fewshot(folder, tasks)
     if program not in ("lm_eval", "lm-eval") or model is None or tasks is None:
         return
     images = [t for t in tasks.split(",") if t.startswith(PREFIX) and not t.endswith("_text")
@@ -54,7 +54,7 @@ def check_backend(folder: Path | None = None) -> None:
 _SAID: set[str] = set()
 
 
-def check_fewshot(folder: Path, program: str, tasks: str) -> None:
+def check_fewshot(folder: Path, tasks: str) -> None:
     """``--num_fewshot N`` asked of written tasks that do not take it is one line on stderr
     for each (the harness would ignore it with a log line at INFO): lm-eval's
     multiple-choice tasks, asked with no examples (an example's answer is the letter of an

@@ -28,7 +28,6 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-VERSION = "1"
 # Fox's test for Chinese text (U+4E00..U+9FA5, the CJK Unified Ideographs' first block)
 _CHINESE = re.compile("[\u4e00-\u9fa5]")
 # a reply longer than this many characters is cut before it is scored (and the row says so)
@@ -108,8 +107,3 @@ def transcription_scores(page: str, reply: str) -> Transcribed:
     distance = levenshtein(page, reply) / longer if longer else 0.0
     return Transcribed(precision, recall, f_measure, distance, len(truth), len(said), cut)
 
-
-def mean(values: list[float | None]) -> float | None:
-    """The mean of the values that exist (None when none does)."""
-    found = [v for v in values if v is not None]
-    return sum(found) / len(found) if found else None

@@ -176,16 +176,16 @@ def test_a_num_fewshot_the_written_tasks_do_not_take_is_one_line(tmp_path, monke
                "mmconvert_arc_easy,mmconvert_arc_easy_text,mmconvert_gsm8k", "--num_fewshot"]
     monkeypatch.setattr(runtime, "_SAID", set())
     monkeypatch.setattr("sys.argv", [*program, "2"])
-    runtime.check_fewshot(tmp_path / "lm-eval", "lm_eval", ",".join(program[2:3]))
+    runtime.check_fewshot(tmp_path / "lm-eval", ",".join(program[2:3]))
     assert capsys.readouterr().err.splitlines() == [
         "mmconvert harness: --num_fewshot 2 is not used for mmconvert_arc_easy: a "
         "multiple-choice task is asked with no few-shot examples (an example's answer would "
         "be the letter of an option only its page shows)"]
-    runtime.check_fewshot(tmp_path / "lmms-eval", "lmms_eval", "mmconvert_gsm8k")
+    runtime.check_fewshot(tmp_path / "lmms-eval", "mmconvert_gsm8k")
     assert capsys.readouterr().err.splitlines() == [
         "mmconvert harness: --num_fewshot 2 is not used for mmconvert_gsm8k: its prompt holds "
         "gsm8k's own few-shot examples (5), as lm-eval writes them"]
     monkeypatch.setattr("sys.argv", [*program, "0"])
     monkeypatch.setattr(runtime, "_SAID", set())
-    runtime.check_fewshot(tmp_path / "lm-eval", "lm_eval", ",".join(program[2:3]))
+    runtime.check_fewshot(tmp_path / "lm-eval", ",".join(program[2:3]))
     assert capsys.readouterr().err == ""
