@@ -100,12 +100,14 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
     request = load_request(corpus, config.model_dump())
 
     def shuffled(items: Iterable[Item], record: LoadReport | None = None) -> Iterator[Item]:
+        """The items as drawn: options shuffled, words made nonce; a skipped item recorded in
+        ``record`` (the first pass's report; a later pass's are not kept)."""
         items = iter(items)
         if config.shuffle_options:
             items = (item if "original_options" in item.metadata
                      else shuffle_options(item, config.seed) for item in items)
         if config.nonce is not None:  # the words replaced, before anything is drawn
-            items = nonced(items, config.nonce, config.on_error, record)
+            items = nonced(items, config.nonce, config.on_error, record or LoadReport())
         return items
 
     report = LoadReport()
@@ -151,10 +153,10 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
 
 
 def nonced(items: Iterable[Item], seed: int, on_error: str,
-           record: LoadReport | None) -> Iterator[Item]:
+           record: LoadReport) -> Iterator[Item]:
     """``items`` with their words replaced by nonce words (``corpora.nonce``); an item that
     cannot be (a word of another script) stops the run, or under ``--on-error skip`` is left
-    out of every pass and recorded once (``record``: the first pass's report)."""
+    out and recorded in ``record`` (``LoadReport.skip``, as a row that does not load)."""
     for item in items:
         if "nonce" in item.metadata:
             yield item
@@ -162,11 +164,7 @@ def nonced(items: Iterable[Item], seed: int, on_error: str,
         try:
             made = nonce_item(item, seed)
         except ItemError as err:
-            if on_error == "fail":
-                raise
-            if record is not None:
-                record.skipped.append({"id": err.item_id, "stage": err.stage,
-                                       "reason": str(err)})
+            record.skip(err, on_error)
             continue
         yield made
 

@@ -60,6 +60,13 @@ class LoadReport:
         return {"rows": self.rows, "dropped": dict(sorted(self.dropped.items())),
                 "skipped": len(self.skipped)}
 
+    def skip(self, err: ItemError, on_error: str) -> None:
+        """``err``'s item recorded as skipped; raised instead under ``--on-error fail``
+        (unless it is always recorded)."""
+        if on_error == "fail" and not err.always_recorded:
+            raise err
+        self.skipped.append({"id": err.item_id, "stage": err.stage, "reason": str(err)})
+
 
 class CorpusOptions(BaseModel):
     """The options of one corpus: each corpus names its own model (a subclass), whose fields
@@ -267,10 +274,7 @@ class RowGuard:
         try:
             return fn(*args)
         except ItemError as err:
-            if self.on_error == "fail" and not err.always_recorded:
-                raise
-            self.report.skipped.append({"id": err.item_id, "stage": err.stage,
-                                        "reason": str(err)})
+            self.report.skip(err, self.on_error)
             return None
 
 
