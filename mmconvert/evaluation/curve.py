@@ -27,7 +27,14 @@ from pydantic import Field, model_validator
 from ..manifest import write_json
 from ..options import cli
 from ..runfolder import LOCK, locked, open_run
-from .results import unparsed_shares, unparsed_warnings, worst_unparsed
+from .results import (
+    PRECISION,
+    READ_NOTE,
+    headline,
+    unparsed_shares,
+    unparsed_warnings,
+    worst_unparsed,
+)
 from .run import EvalOptions, Modality
 
 CURVE = "curve.json"
@@ -208,8 +215,7 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
                                  **measured(rows, tokenizer, rule)}
         results = evaluate(run, folder, evaluation, display=display, cache=out / "cache")
         overall = results["overall"]
-        # with --probe transcribe a point's figure is its pages' transcription precision
-        shown = "transcribe" if options.probe == "transcribe" else "image"
+        shown, _ = headline(options.probe)
         point.update({
             "accuracy": overall[shown]["score"] if shown in overall else None,
             "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed, shown),
@@ -232,13 +238,8 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
             echo(line)
     texts = {p.get("text") for p in points} - {None}
     return {"model": model, "rule": {"name": rule, "source": source, "checked": checked},
-            "measure": MEASURES[options.probe or "answers"],
+            "measure": headline(options.probe)[1],
             "text": texts.pop() if len(texts) == 1 else None, "points": points}
-
-
-# what a curve's "accuracy" is: the image condition's score, or with --probe transcribe the
-# pages' transcription precision (Fox's, as DeepSeek-OCR's compression table reports it)
-MEASURES = {"answers": "accuracy", "transcribe": "transcription precision"}
 
 
 def _pct(value: float | None) -> str:
@@ -261,8 +262,8 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
         xs += [p["vision_tokens"] for p in points if p["vision_tokens"]]
         rule = found["rule"]
         name = f"{found['model']} ({rule['name']}'s rule, {rule['checked']})"
-        image = "image" if found.get("measure", "accuracy") == "accuracy" else \
-            "pages' transcription precision"
+        image = "pages' transcription precision" if found.get("measure") == PRECISION \
+            else "image"
         for key, what, style in (("accuracy", image, "o-"),
                                  ("text_baseline", "text at the same budget", "x--")):
             shown = [p for p in points if p.get(key) is not None]
@@ -297,7 +298,7 @@ def table(result: dict[str, Any]) -> str:
         lines += [f"{found['model']} on {result['corpus']}; vision tokens by {rule['name']}'s "
                   f"rule (checked {rule['checked']})",
                   f"{'point':<14}{'vision tok':>11}{'ratio':>8}{'exact':>7}"
-                  f"{'image' if found.get('measure', 'accuracy') == 'accuracy' else 'read':>8}"
+                  f"{'read' if found.get('measure') == PRECISION else 'image':>8}"
                   f"{'text@budget':>12}{'unparsed':>9}{'n':>5}"]
         for p in found["points"]:
             exact = f"{p['exact']}/{p['items']}" if "exact" in p else "-"
@@ -308,9 +309,8 @@ def table(result: dict[str, Any]) -> str:
         if found.get("text") is not None:
             lines.append(f"whole text: {found['text']:.1f}")
         lines.append("")
-    if any(found.get("measure") == MEASURES["transcribe"] for found in result["curves"]):
-        lines.append("read: the pages' transcription precision (Fox's: the share of a page's "
-                     "distinct words the reply holds), --probe transcribe")
+    if any(found.get("measure") == PRECISION for found in result["curves"]):
+        lines.append(READ_NOTE)
     lines.append("unparsed: the largest share of replies (percent) of any condition that "
                  "named no answer the scorer reads, scored 0")
     lines.append(f"curves in {CURVE}" + (f"; plot: {result['plot']}" if result["plot"] else ""))

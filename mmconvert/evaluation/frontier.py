@@ -28,7 +28,14 @@ from ..errors import UsageError, did_you_mean
 from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..runfolder import LOCK, locked, open_run, read_run_file
-from .results import unparsed_shares, unparsed_warnings, worst_unparsed
+from .results import (
+    PRECISION,
+    READ_NOTE,
+    headline,
+    unparsed_shares,
+    unparsed_warnings,
+    worst_unparsed,
+)
 from .run import EvalOptions, Modality
 
 FRONTIER = "frontier.json"
@@ -280,8 +287,7 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
     results = evaluate(run, folder, EvalOptions.model_validate(
         {**values, "ratio_models": [options.ratio_model]}), display=display, cache=cache)
     overall = results["overall"]
-    # with --probe transcribe a point's figure is its pages' transcription precision
-    shown = "transcribe" if options.probe == "transcribe" else "image"
+    shown, _ = headline(options.probe)
     return {"accuracy": overall[shown]["score"],
             "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed, shown),
             "n": overall[shown]["n"], "unscored": results["unscored"]["n"],
@@ -331,7 +337,7 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
             echo(f"warning: {note}")
     # what a point's figure is: Tesseract's character accuracy with no model, a model's
     # score, or with --probe transcribe its pages' transcription precision
-    measure = "accuracy" if options.model is None or options.probe is None else PRECISION
+    measure = "accuracy" if options.model is None else headline(options.probe)[1]
     points = style_points(options)
     with locked(out / LOCK, out):
         for point in points:
@@ -415,8 +421,6 @@ def plot(result: dict[str, Any], out: Path) -> Path | None:
     return save_plot(figure, out / "frontier.png")
 
 
-PRECISION = "transcription precision"
-
 
 def table(result: dict[str, Any]) -> str:
     """The points as a table, the front marked."""
@@ -441,7 +445,7 @@ def table(result: dict[str, Any]) -> str:
                      f"{p['n']:>5}  "
                      f"{'  *  ' if p['on_front'] else '     '}  {p['label']}")
     if head == "read":
-        lines.append("read: the pages' transcription precision (Fox's), --probe transcribe")
+        lines.append(READ_NOTE)
     lines.append(f"front: {', '.join(result['front']) or 'none'}; style files in styles/"
                  + (f"; plot: {result['plot']}" if result["plot"] else ""))
     return "\n".join(lines)

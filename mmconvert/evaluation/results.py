@@ -26,6 +26,19 @@ Condition = Literal["image", "blank", "text", "text-budget", "text-image", "tran
 CONDITIONS: tuple[Condition, ...] = ("image", "blank", "text", "text-budget", "text-image",
                                      "transcribe")
 
+# what a curve's or frontier's point reports with --probe transcribe, and the line its table
+# ends with
+PRECISION = "transcription precision"
+READ_NOTE = ("read: the pages' transcription precision (Fox's: the share of a page's distinct "
+             "words the reply holds), --probe transcribe")
+
+
+def headline(probe: str | None) -> tuple[Condition, str]:
+    """The condition a point's figure is read from, and what that figure is: the image's
+    accuracy, or with ``--probe transcribe`` its pages' transcription precision (Fox's, as
+    DeepSeek-OCR's compression table reports it)."""
+    return ("transcribe", PRECISION) if probe == "transcribe" else ("image", "accuracy")
+
 
 @dataclass
 class Outcome:
