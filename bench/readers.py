@@ -106,12 +106,10 @@ def main() -> None:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    try:
-        import matplotlib
+    from mmconvert.stats import pyplot, save_plot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:  # no matplotlib: the table alone
         return
     figure, ax = plt.subplots(figsize=(7, 5))
     for number, reader in enumerate(READERS):
@@ -127,8 +125,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.set_title(f"Real readers on MMLU-Redux pages\n({DEEPSEEK_FOX}: a reference)",
                  fontsize=9)
     ax.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_plot(figure, path)
     print(f"plot: {path}")
 
 
