@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -68,9 +68,11 @@ class Selection(BaseModel):
     corpus_options: dict[str, Any] = Field(
         default_factory=dict, description="the corpus's own options, checked by its options "
         "model (mmconvert render CORPUS --help lists its flags)", json_schema_extra=cli(off=True))
-    shuffle_options: bool = Field(
-        False, description="reorder each item's options with a seed from --seed and its id "
-                           "(the manifest keeps the original order and answer)")
+    shuffle_options: bool | Annotated[int, Field(ge=0, le=sys.maxsize)] = Field(
+        False, description="reorder each item's options with a seed drawn from this seed "
+                           "(or, given bare, from --seed) and its id; the manifest keeps the "
+                           "original order and answer",
+        json_schema_extra=cli(metavar="[SEED]"))
     nonce: int | None = Field(
         None, ge=0, le=sys.maxsize,
         description="replace each word, before drawing, with a pronounceable nonce word of "
@@ -89,10 +91,27 @@ class Selection(BaseModel):
         "fail", description="on a bad row: stop (fail) or record it in skipped.jsonl and go "
                             "on (skip)")
 
+    @field_validator("shuffle_options", mode="before")
+    @classmethod
+    def _on_or_seed(cls, value: Any) -> Any:
+        """true, false or a seed: one line, not the union's two ("…bool: …", "…int: …")."""
+        if isinstance(value, bool) or (isinstance(value, int) and 0 <= value <= sys.maxsize):
+            return value
+        raise ValueError(f"expected true, false or a seed (a whole number from 0), got "
+                         f"{value!r}")
+
     @model_validator(mode="before")
     @classmethod
     def _legacy_corpus_options(cls, data: Any) -> Any:
         return legacy_corpus_options(data) if isinstance(data, dict) else data
+
+    @property
+    def shuffle_seed(self) -> int | None:
+        """The seed the options are shuffled with: ``--shuffle-options SEED``'s, the run's
+        ``--seed`` for a bare ``--shuffle-options``, None when they are not shuffled."""
+        if self.shuffle_options is False:
+            return None
+        return self.seed if self.shuffle_options is True else self.shuffle_options
 
     def identity(self) -> dict[str, Any]:
         """What decides the run folder's content (a re-run with another identity is refused).

@@ -69,6 +69,15 @@ def unwrap(annotation: Any) -> tuple[Any, bool]:
             return annotation, optional
 
 
+class _OnOrNumber(click.ParamType):
+    """A flag that may take a number: given bare it is True (click would make that 1)."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        return True if value is True else click.INT.convert(value, param, ctx)
+
+
 def _click_type(annotation: Any, choices: bool = True) -> click.ParamType | None:
     if isinstance(annotation, list):  # a union of several kinds: taken as text
         return click.STRING
@@ -139,6 +148,10 @@ def model_flags(model: type[BaseModel], path: tuple[str, ...] = (), *,
             else:
                 negative = "--no-" + flag.removeprefix("--")
                 option = click.Option([f"{flag}/{negative}", param], **common)
+        elif isinstance(annotation, list) and {unwrap(a)[0] for a in annotation} == {bool, int}:
+            # on, or a number: bare it is True ("--shuffle-options"), else the number given
+            option = click.Option(names, type=_OnOrNumber(), is_flag=False, flag_value=True,
+                                  **common)
         elif get_origin(annotation) is list:
             element, _ = unwrap(get_args(annotation)[0])
             kind = _click_type(element, choices) or click.STRING
@@ -226,16 +239,20 @@ def corpus_flags(options_model: type[BaseModel] | None) -> list[Flag]:
 def first_argument(params: list[click.Parameter], args: list[str]) -> str | None:
     """The first positional argument in ``args`` for a command of ``params`` (an option's
     value skipped): the CORPUS a command's corpus flags follow."""
-    takes_value = {name for param in params if isinstance(param, click.Option)
-                   and not param.is_flag and not param.count
-                   for name in param.opts + param.secondary_opts}
+    options = [param for param in params if isinstance(param, click.Option)
+               and not param.is_flag and not param.count]
+    takes_value = {name for param in options for name in param.opts + param.secondary_opts}
+    may_take = {name for param in options if isinstance(param.type, _OnOrNumber)
+                for name in param.opts}  # a value only when one follows, as click reads it
     position = 0
     while position < len(args):
         arg = args[position]
         if arg == "--":
             return args[position + 1] if position + 1 < len(args) else None
         if arg.startswith("-") and arg != "-":
-            position += 2 if arg in takes_value else 1
+            following = args[position + 1] if position + 1 < len(args) else "-"
+            bare = arg in may_take and following.startswith("-")
+            position += 2 if arg in takes_value and not bare else 1
             continue
         return arg
     return None

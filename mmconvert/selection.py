@@ -103,9 +103,10 @@ def stream_selection(config: Selection, corpus: Corpus | None = None, *, log=Non
         """The items as drawn: options shuffled, words made nonce; a skipped item recorded in
         ``record`` (the first pass's report; a later pass's are not kept)."""
         items = iter(items)
-        if config.shuffle_options:
+        seed = config.shuffle_seed
+        if seed is not None:
             items = (item if "original_options" in item.metadata
-                     else shuffle_options(item, config.seed) for item in items)
+                     else shuffle_options(item, seed) for item in items)
         if config.nonce is not None:  # the words replaced, before anything is drawn
             items = nonced(items, config.nonce, config.on_error, record or LoadReport())
         return items

@@ -60,3 +60,54 @@ def test_a_run_without_shuffled_options_has_no_option_order():
     from mmconvert.evaluation.results import option_order
 
     assert option_order([{"id": "a", "answer": "B", "metadata": {}}], []) is None
+
+
+def test_shuffle_options_takes_its_own_seed(tmp_path):
+    """``--shuffle-options SEED`` draws each permutation from SEED and the item's id, apart
+    from ``--seed``: the sample stays the run seed's while the options' order changes, and a
+    bare ``--shuffle-options`` is ``--shuffle-options <--seed>``."""
+    from mmconvert.corpora.base import shuffle_options
+    from mmconvert.items import Item
+
+    def rendered(*flags):
+        out = tmp_path / "-".join(flags)
+        assert run("render", "mmlu-redux", "--source", SAMPLE, "--sample", "2", *flags,
+                   "--out", out).exit_code == 0
+        return (JsonlLog(out / "manifest.jsonl").read(),
+                json.loads((out / "run.json").read_text())["config"]["shuffle_options"])
+
+    plain, _ = rendered("--seed", "1")
+    own, recorded = rendered("--seed", "1", "--shuffle-options", "5")
+    bare, bare_recorded = rendered("--seed", "5", "--shuffle-options")
+    assert (recorded, bare_recorded) == (5, True)
+    assert [row["id"] for row in own] == [row["id"] for row in plain]  # --seed's sample
+    for row in own:
+        original = Item(id=row["id"], corpus="mmlu-redux", subset=row["subset"], split="test",
+                        question=row["question"],
+                        options=row["metadata"]["original_options"],
+                        answer=row["metadata"]["original_answer"])
+        drawn = shuffle_options(original, 5)
+        assert (row["options"], row["answer"]) == (drawn.options, drawn.answer)
+    same = {row["id"]: row["options"] for row in bare}
+    assert all(same[row["id"]] == row["options"] for row in own if row["id"] in same)
+    assert any(row["options"] != row["metadata"]["original_options"] for row in own)
+
+
+@pytest.mark.parametrize("value", ["-1", "x"])
+def test_a_bad_shuffle_seed_is_one_line(value, tmp_path):
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--shuffle-options", value,
+                 "--out", tmp_path / "unused")
+    assert result.exit_code == 2 and f"'{value}'" in result.output
+    assert not (tmp_path / "unused").exists()
+
+
+@pytest.mark.parametrize("value", ["-2", "'seven'", "1.5"])
+def test_a_bad_shuffle_seed_in_a_config_is_one_line(value, tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(f"shuffle_options: {value}\n")
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--config", config,
+                 "--out", tmp_path / "unused")
+    assert result.exit_code != 0
+    line, = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert line.startswith(f"Error: --config {config}: shuffle_options: expected true, false "
+                           "or a seed")
