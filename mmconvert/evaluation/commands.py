@@ -69,7 +69,14 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
              f"tokens: {tokens}; cost: {cost}{unscored}; nothing sent")
         return
     results = evaluate(source, out, options, display=display)
-    echo(json.dumps(results, indent=1) if as_json else table(results))
+    if as_json:
+        echo(json.dumps(results, indent=1))
+    else:
+        echo(table(results))
+        if "decomposition" in results:
+            from .decompose import decompose_table
+
+            echo("\n" + decompose_table(results["decomposition"]))
     echo(f"results in {out / 'results.json'}, responses in {out / 'responses.jsonl'}; "
          f"inspect view --log-dir {out / 'logs'}", err=True)
 

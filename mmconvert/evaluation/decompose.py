@@ -7,13 +7,16 @@ The folders are ``mmconvert eval`` outputs; each gives what it has:
 - ``--probe transcribe`` on the same run: the pages' transcription precision;
 - ``--probe transcribe`` on the run drawn again with ``--nonce``: the nonce pages' precision.
 
-Per subset and overall, each figure is the mean (percent) over the items every figure in the
-row shares, with its 95 % bootstrap interval; the differences that decompose the loss are
-paired over the same items, each with its paired interval:
+Per subset and overall, each figure is the mean (percent) over the items it scored, with its
+95 % bootstrap interval; the differences that decompose the loss are paired over the items both
+figures scored, each with its paired interval:
 - ``reading``: image minus blank (what the pages added to the prior);
 - ``modality``: text minus image (what reading the pages instead of the text cost);
 - ``budget``: text-budget minus image (the text at the same vision budget against the pages);
 - ``prior_reading``: real minus nonce precision (the share of "reading" priors supplied).
+
+An evaluation of two or more answer conditions carries its own part of the table
+(``decomposition``, results.json's ``decomposition``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..manifest import JsonlLog
 from .compare import load
 from .paired import bootstrap_mean, paired_bootstrap
 
@@ -41,14 +45,43 @@ def decompose(folders: list[Path], seed: int = 0) -> dict[str, Any]:
     """The table's figures from ``folders`` (``mmconvert eval`` outputs of one model)."""
     if not folders:
         raise UsageError("mmconvert eval decompose needs one or more eval folders")
-    # figure -> {item id: score}, and each item's subset
-    scores: dict[str, dict[str, float]] = {}
-    subsets: dict[str, str] = {}
+    scores = Scores()
     models: set[str] = set()
     for folder in folders:
         results, responses = load(folder)
         models.add(results["model"])
-        nonce = _is_nonce(Path(results["run"]))
+        scores.add(responses, is_nonce(Path(results["run"])), str(folder))
+    if len(models) > 1:
+        raise UsageError(f"the folders evaluate {len(models)} models ({', '.join(sorted(models))}"
+                         "): decompose one model's evaluations (eval compare puts models side "
+                         "by side)")
+    if not scores.by_figure:
+        raise UsageError("no scored item in the folders: nothing to decompose")
+    return {"model": models.pop(), "folders": [str(f) for f in folders],
+            **scores.table(seed)}
+
+
+def decomposition(model: str, responses: list[dict[str, Any]], nonce: bool,
+                  seed: int = 0) -> dict[str, Any] | None:
+    """One evaluation's own decomposition (its results.json's ``decomposition``): the figures
+    of the conditions it asked, over the items they share, and the differences they give; None
+    when it has fewer than two figures (nothing to set side by side)."""
+    scores = Scores()
+    scores.add(responses, nonce, "this evaluation")
+    if len(scores.by_figure) < 2:
+        return None
+    return {"model": model, **scores.table(seed)}
+
+
+class Scores:
+    """Each figure's score per item id, and each item's subset, gathered from response rows."""
+
+    def __init__(self) -> None:
+        self.by_figure: dict[str, dict[str, float]] = {}
+        self.subsets: dict[str, str] = {}
+
+    def add(self, responses: list[dict[str, Any]], nonce: bool, where: str) -> None:
+        """The scored rows of ``responses`` (a transcription is ``nonce`` on a nonce run)."""
         for row in responses:
             condition, score = row["condition"], row.get("score")
             if score is None:
@@ -57,20 +90,23 @@ def decompose(folders: list[Path], seed: int = 0) -> dict[str, Any]:
                 else condition
             if name not in FIGURES:
                 continue
-            if name in scores and row["id"] in scores[name] and \
-                    scores[name][row["id"]] != score:
-                raise UsageError(f"{folder}: item {row['id']}'s {name} is scored in two "
+            held = self.by_figure.setdefault(name, {})
+            if held.get(row["id"], score) != score:
+                raise UsageError(f"{where}: item {row['id']}'s {name} is scored in two "
                                  "folders, differently: give each figure once")
-            scores.setdefault(name, {})[row["id"]] = float(score)
-            subsets.setdefault(row["id"], row.get("subset") or "")
-    if len(models) > 1:
-        raise UsageError(f"the folders evaluate {len(models)} models ({', '.join(sorted(models))}"
-                         "): decompose one model's evaluations (eval compare puts models side "
-                         "by side)")
-    if not scores:
-        raise UsageError("no scored item in the folders: nothing to decompose")
+            held[row["id"]] = float(score)
+            self.subsets.setdefault(row["id"], row.get("subset") or "")
 
-    def row_of(ids: set[str]) -> dict[str, Any]:
+    def table(self, seed: int) -> dict[str, Any]:
+        """``figures``, and the ``overall`` row and each subset's."""
+        every = set(self.subsets)
+        return {"figures": [f for f in FIGURES if f in self.by_figure],
+                "overall": self.row(every, seed),
+                "subsets": {name: self.row({i for i in every if self.subsets[i] == name}, seed)
+                            for name in sorted(set(self.subsets.values()))}}
+
+    def row(self, ids: set[str], seed: int) -> dict[str, Any]:
+        scores = self.by_figure
         out: dict[str, Any] = {}
         for name in FIGURES:
             found = [scores[name][i] for i in sorted(ids) if i in scores.get(name, {})]
@@ -86,18 +122,9 @@ def decompose(folders: list[Path], seed: int = 0) -> dict[str, Any]:
                              "n": len(both), "ci95": [round(100 * low, 4), round(100 * high, 4)]}
         return out
 
-    every = set(subsets)
-    return {"model": models.pop(), "folders": [str(f) for f in folders],
-            "figures": [f for f in FIGURES if f in scores],
-            "overall": row_of(every),
-            "subsets": {name: row_of({i for i in every if subsets[i] == name})
-                        for name in sorted(set(subsets.values()))}}
 
-
-def _is_nonce(run: Path) -> bool:
+def is_nonce(run: Path) -> bool:
     """Whether ``run``'s rows were drawn with ``--nonce`` (its first row says)."""
-    from ..manifest import JsonlLog
-
     manifest = run / "manifest.jsonl"
     if not manifest.is_file():
         return False

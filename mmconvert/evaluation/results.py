@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..scoring.spec import (
     Scored,
@@ -176,6 +176,27 @@ def grid_cell(row: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]] | 
 
 
 
+def per_page(outcomes: list[Outcome]) -> dict[str, Any]:
+    """Transcription figures over pages, not items: a page asked alone (``--probe
+    transcribe`` on an item whose pages' texts are recorded) or an item of one page counts
+    once; ``whole`` counts the items of several pages asked at once (their pages' own texts
+    are not recorded), which no page figure holds."""
+    pages, whole = [], 0
+    for o in outcomes:
+        extra = cast(Scored, o.scored).extra
+        if "pages" in extra:
+            pages += extra["pages"]
+        elif o.pages == 1:
+            pages.append({"score": cast(Scored, o.scored).value, **extra})
+        else:
+            whole += 1
+    out: dict[str, Any] = {"n": len(pages), "whole": whole}
+    for name in ("score", "recall", "f_measure", "edit_distance"):
+        found = [page[name] for page in pages if page.get(name) is not None]
+        out[name] = round(100 * sum(found) / len(found), 4) if found else None
+    return out
+
+
 def summarise(outcomes: list[Outcome], conditions: list[Condition], options: EvalOptions,
               run: Path, unscored: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """results.json: per condition the score (percent), n, unparsed share and errors; the
@@ -206,6 +227,8 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
                     out[condition][name] = round(100 * sum(found) / len(found), 4) \
                         if found else None
                 out[condition]["cut"] = sum(1 for extra in read if extra.get("cut"))
+                out[condition]["per_page"] = per_page(
+                    [o for o in by_condition[condition].values() if o.scored is not None])
             spans = [scored.extra for scored in done if "jaccard" in scored.extra]
             if spans:  # occlusions: VCR's figures, over spans as its tables are
                 for name in ("exact_match", "jaccard"):
@@ -393,6 +416,13 @@ def table(results: dict[str, Any]) -> str:
         low, high = overall["blank_delta_ci95"]
         lines.append(f"reading: image minus blank pages {overall['blank_delta']:.1f} points, 95 % "
                      f"CI [{low:.1f}, {high:.1f}] (blank: what the model scores without reading)")
+    page = overall.get("transcribe", {}).get("per_page")
+    if page:
+        read = (f"{page['n']} page(s), precision {page['score']:.1f} %"
+                if page["score"] is not None else f"{page['n']} page(s)")
+        lines.append(f"transcription per page: {read}" + (
+            f"; {page['whole']} item(s) of several pages read at once (no text recorded per "
+            "page)" if page["whole"] else ""))
     order = results.get("option_order")
     if order and order.get("moved"):
         said = "; ".join(f"{c} {v['content']:.1f} % its content, {v['letter']:.1f} % its old "

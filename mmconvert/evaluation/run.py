@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -25,7 +25,7 @@ from ..executors import local_executor
 from ..manifest import JsonlLog, write_json
 from ..options import OPTIONS, cli
 from ..renderers import renderer_class
-from ..runfolder import LOCK, locked, open_run, read_recorded
+from ..runfolder import LOCK, locked, open_run, read_recorded, read_run_file
 from ..scoring.spec import (
     Scored,
     free_form,
@@ -36,6 +36,7 @@ from ..scoring.spec import (
 from ..scoring.transcription import transcription_scores
 from .budget import FIELD as BUDGET
 from .budget import Cut
+from .decompose import decomposition, is_nonce
 from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
 from .judge import judge_prompt, read_judgement
 from .readers import READABLE, check_reader, is_reader, reader_model
@@ -185,6 +186,25 @@ def transcribed_text(row: dict[str, Any]) -> str:
                          "scored against") from None
 
 
+# a page's request id: the item's id, PAGE_MARK and the page's number ("astronomy-000#2");
+# an item id never holds the mark (``items.is_safe_id``)
+PAGE_MARK = "#"
+
+
+def pages_to_read(run: Path, row: dict[str, Any]) -> list[str] | None:
+    """For ``--probe transcribe``: the text of each of an item's shown pages, when it has
+    more than one and its renderer records each page's text (``Renderer.page_texts``), so
+    that each page is asked and scored alone, as Fox's pages are; None: the item is asked
+    whole (one page, or pages whose own text is not recorded)."""
+    shown = images_of(row, "transcribe")
+    if len(shown) < 2:
+        return None
+    where = f"{run / 'manifest.jsonl'} item {row['id']}"
+    texts = renderer_class(row["renderer"]["name"]).page_texts(
+        row, lambda rel: read_run_file(run, rel, where=where, field="layout"))
+    return texts if texts is not None and len(texts) == len(shown) else None
+
+
 def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
     renderer = renderer_class(row["renderer"]["name"])
     roles = {"image": renderer.profile.shown, "blank": renderer.profile.shown,
@@ -256,7 +276,11 @@ def plan(run: Path, options: EvalOptions) -> Plan:
         model = check(options.tokenizer, options.ratio_models)
         tokenizer = load_tokenizer(cast(str, options.tokenizer))
         rows = [budgeted(row, tokenizer, model, options.budget_cut) for row in rows]
-    prompt_tokens = sum(estimate_tokens(prompt_of(row, condition))
+    # requests per item and condition: --probe transcribe asks a page at a time where each
+    # page's text is recorded
+    asked = {row["id"]: len(pages_to_read(run, row) or [row]) for row in rows} \
+        if options.probe == "transcribe" else {}
+    prompt_tokens = sum(estimate_tokens(prompt_of(row, condition)) * asked.get(row["id"], 1)
                         for row in rows for condition in conditions)
     # every image sent, over every request; a rule's total is None when that model's
     # processor refuses one of them (``stats.image_tokens``)
@@ -267,13 +291,15 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     estimate, billed = None, None
     if table.has(options.model):
         prices = table.models[options.model]["per_million_tokens"]
-        outputs = sum(max_tokens(row, options) for row in rows) * len(conditions)
+        outputs = sum(max_tokens(row, options) * asked.get(row["id"], 1)
+                      for row in rows) * len(conditions)
         rule = table.image_rule(options.model)
         if rule is not None:  # the model's own rule, never another model's
             billed = image_tokens(rule, images)
         estimate = ((prompt_tokens + (billed or 0)) * prices.get("input", 0.0)
                     + outputs * prices.get("output", 0.0)) / 1_000_000
-    return Plan(rows, conditions, len(rows) * len(conditions), tokens, estimate, unscored,
+    requests = sum(asked.get(row["id"], 1) for row in rows) * len(conditions)
+    return Plan(rows, conditions, requests, tokens, estimate, unscored,
                 images=len(images), image_tokens=billed)
 
 
@@ -319,6 +345,9 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
     from inspect_ai.solver import generate
 
     by_id = {row["id"]: row for row in rows}
+    # --probe transcribe: an item of several recorded pages is asked a page at a time
+    page_texts = {row["id"]: texts for row in rows
+                  if "transcribe" in conditions and (texts := pages_to_read(run, row))}
 
     judge = inspect_model(options.judge_model, options.base_url) if options.judge_model \
         else None
@@ -326,10 +355,12 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
     @scorer(metrics=[mean()], name="mmconvert")
     def mmconvert_scorer():
         async def score(state, target):
-            row = by_id[state.sample_id]
+            item, _, page = str(state.sample_id).partition(PAGE_MARK)
+            row = by_id[item]
             response = state.output.completion or ""
             if state.metadata.get("condition") == "transcribe":
-                read = transcription_scores(transcribed_text(row), response)
+                truth = page_texts[item][int(page) - 1] if page else transcribed_text(row)
+                read = transcription_scores(truth, response)
                 return Score(value=read.precision or 0.0, answer=None,
                              metadata={"parsed": read.recall is not None, **read.as_dict()})
             if judge is not None and free_form(row):
@@ -354,11 +385,19 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
                     data = blank_page(data)
                 content.append(ContentImage(image=data_uri(
                     data, "blank.png" if condition == "blank" else image["path"])))
+            metadata = {"condition": condition, "subset": row.get("subset") or "",
+                        "max_tokens": max_tokens(row, options)}
+            pages = page_texts.get(row["id"]) if condition == "transcribe" else None
+            if pages is not None:  # one request a page, its own text its truth
+                samples += [Sample(id=f"{row['id']}{PAGE_MARK}{number}",
+                                   input=[ChatMessageUser(content=[
+                                       image, ContentText(text=prompt_of(row, condition))])],
+                                   metadata={**metadata, "page": number})
+                            for number, image in enumerate(content, start=1)]
+                continue
             content.append(ContentText(text=prompt_of(row, condition)))
             samples.append(Sample(id=row["id"], input=[ChatMessageUser(content=content)],
-                                  metadata={"condition": condition,
-                                            "subset": row.get("subset") or "",
-                                            "max_tokens": max_tokens(row, options)}))
+                                  metadata=metadata))
         scorers = [mmconvert_scorer()]
         tasks.append(Task(name=f"{run.name}-{condition}".replace(" ", "_"),
                           dataset=MemoryDataset(samples),
@@ -448,6 +487,10 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
     results = summarise(outcomes, todo.conditions, options, run, todo.unscored)
     results["scoring"] = scoring_summary(todo.rows, outcomes, options)
+    found_why = decomposition(results["model"], [o.as_row() for o in outcomes],
+                              is_nonce(run), options.seed)
+    if found_why is not None:  # two or more of blank, image, text, text-budget
+        results["decomposition"] = found_why
     order = option_order(todo.rows, outcomes)
     if order is not None:  # a run rendered with --shuffle-options
         results["option_order"] = order
@@ -526,6 +569,7 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
     subsets = {row["id"]: row.get("subset") or "" for row in rows}
     cells = {row["id"]: grid_cell(row) for row in rows}
     found: dict[tuple[str, str], Outcome] = {}
+    by_page: dict[str, dict[int, Outcome]] = {}  # --probe transcribe, a page at a time
     for log in logs:
         if log.status == "error" and not log.samples:
             message = (log.error.message if log.error else "the evaluation failed")
@@ -541,11 +585,38 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
                                 bool((score.metadata or {}).get("parsed", True)),
                                 {k: v for k, v in (score.metadata or {}).items()
                                  if k != "parsed"})
-            found[(str(sample.id), condition)] = Outcome(
-                str(sample.id), condition, subsets[str(sample.id)], pages[str(sample.id)],
-                sample.output.completion if sample.output else None, scored, error,
-                cells[str(sample.id)])
+            item, _, page = str(sample.id).partition(PAGE_MARK)
+            outcome = Outcome(item, condition, subsets[item], pages[item],
+                              sample.output.completion if sample.output else None, scored,
+                              error, cells[item])
+            if page:
+                by_page.setdefault(item, {})[int(page)] = outcome
+            else:
+                found[(item, condition)] = outcome
+    for row in rows:
+        if row["id"] in by_page:
+            found[(row["id"], "transcribe")] = read_by_page(row, by_page[row["id"]])
     return [found[(row["id"], c)] for row in rows for c in CONDITIONS if (row["id"], c) in found]
+
+
+def read_by_page(row: dict[str, Any], pages: dict[int, Outcome]) -> Outcome:
+    """An item transcribed a page at a time, as one outcome: its replies joined in page
+    order, scored against the item's whole text, each page's own scores in ``pages``; a page
+    whose request failed fails the item (its error, with the page's number)."""
+    ordered = [pages[number] for number in sorted(pages)]
+    first = ordered[0]
+    response = "\n\n".join(o.response or "" for o in ordered)
+    failed = next(((n, o) for n, o in sorted(pages.items()) if o.scored is None), None)
+    if failed is not None:
+        number, outcome = failed
+        return replace(first, response=response, scored=None,
+                       error=f"page {number}: {outcome.error or 'no score'}")
+    read = transcription_scores(transcribed_text(row), response)
+    each = [{"page": number, "score": cast(Scored, o.scored).value,
+             **cast(Scored, o.scored).extra} for number, o in sorted(pages.items())]
+    return replace(first, response=response, error=None, scored=Scored(
+        read.precision or 0.0, None, read.recall is not None,
+        {**read.as_dict(), "pages": each}))
 
 
 _RETRIED = re.compile(r"RetryError\W+<Future at \w+ state=\w+ raised (\w+)>")

@@ -12,7 +12,7 @@ from (run seed, item id, stage), and drawing with those parameters is a pure fun
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
@@ -283,6 +283,13 @@ class Renderer(Generic[OptionsT]):
     def ocr_text(cls, row: dict[str, Any]) -> str:
         """The text OCR of the ``profile.ocr`` images must find."""
         return cls.expected_text(row)
+
+    @classmethod
+    def page_texts(cls, row: dict[str, Any], read: Callable[[str], bytes]) -> list[str] | None:
+        """The text of each image the model is shown, in order, where the run records it per
+        image (``read`` gives a run file's bytes by its row path); None: only the item's
+        whole text (``expected_text``) is known."""
+        return None
 
     @classmethod
     def text_question(cls, row: dict[str, Any]) -> str | None:

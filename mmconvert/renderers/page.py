@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -230,6 +230,16 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
     @classmethod
     def text_question(cls, row: dict[str, Any]) -> str | None:
         return question_beside_options(row)
+
+    @classmethod
+    def page_texts(cls, row: dict[str, Any], read: Callable[[str], bytes]) -> list[str] | None:
+        """Each page's lines as its stored layout (``layout/<id>.json``) draws them."""
+        path = (row.get("layout") or {}).get("path")
+        if not isinstance(path, str) or not path.endswith(".json"):
+            return None
+        record = json.loads(read(path).decode("utf-8"))
+        return ["\n".join("".join(run[2] for run in line) for line in page)
+                for page in record["pages"]]
 
     @classmethod
     def base_ppi(cls, config: dict[str, Any]) -> float | None:

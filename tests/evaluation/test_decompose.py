@@ -70,12 +70,14 @@ def test_every_cell_of_the_decomposition_equals_its_truth(tmp_path, monkeypatch)
     url = fake.start()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     common = ["--model", "reader-1", "--base-url", url]
+    printed = {}
     try:
         for args, out in (((real, "--modality", "image,blank,text"), "answers"),
                           ((real, "--probe", "transcribe"), "read"),
                           ((nonce, "--probe", "transcribe"), "read-nonce")):
             done = run("eval", *args, *common, "--out", tmp_path / out)
             assert done.exit_code == 0, done.output
+            printed[out] = done.output
     finally:
         fake.stop()
     result = run("eval", "decompose", *(tmp_path / o for o in ("answers", "read",
@@ -107,6 +109,15 @@ def test_every_cell_of_the_decomposition_equals_its_truth(tmp_path, monkeypatch)
     assert overall["modality"]["delta"] == delta(text, image)
     assert overall["prior_reading"]["delta"] == delta(read, read_nonce)
     assert "budget" not in overall  # no text-budget evaluation was given
+    # the answers' own evaluation carries its part of the table in results.json, and prints it
+    own = json.loads((tmp_path / "answers" / "results.json").read_text())["decomposition"]
+    assert own["figures"] == ["blank", "image", "text"]
+    assert {k: own["overall"][k] for k in ("blank", "image", "text", "reading", "modality")} \
+        == {k: overall[k] for k in ("blank", "image", "text", "reading", "modality")}
+    assert own["subsets"].keys() == found["subsets"].keys()
+    assert "why reader-1 lost" in printed["answers"]
+    assert "decomposition" not in json.loads((tmp_path / "read" / "results.json").read_text())
+    assert "why reader-1 lost" not in printed["read"]
     low, high = overall["reading"]["ci95"]
     assert low <= overall["reading"]["delta"] <= high
     for subset, figures in found["subsets"].items():

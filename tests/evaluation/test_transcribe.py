@@ -105,6 +105,86 @@ def test_real_readers_precision_at_40_and_92_9_ppi(pages, tmp_path, reader, low,
     assert found == pytest.approx({"40": low, "92.9": high}, abs=0.05), found
 
 
+@pytest.mark.slow
+def test_pages_are_transcribed_and_scored_one_at_a_time(tmp_path, monkeypatch):
+    """An item of several pages is asked a page at a time, each reply scored against the text
+    its own page's stored layout draws; the item's figure is its joined replies against its
+    whole text, and results.json adds the figures over pages. The server knows a page only by
+    its pixels, and answers page 1 of every item exactly and page 2 without its last word
+    (wherever it is)."""
+    import io
+
+    from PIL import Image
+
+    from mmconvert.evaluation.run import pages_to_read
+
+    run_dir = tmp_path / "run"  # at 60 pt, two of the four items take two pages
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--font-size", "60", "--render",
+               "all", "--limit", "4", "--out", run_dir).exit_code == 0
+    rows = JsonlLog(run_dir / "manifest.jsonl").read()
+    texts = {row["id"]: pages_to_read(run_dir, row) for row in rows}
+    assert [len(t) if t else 0 for t in texts.values()] == [0, 2, 0, 2]
+    by_pixels = {}
+    for row in rows:
+        for number, image in enumerate(row["images"], start=1):
+            with Image.open(run_dir / image["path"]) as page:
+                by_pixels[page.tobytes()] = (row, number)
+
+    def answer(body):
+        import base64
+
+        parts = body["messages"][-1]["content"]
+        images = [p for p in parts if p.get("type") == "image_url"]
+        assert len(images) == 1  # every item here is asked a page at a time, or has one page
+        data = base64.b64decode(images[0]["image_url"]["url"].split(",")[1])
+        row, number = by_pixels[Image.open(io.BytesIO(data)).tobytes()]
+        own = texts[row["id"]][number - 1] if texts[row["id"]] else expected_text(row)
+        return own if number == 1 else without_last_word(own)
+
+    def without_last_word(text):
+        last = text.split()[-1]
+        return " ".join(word for word in text.split() if word != last)
+
+    fake = FakeOpenAI(answer=answer, models=("reader-1",))
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    try:
+        planned = run("eval", run_dir, "--model", "reader-1", "--base-url", url, "--probe",
+                      "transcribe", "--dry-run")
+        result = run("eval", run_dir, "--model", "reader-1", "--base-url", url, "--probe",
+                     "transcribe", "--out", tmp_path / "e")
+    finally:
+        fake.stop()
+    assert "= 6 request(s)" in planned.output
+    assert result.exit_code == 0, result.output
+    assert len(fake.requests("/v1/chat/completions")) == 6
+    found = {r["id"]: r for r in JsonlLog(tmp_path / "e" / "responses.jsonl").read()}
+    assert list(found) == [row["id"] for row in rows]
+    every_page = []
+    for row in rows:
+        got, own = found[row["id"]], texts[row["id"]]
+        if own is None:  # one page: asked and scored whole, as before
+            assert "pages" not in got["extra"] and got["score"] == 1.0
+            every_page.append(1.0)
+            continue
+        replies = [own[0], without_last_word(own[1])]
+        assert got["response"] == "\n\n".join(replies)
+        truth = transcription_scores(expected_text(row), got["response"])
+        assert got["score"] == truth.precision and got["extra"]["recall"] == truth.recall
+        each = [transcription_scores(text, reply) for text, reply in zip(own, replies,
+                                                                          strict=True)]
+        assert [p["page"] for p in got["extra"]["pages"]] == [1, 2]
+        assert [p["score"] for p in got["extra"]["pages"]] == [t.precision for t in each]
+        assert each[0].precision == 1.0 and each[1].precision < 1.0
+        every_page += [t.precision for t in each]
+    results = json.loads((tmp_path / "e" / "results.json").read_text())
+    page = results["overall"]["transcribe"]["per_page"]
+    assert page["n"] == 6 and page["whole"] == 0
+    assert page["score"] == round(100 * sum(every_page) / 6, 4)
+    assert f"transcription per page: 6 page(s), precision {page['score']:.1f} %" \
+        in result.output
+
+
 def test_a_renderer_that_states_no_text_is_one_line(pages, tmp_path, monkeypatch):
     from mmconvert.renderers.page import PageRenderer
 
