@@ -699,3 +699,30 @@ def test_the_browser_starts_while_run_json_is_made_and_only_where_items_are_draw
     assert result.exit_code != 0 and "Chromium would not start" in result.output
     assert Browser._shared is None  # let go: the next run starts another
     monkeypatch.setattr(Browser, "_shared", started)
+
+
+def test_each_page_of_a_document_has_its_own_text_for_the_transcription_probe(tmp_path):
+    """``--probe transcribe`` asks a document's pages one at a time, each scored against its
+    stored PDF's text layer for that page: the pages' texts, in order, are the item's whole
+    text (every word, Fox's precision and recall 1), each page holds the paragraphs it
+    shows, and none is empty."""
+    import re
+
+    from mmconvert.evaluation.run import pages_to_read, transcribed_text
+    from mmconvert.scoring.transcription import transcription_scores
+
+    context = "\n\n".join(f"Paragraph {i}: the quick brown fox number {i} jumps over the lazy "
+                          f"dog near river {i * 7}." for i in range(120))
+    source = tmp_path / "long.jsonl"
+    source.write_text(json.dumps({"id": "long", "question": "Which river?",
+                                  "answer": "river 7", "context": context}) + "\n")
+    out = tmp_path / "run"
+    assert run("render", source, "--renderer", "document", "--render", "context",
+               "--out", out).exit_code == 0
+    row, = rows(out)
+    texts = pages_to_read(out, row)
+    assert texts is not None and len(texts) == len(row["images"]) > 2
+    read = transcription_scores(transcribed_text(row), "\n".join(texts))
+    assert (read.precision, read.recall) == (1.0, 1.0)
+    firsts = [[int(n) for n in re.findall(r"Paragraph (\d+):", text)] for text in texts]
+    assert all(firsts) and sum(firsts, []) == list(range(120))

@@ -18,6 +18,7 @@ from its own folder, and refuses (and records in the row) anything else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -194,6 +195,17 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
     @classmethod
     def expected_text(cls, row: dict[str, Any]) -> str:
         return cls._shown(row)
+
+    @classmethod
+    def page_texts(cls, row: dict[str, Any], read: Callable[[str], bytes]) -> list[str] | None:
+        """Each page's text as its stored PDF's text layer holds it (the pages the images
+        were drawn from; ``qa check`` holds that layer to the item's text)."""
+        import pymupdf
+
+        if not isinstance(row.get("pdf"), str):
+            return None
+        with pymupdf.open(stream=read(row["pdf"]), filetype="pdf") as doc:
+            return [page.get_text() for page in doc]
 
     @classmethod
     def ocr_text(cls, row: dict[str, Any]) -> str:
