@@ -1,0 +1,190 @@
+"""The package's shape, as issue 56 measures it: the longest function and module, the imports
+of the package's own modules made inside functions, the upward imports under the issue's
+strict map, import cycles (top-level, and with the call-time imports too), the CLI layer's
+lines and the ``row["…"]`` reads. Every figure is counted from the source with ``ast``.
+
+    python bench/shape.py [--list]
+
+The strict map (issue 56), lowest first: base (errors, options, items, registry, config, rows,
+runfolder, shards, jobs, prompts, flags, and the small utilities beside them: manifest, seeds,
+units, progress, tokens, vision tokens, the API client), below parts (renderers, corpora,
+executors, transforms), below pipelines (converter, selection, qa, evaluation, exporters,
+scoring, stats, recipes, harness, postprocess), below the CLI (cli, reference, the commands).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.test_layers import PACKAGE, _type_checking_only, modules  # noqa: E402
+
+STRICT: list[tuple[str, str]] = [
+    ("base", r"errors|options|items|registry|config|rows|runfolder|shards|jobs|prompts|flags"
+             r"|manifest|seeds|units|progress|_version|tokens|vision_tokens|api(\..*)?"),
+    ("parts", r"renderers(\..*)?|corpora(\.(?!commands)[a-z_]+)?|executors(\..*)?"
+              r"|postprocess\.transforms(\..*)?"),
+    ("pipelines", r"converter|selection|qa(\.(?!commands|review)[a-z_]+)?"
+                  r"|evaluation(\.(?!commands)[a-z_]+)?"
+                  r"|exporters(\.(?!commands)[a-z_.]+)?|scoring(\.(?!commands)[a-z_]+)?|stats"
+                  r"|recipes(\.(?!commands)[a-z_]+)?|harness(\.(?!commands)[a-z_.]+)?"
+                  r"|postprocess(\.(?!commands)[a-z_]+)?"),
+    ("cli", r"|cli|reference|__main__|[a-z_.]+\.commands|qa\.review"),
+]
+CLI = ("cli.py", "flags.py", "reference.py", "__main__.py")
+ROW_READ = re.compile(r"""\brow\[["'][a-z_]+["']\]""")
+
+
+def strict_layer(module: str) -> int:
+    name = module.removeprefix("mmconvert").removeprefix(".")
+    for index, (_, pattern) in enumerate(STRICT):
+        if re.fullmatch(pattern, name):
+            return index
+    raise SystemExit(f"{module} is in no layer of the strict map")
+
+
+def _targets(module: str, path: Path, node: ast.AST, known: dict[str, Path]) -> list[str]:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        assert isinstance(node, ast.ImportFrom)
+        base = node.module or ""
+        if node.level:
+            package = module.split(".")
+            if path.name != "__init__.py":
+                package.pop()
+            package = package[:len(package) - node.level + 1]
+            base = ".".join(package + ([node.module] if node.module else []))
+        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                 for alias in node.names]
+    out = []
+    for name in names:
+        while name not in known and "." in name:
+            name = name.rsplit(".", 1)[0]
+        if name in known:
+            out.append(name)
+    return out
+
+
+def edges() -> list[tuple[str, str, int, bool]]:
+    """(importer, imported, line, inside a function) for every import of the package by
+    itself, annotations-only imports left out."""
+    known = modules()
+    found = []
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_only(tree)
+        inside: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inside |= {id(sub) for sub in ast.walk(node)}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skip:
+                for target in _targets(module, path, node, known):
+                    if target != module:
+                        found.append((module, target, node.lineno, id(node) in inside))
+    return found
+
+
+def cycles(pairs: set[tuple[str, str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's), an import of a
+    module's own enclosing package left out (Python's parent-package import, not a loop)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in pairs:
+        if not a.startswith(b + "."):
+            graph[a].add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                on.discard(top)
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                out.append(sorted(part))
+
+    sys.setrecursionlimit(10_000)
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def functions() -> list[tuple[int, str]]:
+    found = []
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                found.append((length, f"{module}.{node.name}:{node.lineno}"))
+    return sorted(found, reverse=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="name each counted case")
+    args = parser.parse_args()
+    known = modules()
+    found = edges()
+    lines = sorted(((len(p.read_text(encoding="utf-8").splitlines()), m)
+                    for m, p in known.items()), reverse=True)
+    longest = functions()
+    # statements, not names: ``from . import a, b`` inside a function is one
+    inner = {(a, line) for a, _, line, inside in found if inside}
+    top = {(a, line) for a, _, line, inside in found if not inside}
+    up = sorted({(a, b) for a, b, _, _ in found if strict_layer(b) > strict_layer(a)})
+    top_cycles = cycles({(a, b) for a, b, _, inside in found if not inside})
+    all_cycles = cycles({(a, b) for a, b, _, _ in found})
+    cli_lines = sum(len((PACKAGE / name).read_text(encoding="utf-8").splitlines())
+                    for name in CLI)
+    reads = [(m, len(ROW_READ.findall(p.read_text(encoding="utf-8"))))
+             for m, p in known.items()]
+    reads = [(m, n) for m, n in reads if n]
+    print(f"longest function: {longest[0][0]} lines ({longest[0][1]}); "
+          f"over 80 lines: {sum(1 for n, _ in longest if n > 80)}")
+    print(f"longest module: {lines[0][0]} lines ({lines[0][1]}); "
+          f"over 600: {sum(1 for n, _ in lines if n > 600)}")
+    print(f"imports of the package's own modules inside functions: {len(inner)} "
+          f"statements (at the top of files: {len(top)})")
+    print(f"upward imports under the strict map: {len(up)} module pairs")
+    print(f"import cycles: {len(top_cycles)} at the top level, {len(all_cycles)} with the "
+          "call-time imports")
+    print(f"CLI layer ({', '.join(CLI)}): {cli_lines} lines")
+    print(f"row[\"…\"] reads: {sum(n for _, n in reads)} in {len(reads)} files")
+    if args.list:
+        print("\nfunctions over 80 lines:", *(f"  {n} {name}" for n, name in longest if n > 80),
+              sep="\n")
+        print("modules over 600 lines:", *(f"  {n} {m}" for n, m in lines if n > 600),
+              sep="\n")
+        print("upward imports:", *(f"  {a} ({STRICT[strict_layer(a)][0]}) -> {b} "
+                                   f"({STRICT[strict_layer(b)][0]})" for a, b in up), sep="\n")
+        print("cycles with call-time imports:", *(f"  {' <-> '.join(c)}" for c in all_cycles),
+              sep="\n")
+
+
+if __name__ == "__main__":
+    main()
