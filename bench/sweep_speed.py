@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mmconvert.manifest import JsonlLog  # noqa: E402
-from mmconvert.postprocess.sweep import line_extents  # noqa: E402
+from tests.line_slots import line_extents  # noqa: E402
 
 REDUX = ROOT.parent / "shared" / "data" / "mmlu-redux" / "mmlu_redux"
 WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from "

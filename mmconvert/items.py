@@ -61,10 +61,6 @@ class Item:
             plain(getattr(self, name), self.origin, name)
         self.metadata = plain(self.metadata, self.origin, "metadata")
 
-    @property
-    def is_mcq(self) -> bool:
-        return bool(self.options)
-
     def fingerprint(self) -> str:
         """sha256 of the source fields the item is drawn from (its text, options, answer,
         metadata, language and place, and its image: the bytes of one held in memory, the

@@ -77,13 +77,6 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
 
 
-def deduplicate(items: list[Item], options: DedupOptions, *, progress: bool = False,
-                log=None) -> tuple[list[Item], DedupReport]:
-    """The items ``dedup_positions`` keeps, as a list, and its report."""
-    report, removed = dedup_positions(items, options, progress=progress, log=log)
-    return [item for i, item in enumerate(items) if i not in removed], report
-
-
 def dedup_positions(items: Iterable[Item], options: DedupOptions, *, progress: bool = False,
                     log=None) -> tuple[DedupReport, set[int]]:
     """Greedy dedup of ``items``, read once as they come (a corpus is not held): the report,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # the API client is imported when a run makes calls, not with
 
 LAYOUTS = ("background", "interleaved")
 FONTS = ("handwritten", "standard")
-WIDE, TALL, SQUARE = "1536x1024", "1024x1536", "1024x1024"
+WIDE, TALL = "1536x1024", "1024x1536"
 # LogicOCR's rule: contexts over 250 tokens get the background layout
 LONG_TOKENS = 250
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"

@@ -28,7 +28,6 @@ from ..runfolder import open_run
 from . import vcr_official as official
 
 Protocol = Literal["official", "strict"]
-PROTOCOLS: tuple[Protocol, ...] = ("official", "strict")
 BOOTSTRAP_SAMPLES = 1000
 LANGUAGES = ("en", "zh")
 INSTALL_HINT = "scoring VCR needs spaCy: pip install 'mmconvert[occlude]'"

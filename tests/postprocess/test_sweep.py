@@ -14,8 +14,8 @@ from PIL import Image
 from mmconvert.cli import main
 from mmconvert.manifest import JsonlLog
 from mmconvert.postprocess.imaging import rotate_box
-from mmconvert.postprocess.sweep import line_extents
 from tests.conftest import FIXTURES, REDUX_CSV
+from tests.line_slots import line_extents
 
 COCO = FIXTURES / "coco"
 

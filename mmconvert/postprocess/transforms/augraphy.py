@@ -13,7 +13,7 @@ augmentations that give the same pixels in every process for one seed (``DirtyRo
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -21,7 +21,6 @@ from ...errors import UsageError
 from .base import Transform, TransformOptions
 
 Preset = Literal["ink", "paper", "scanner", "fax", "all"]
-PRESETS: tuple[str, ...] = get_args(Preset)
 
 
 def _augmentations(preset: str) -> list:
