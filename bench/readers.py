@@ -106,7 +106,7 @@ def main() -> None:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    from mmconvert.stats import pyplot, save_plot
+    from mmconvert.plots import pyplot, save_plot
 
     plt = pyplot()
     if plt is None:  # no matplotlib: the table alone

@@ -28,10 +28,10 @@ from tests.test_layers import PACKAGE, _type_checking_only, modules  # noqa: E40
 
 STRICT: list[tuple[str, str]] = [
     ("base", r"errors|options|items|registry|config|rows|runfolder|shards|jobs|prompts|flags"
-             r"|manifest|seeds|units|progress|_version|tokens|vision_tokens|api(\..*)?"),
+             r"|manifest|seeds|units|progress|_version|tokens|vision_tokens|api(\..*)?|plots"),
     ("parts", r"renderers(\..*)?|corpora(\.(?!commands)[a-z_]+)?|executors(\..*)?"
               r"|postprocess\.transforms(\..*)?"),
-    ("pipelines", r"converter|selection|qa(\.(?!commands|review)[a-z_]+)?"
+    ("pipelines", r"converter|selection|counting|qa(\.(?!commands|review)[a-z_]+)?"
                   r"|evaluation(\.(?!commands)[a-z_]+)?"
                   r"|exporters(\.(?!commands)[a-z_.]+)?|scoring(\.(?!commands)[a-z_]+)?|stats"
                   r"|recipes(\.(?!commands)[a-z_]+)?|harness(\.(?!commands)[a-z_.]+)?"

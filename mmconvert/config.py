@@ -362,11 +362,11 @@ def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
             raise UsageError(f"{flag}: {message}") from None
         where = ".".join(str(p) for p in first["loc"]) or whole
         if first["type"] == "extra_forbidden":
-            message += did_you_mean(model, first["loc"])
+            message += unknown_key_hint(model, first["loc"])
         raise UsageError(f"{origin}: {where}: {message}") from None
 
 
-def did_you_mean(model: type[BaseModel], loc: tuple) -> str:
+def unknown_key_hint(model: type[BaseModel], loc: tuple) -> str:
     """'; did you mean 'ppi'?' for an unknown key at ``loc`` of ``model``, or ''."""
     from .errors import did_you_mean as closest
 

@@ -5,121 +5,25 @@ and the vision tokens each item would take under the published rules of a few co
 processors (``TOKEN_RULES``). Printed as text or JSON, and drawn as PNG plots with matplotlib.
 
 Words are counted as the QA check counts them (``qa.checks.word_count``: runs of letters or
-digits, each CJK character one word). For page runs each page's words come from its stored
-layout, so a page is counted with exactly the text drawn on it.
+digits, each CJK character one word), by ``counting``, which eval, frontiers and text budgets
+count with too; the plots are written through ``plots``.
 """
 
 from __future__ import annotations
 
-import json
-import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .errors import ItemError
-from .manifest import atomic_write, no_links_in
-from .qa.checks import BUCKETS, DENSITY, density, word_count
-from .renderers import renderer_class, row_renderer
-from .runfolder import STATS_PLOTS, open_run, read_run_file
-from .vision_tokens import (
-    EXTRA_SOURCES,
-    RULE_ALIASES,
-    RULE_SOURCES,
-    image_tokens,
-    rules_for,
-)
+from .counting import describe, image_words, item_tokens, ratio_summary, shown_images
+from .manifest import no_links_in
+from .plots import pyplot, save_plot
+from .qa.checks import BUCKETS, DENSITY, density
+from .renderers import renderer_class
+from .runfolder import STATS_PLOTS, open_run
+from .vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES, rules_for
 
 # --- gathering -----------------------------------------------------------------------------
-
-def _page_words(run: Path, row: dict[str, Any]) -> list[int] | None:
-    layout = row.get("layout") or {}
-    try:
-        record = json.loads(read_run_file(run, layout["path"]).decode("utf-8"))
-    except (KeyError, ItemError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return [word_count("\n".join("".join(run_[2] for run_ in line) for line in page))
-            for page in record["pages"]]
-
-
-def shown_images(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The images the model is shown (not text-only twins): its ``profile.shown``."""
-    roles = row_renderer(row).profile.shown
-    return [img for img in row.get("images") or [] if img.get("role") in roles]
-
-
-def image_words(run: Path, row: dict[str, Any]) -> list[int]:
-    """Words in each image the model is shown."""
-    renderer = row_renderer(row)
-    shown = shown_images(row)
-    if not shown:
-        return []
-    if row.get("layout"):  # a stored layout: the words of each page
-        pages = _page_words(run, row)
-        if pages is not None and len(pages) == len(shown):
-            return pages
-    total = word_count(renderer.expected_text(row))
-    return [total // len(shown)] * len(shown)  # no layout: the words spread evenly
-
-
-def write_figure(fig, path: Path, **options) -> None:
-    """A matplotlib figure as a PNG at ``path``, written atomically (never through a link)."""
-    import io
-
-    data = io.BytesIO()
-    fig.savefig(data, format="png", dpi=100, **options)
-    atomic_write(path, data.getvalue())
-
-
-def pyplot():
-    """matplotlib's pyplot on its file backend, or None when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
-def save_plot(figure, path: Path) -> Path:
-    """A finished figure laid out, written as ``write_figure`` writes it (no software stamp,
-    so the same figure is the same bytes) and closed."""
-    import matplotlib.pyplot as plt
-
-    figure.tight_layout()
-    write_figure(figure, path, metadata={"Software": None})
-    plt.close(figure)
-    return path
-
-
-def summarise(given: list[float | None]) -> dict[str, float]:
-    """Count, min, median, mean, max of the values there are (None: none to count)."""
-    values = [v for v in given if v is not None]
-    if not values:
-        return {"count": 0}
-    ordered = sorted(values)
-    return {"count": len(values), "min": ordered[0], "median": statistics.median(ordered),
-            "mean": round(statistics.fmean(ordered), 2), "max": ordered[-1]}
-
-
-def item_tokens(row: dict[str, Any], rules: dict[str, Any], tokenizer=None) -> dict[str, Any]:
-    """One item's vision tokens under ``rules`` for the images it shows and, with a
-    tokenizer, its text tokens, its prompts' tokens and its ratio per model."""
-    shown = shown_images(row)
-    tokens = {name: image_tokens(rule, shown) for name, rule in rules.items()}
-    item = {"id": row["id"], "subset": row.get("subset"), "images": len(shown),
-            "tokens": tokens}
-    if tokenizer is not None:
-        text = tokenizer.count(row_renderer(row).expected_text(row))
-        item["text_tokens"] = text
-        item["prompt_tokens"] = {"image": tokenizer.count(row.get("prompt")),
-                                 "text": tokenizer.count(row.get("text_prompt"))}
-        item["ratio"] = {name: round(text / count, 4) if count else None
-                         for name, count in tokens.items()}
-    return item
-
 
 def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[str, Any]:
     """Per-item and per-image figures of the run, and their summaries; with ``tokenizer``
@@ -148,38 +52,21 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
         "run": str(run), "renderer": name,
         "unit": (renderer_class(name).unit if name else "image") + "s",
         "items": len(rows), "images": len(per_image),
-        "images_per_item": summarise([i["images"] for i in per_item]),
+        "images_per_item": describe([i["images"] for i in per_item]),
         "images_per_item_counts": dict(sorted(Counter(i["images"] for i in per_item).items())),
-        "words_per_image": summarise([i["words"] for i in per_image]),
+        "words_per_image": describe([i["words"] for i in per_image]),
         "density": {name: buckets.get(name, 0) for name in BUCKETS},
-        "width": summarise([i["width"] for i in per_image]),
-        "height": summarise([i["height"] for i in per_image]),
-        "megapixels": summarise([round(i["width"] * i["height"] / 1e6, 3) for i in per_image]),
-        "vision_tokens_per_item": {name: summarise([i["tokens"][name] for i in per_item])
+        "width": describe([i["width"] for i in per_image]),
+        "height": describe([i["height"] for i in per_image]),
+        "megapixels": describe([round(i["width"] * i["height"] / 1e6, 3) for i in per_image]),
+        "vision_tokens_per_item": {name: describe([i["tokens"][name] for i in per_item])
                                    for name in rules},
         "token_rules": {name: " ".join((rule.__doc__ or "").split())
                         + " Source: {}; checked {}.".format(
                             *{**RULE_SOURCES, **EXTRA_SOURCES}[RULE_ALIASES.get(name, name)])
                         for name, rule in rules.items()},
-        **(compression(per_item, tokenizer, list(rules)) if tokenizer is not None else {}),
+        **(ratio_summary(per_item, tokenizer, list(rules)) if tokenizer is not None else {}),
         "per_item": per_item, "per_image": per_image,
-    }
-
-
-def compression(per_item: list[dict[str, Any]], tokenizer, names: list[str]) -> dict[str, Any]:
-    """Text tokens per item and the ratio (text tokens / vision tokens) per model, overall and
-    by subset (an item whose images cost a model no token has no ratio for it)."""
-    def ratios(items, name):
-        return [i["ratio"][name] for i in items if i["ratio"][name] is not None]
-
-    subsets = sorted({i["subset"] or "" for i in per_item})
-    return {
-        "tokenizer": tokenizer.record(),
-        "text_tokens_per_item": summarise([i["text_tokens"] for i in per_item]),
-        "ratio": {name: summarise(ratios(per_item, name)) for name in names},
-        "ratio_by_subset": {subset: {name: summarise(ratios(
-            [i for i in per_item if (i["subset"] or "") == subset], name))
-            for name in names} for subset in subsets},
     }
 
 
@@ -212,11 +99,10 @@ def as_text(stats: dict[str, Any]) -> str:
 
 
 def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
-    """Four PNG plots of the figures into ``folder``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Four PNG plots of the figures into ``folder`` (ImportError: no matplotlib)."""
+    plt = pyplot()
+    if plt is None:
+        raise ImportError("matplotlib")
 
     folder.mkdir(parents=True, exist_ok=True)
     no_links_in(folder)
@@ -227,11 +113,7 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
         """The plot ``name``, one of ``STATS_PLOTS`` (so --overwrite knows it is a run's)."""
         if name not in STATS_PLOTS:
             raise ValueError(f"{name}: not in runfolder.STATS_PLOTS")
-        path = folder / f"{name}.png"
-        fig.tight_layout()
-        write_figure(fig, path, metadata={"Software": None})
-        plt.close(fig)
-        written.append(path)
+        written.append(save_plot(fig, folder / f"{name}.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
     counts = stats["images_per_item_counts"]

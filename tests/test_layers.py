@@ -18,14 +18,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mmconvert"
 LAYERS: list[tuple[str, str]] = [
     # what everything may use: errors, option models' base, items, the manifest's files,
     # registries, the standalone scorer (shipped inside exports, so it imports nothing)
-    ("foundation", r"errors|options|seeds|items|registry|manifest|units|progress|_version"
+    ("foundation", r"errors|options|seeds|items|registry|manifest|units|progress|_version|plots"
                    r"|scoring\.answers|scoring\.vcr_official|exporters\.templates(\..*)?"),
     # the run's records and settings: rows, run folders, configs, the job contract, executors,
     # the API client, prompts, token counting, the registries of parts by name
     ("storage", r"rows|shards|runfolder|config|jobs|executors(\..*)?|api(\..*)?|prompts|tokens"
                 r"|vision_tokens|qa\.events|renderers|postprocess\.transforms"),
     # what a renderer draws with
-    ("drawing", r"renderers\.(fonts|layout|shaping|drawing|pdfwriter|spans|scripts|style_values"
+    ("drawing", r"renderers\.(fonts|layout|shaping|drawing|pdfwriter|spans|scripts"
                 r"|style_files|styled|target|base|page_options)"
                 r"|postprocess\.(imaging|transforms\.base)"),
     # the parts: corpora, renderers, transforms, exporters, and what scores an item
@@ -33,8 +33,8 @@ LAYERS: list[tuple[str, str]] = [
               r"|postprocess\.transforms\.[a-z_]+|postprocess\.apply|exporters|exporters\.(?!commands)[a-z_]+|scoring"
               r"|scoring\.(vcr|spec|transcription)"),
     # a run of parts: selection, the converter, sweeps and chains, QA, stats
-    ("runs", r"selection|converter|postprocess|postprocess\.(sweep|chain)|qa|qa\.(checks|ocr"
-             r"|textlayer|summary)|stats|recipes|recipes\.training"),
+    ("runs", r"selection|converter|counting|postprocess|postprocess\.(sweep|chain)|qa"
+             r"|qa\.(checks|ocr|textlayer|summary)|stats|recipes|recipes\.training"),
     # what a user types: the CLI, its flags, the commands and evaluation
     ("commands", r"|cli|flags|reference|__main__|evaluation(\..*)?|qa\.(review|commands)"
                  r"|(corpora|postprocess|exporters|scoring|recipes)\.commands|harness(\..*)?"),
@@ -112,6 +112,35 @@ def upward() -> list[tuple[str, str, int]]:
 def test_every_module_has_a_layer():
     for module in modules():
         layer_of(module)
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """``pattern``'s top-level alternatives, each group of plain names (``(fonts|layout)``)
+    expanded into one alternative a name."""
+    parts, depth, start = [], 0, 0
+    for at, char in enumerate(pattern):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "|" and depth == 0:
+            parts.append(pattern[start:at])
+            start = at + 1
+    parts.append(pattern[start:])
+    out = []
+    for part in parts:
+        group = re.search(r"\(([a-z_|]+)\)", part)
+        if group:
+            out += _alternatives("|".join(part[:group.start()] + name + part[group.end():]
+                                          for name in group.group(1).split("|")))
+        else:
+            out.append(part)
+    return out
+
+
+def test_the_map_names_only_modules_that_exist():
+    known = [m.removeprefix("mmconvert").removeprefix(".") for m in modules()]
+    stale = [f"{layer}: {alternative!r}" for layer, pattern in LAYERS
+             for alternative in _alternatives(pattern)
+             if not any(re.fullmatch(alternative, name) for name in known)]
+    assert not stale, stale
 
 
 def test_no_lower_layer_imports_a_higher_one():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from ..counting import describe, item_tokens
 from ..errors import UsageError
 
 Cut = Literal["head", "tail", "ends"]
@@ -36,7 +37,6 @@ def check(tokenizer: str | None, models: list[str] | None) -> str:
 def budgeted(row: dict[str, Any], tokenizer, model: str, cut: Cut) -> dict[str, Any]:
     """``row`` with its text baseline: the prompt (the text twin with the context cut) and a
     record of the budget and what was kept."""
-    from ..stats import item_tokens
     from ..vision_tokens import rules_for
 
     counted = item_tokens(row, rules_for([model]), tokenizer)
@@ -75,15 +75,14 @@ def budgeted(row: dict[str, Any], tokenizer, model: str, cut: Cut) -> dict[str, 
 def summary(rows: list[dict[str, Any]], tokenizer, cut: Cut) -> dict[str, Any]:
     """results.json's account of the baseline: the model and tokenizer, the cut, and the
     budgets and what was kept, over the items."""
-    from ..stats import summarise
 
     records = [row[FIELD] for row in rows if FIELD in row]
     cut_items = [r for r in records if "kept_context_tokens" in r]
     return {"model": records[0]["model"] if records else None, "tokenizer": tokenizer.record(),
             "cut": cut, "items": len(records), "cut_items": len(cut_items),
-            "vision_tokens": summarise([r["vision_tokens"] for r in records]),
-            "kept_tokens": summarise([r["kept_tokens"] for r in records]),
-            "kept_share": summarise([r["kept_share"] for r in records]),
+            "vision_tokens": describe([r["vision_tokens"] for r in records]),
+            "kept_tokens": describe([r["kept_tokens"] for r in records]),
+            "kept_share": describe([r["kept_share"] for r in records]),
             "whole": {reason: sum(1 for r in records if r.get("reason") == reason)
                       for reason in sorted({r["reason"] for r in records if "reason" in r
                                             and "kept_context_tokens" not in r})}}

@@ -26,6 +26,7 @@ from pydantic import Field, model_validator
 
 from ..manifest import write_json
 from ..options import cli
+from ..plots import pyplot, save_plot
 from ..runfolder import LOCK, locked, open_run
 from .results import (
     PRECISION,
@@ -152,9 +153,9 @@ def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | No
 def measured(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any]:
     """The point's pages for ``model``: mean vision tokens, the pooled ratio, and how many
     items met the target exactly and within 5 %."""
-    from .frontier import compression
+    from .frontier import point_compression
 
-    figures = compression(rows, tokenizer, model)
+    figures = point_compression(rows, tokenizer, model)
     targets = [row["target"] for row in rows if row.get("target")]
     return {"vision_tokens": round(figures["vision_tokens"] / len(rows), 2) if rows else None,
             "ratio": figures["compression"], "items": len(rows),
@@ -249,7 +250,6 @@ def _pct(value: float | None) -> str:
 def plot(result: dict[str, Any], out: Path) -> Path | None:
     """Accuracy against vision tokens, a colour per model: its images (solid), its text at
     the same budget (dashed) and its whole text's line (dotted); None without matplotlib."""
-    from ..stats import pyplot, save_plot
 
     plt = pyplot()
     if plt is None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..manifest import JsonlLog
+from ..plots import pyplot, save_plot
 from .compare import load
 from .paired import bootstrap_mean, paired_bootstrap
 
@@ -164,7 +165,6 @@ def write(result: dict[str, Any], out: Path) -> list[str]:
     """``decompose.json`` and, with matplotlib, ``decompose.png`` (each figure per group, with
     its interval) into ``out``; the names written."""
     from ..manifest import write_json
-    from ..stats import pyplot, save_plot
 
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "decompose.json", result, indent=1)

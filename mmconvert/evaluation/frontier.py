@@ -24,9 +24,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from ..counting import describe, item_tokens
 from ..errors import UsageError, did_you_mean
 from ..manifest import atomic_write, write_json
 from ..options import cli
+from ..plots import pyplot, save_plot
 from ..runfolder import LOCK, locked, open_run, read_run_file
 from .results import (
     PRECISION,
@@ -203,11 +205,10 @@ def write_style(path: Path, point: Point, options: FrontierOptions) -> None:
 
 # --- measuring a point -----------------------------------------------------------------------
 
-def compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any]:
+def point_compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any]:
     """The point's compression for ``model``: its items' text tokens over their vision tokens
-    (``stats.item_tokens``, as ``mmconvert stats`` counts them), pooled (the sample's totals)
-    and per item (the median)."""
-    from ..stats import item_tokens, summarise
+    (``counting.item_tokens``, as ``mmconvert stats`` counts them), pooled (the sample's
+    totals) and per item (the median)."""
     from ..vision_tokens import rules_for
 
     rules = rules_for([model])
@@ -216,7 +217,7 @@ def compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, 
     text = sum(i["text_tokens"] for i in counted)
     vision = sum(i["tokens"][model] for i in counted)
     return {"compression": round(text / vision, 4) if vision else None,
-            "compression_median": summarise([i["ratio"][model] for i in items]).get("median"),
+            "compression_median": describe([i["ratio"][model] for i in items]).get("median"),
             "text_tokens": text, "vision_tokens": vision, "items": len(rows)}
 
 
@@ -348,7 +349,7 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
                                   options)
             summary = convert(config, out=run, workers=options.workers, log=lambda m: None)
             rows = open_run(run).rows()
-            point.figures = compression(rows, tokenizer, options.ratio_model)
+            point.figures = point_compression(rows, tokenizer, options.ratio_model)
             evals = out / "evals" / point.name
             point.figures.update(
                 ocr_accuracy(run, rows, evals, options.workers, options.seed)
@@ -382,7 +383,6 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
 def plot(result: dict[str, Any], out: Path) -> Path | None:
     """Accuracy against compression, the front drawn as a step line; None without
     matplotlib."""
-    from ..stats import pyplot, save_plot
 
     plt = pyplot()
     if plt is None:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from ..counting import describe, item_tokens, ratio_summary
+from ..plots import write_figure
 from ..scoring.spec import (
     Scored,
     metric_name,
@@ -129,7 +131,6 @@ def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
     under each model's rule and, with ``--tokenizer``, text tokens and the ratio (text tokens
     over vision tokens), overall and per subset, as ``mmconvert stats`` counts them, and the
     image score by ratio: the items in four bins of equal count per model."""
-    from ..stats import compression, item_tokens, summarise
     from ..tokens import load_tokenizer
     from ..vision_tokens import rules_for
 
@@ -137,9 +138,9 @@ def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
     rules = rules_for(options.ratio_models)
     items = [item_tokens(row, rules, tokenizer) for row in rows]
     out: dict[str, Any] = {"vision_tokens_per_item": {
-        name: summarise([i["tokens"][name] for i in items]) for name in rules}}
+        name: describe([i["tokens"][name] for i in items]) for name in rules}}
     if tokenizer is not None:
-        out.update(compression(items, tokenizer, list(rules)))
+        out.update(ratio_summary(items, tokenizer, list(rules)))
         scores = {o.id: o.scored.value for o in outcomes
                   if o.condition == "image" and o.scored is not None}
         out["image_score_by_ratio"] = {name: score_by_ratio(items, scores, name)
@@ -344,7 +345,6 @@ def grid_heat_maps(results: dict[str, Any], out: Path) -> list[Path]:
         import matplotlib.pyplot as plt
     except ImportError:
         return []
-    from ..stats import write_figure
 
     grid = results["grid"]
     written = []

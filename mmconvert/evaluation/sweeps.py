@@ -11,8 +11,8 @@ from typing import Any
 
 from ..errors import SourceError
 from ..manifest import JsonlLog, write_json
+from ..plots import write_figure
 from ..postprocess.sweep import SWEEP
-from ..stats import write_figure
 from .paired import bootstrap_mean
 from .results import unparsed_shares, unparsed_warnings, worst_unparsed
 from .run import EvalOptions, evaluate, plan

@@ -27,7 +27,7 @@ EXPORTERS: Registry = Registry("export format", "mmconvert.exporters")
 EXPORTERS.register("hf", "mmconvert.exporters.hf:export_hf")
 EXPORTERS.register("hf-disk", "mmconvert.exporters.hf:export_hf_disk")
 EXPORTERS.register("lmms-eval", "mmconvert.exporters.hf:export_lmms_eval")
-EXPORTERS.register("vlmevalkit", "mmconvert.exporters.vlmevalkit:export_vlmevalkit")
+EXPORTERS.register("vlmevalkit", "mmconvert.exporters.vlmevalkit_tsv:export_vlmevalkit")
 EXPORTERS.register("jsonl", "mmconvert.exporters.jsonl:export_jsonl")
 SKIPPED = "export-skipped.jsonl"
 

@@ -126,9 +126,9 @@ def qa_summary(run_dir, as_json, reject_votes):
     """Counts by status and reason, the acceptance rate and per-check figures of RUN_DIR."""
     import json
 
-    from .summary import as_text, summarise
+    from .summary import as_text, review_summary
 
-    result = summarise(run_dir, reject_votes)
+    result = review_summary(run_dir, reject_votes)
     click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else as_text(result))
 
 

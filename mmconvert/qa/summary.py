@@ -11,7 +11,7 @@ from .checks import BUCKETS, ocr_statistics
 from .events import QaLog
 
 
-def summarise(run: Path, reject_votes: int = 1) -> dict[str, Any]:
+def review_summary(run: Path, reject_votes: int = 1) -> dict[str, Any]:
     ids = [row["id"] for row in open_run(run).rows()]
     qa = QaLog(run, reject_votes)
     qa.refresh()

@@ -335,11 +335,11 @@ def _read(path: str, size: int, mtime: int) -> Recipe:
     try:
         return Recipe.model_validate(values)
     except ValidationError as err:
-        from ..config import did_you_mean
+        from ..config import unknown_key_hint
 
         first = first_error(err)
         field = ".".join(str(p) for p in first["loc"]) or "recipe"
-        hint = did_you_mean(Recipe, first["loc"]) if first["type"] == "extra_forbidden" else ""
+        hint = unknown_key_hint(Recipe, first["loc"]) if first["type"] == "extra_forbidden" else ""
         raise UsageError(f"{where}: {field}: {first['msg']}{hint}") from None
 
 

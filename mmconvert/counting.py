@@ -1,0 +1,95 @@
+"""What a run's items hold and cost, counted as ``mmconvert stats`` counts them: the images an
+item shows, the words on each, its vision tokens under each model's rule, its text tokens and
+their ratio (eval's compression figures, frontiers and text budgets count with these).
+
+Words are counted as the QA check counts them (``qa.checks.word_count``). For page runs each
+page's words come from its stored layout, so a page is counted with exactly the text drawn on
+it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from .errors import ItemError
+from .qa.checks import word_count
+from .renderers import row_renderer
+from .runfolder import read_run_file
+from .vision_tokens import image_tokens
+
+
+def _page_words(run: Path, row: dict[str, Any]) -> list[int] | None:
+    layout = row.get("layout") or {}
+    try:
+        record = json.loads(read_run_file(run, layout["path"]).decode("utf-8"))
+    except (KeyError, ItemError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return [word_count("\n".join("".join(run_[2] for run_ in line) for line in page))
+            for page in record["pages"]]
+
+
+def shown_images(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The images the model is shown (not text-only twins): its ``profile.shown``."""
+    roles = row_renderer(row).profile.shown
+    return [img for img in row.get("images") or [] if img.get("role") in roles]
+
+
+def image_words(run: Path, row: dict[str, Any]) -> list[int]:
+    """Words in each image the model is shown."""
+    renderer = row_renderer(row)
+    shown = shown_images(row)
+    if not shown:
+        return []
+    if row.get("layout"):  # a stored layout: the words of each page
+        pages = _page_words(run, row)
+        if pages is not None and len(pages) == len(shown):
+            return pages
+    total = word_count(renderer.expected_text(row))
+    return [total // len(shown)] * len(shown)  # no layout: the words spread evenly
+
+
+def describe(given: list[float | None]) -> dict[str, float]:
+    """Count, min, median, mean, max of the values there are (None: none to count)."""
+    values = [v for v in given if v is not None]
+    if not values:
+        return {"count": 0}
+    ordered = sorted(values)
+    return {"count": len(values), "min": ordered[0], "median": statistics.median(ordered),
+            "mean": round(statistics.fmean(ordered), 2), "max": ordered[-1]}
+
+
+def item_tokens(row: dict[str, Any], rules: dict[str, Any], tokenizer=None) -> dict[str, Any]:
+    """One item's vision tokens under ``rules`` for the images it shows and, with a
+    tokenizer, its text tokens, its prompts' tokens and its ratio per model."""
+    shown = shown_images(row)
+    tokens = {name: image_tokens(rule, shown) for name, rule in rules.items()}
+    item = {"id": row["id"], "subset": row.get("subset"), "images": len(shown),
+            "tokens": tokens}
+    if tokenizer is not None:
+        text = tokenizer.count(row_renderer(row).expected_text(row))
+        item["text_tokens"] = text
+        item["prompt_tokens"] = {"image": tokenizer.count(row.get("prompt")),
+                                 "text": tokenizer.count(row.get("text_prompt"))}
+        item["ratio"] = {name: round(text / count, 4) if count else None
+                         for name, count in tokens.items()}
+    return item
+
+
+def ratio_summary(per_item: list[dict[str, Any]], tokenizer, names: list[str]) -> dict[str, Any]:
+    """Text tokens per item and the ratio (text tokens / vision tokens) per model, overall and
+    by subset (an item whose images cost a model no token has no ratio for it)."""
+    def ratios(items, name):
+        return [i["ratio"][name] for i in items if i["ratio"][name] is not None]
+
+    subsets = sorted({i["subset"] or "" for i in per_item})
+    return {
+        "tokenizer": tokenizer.record(),
+        "text_tokens_per_item": describe([i["text_tokens"] for i in per_item]),
+        "ratio": {name: describe(ratios(per_item, name)) for name in names},
+        "ratio_by_subset": {subset: {name: describe(ratios(
+            [i for i in per_item if (i["subset"] or "") == subset], name))
+            for name in names} for subset in subsets},
+    }
