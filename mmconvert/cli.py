@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from ._version import __version__
-from .errors import BudgetReached, MMConvertError, UsageError
+from .errors import BudgetReached, MMConvertError, UsageError, needs
 
 
 def one_line(text: str) -> str:
@@ -409,8 +409,8 @@ def stats_command(run_dir, out, as_json, no_plots, tokenizer, models):
         try:
             written = plot(figures, out or run_dir / "stats")
         except ImportError:
-            raise UsageError("plots need matplotlib: pip install 'mmconvert[stats]' (or "
-                             "--no-plots)") from None
+            raise UsageError(needs("drawing the plots", "matplotlib", "stats",
+                                   then=" (or --no-plots)")) from None
         click.echo(f"plots: {', '.join(str(p) for p in written)}", err=True)
 
 

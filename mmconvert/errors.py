@@ -11,6 +11,17 @@ def did_you_mean(name: str, known, cutoff: float = 0.6) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def needs(what: str, package: str, extra: str | None = None, *, install: str = "",
+          then: str = "") -> str:
+    """The one line of an optional dependency that is not installed: ``what`` needs
+    ``package``, and the pip command that installs it: the extra (``mmconvert[extra]``), or
+    ``install`` (default: the package); ``then``: what follows the command, e.g. " (or
+    --no-plots)". Every install hint is made here (the shipped scorer, ``scoring.answers``,
+    which imports nothing of mmconvert, writes its own)."""
+    command = f"'mmconvert[{extra}]'" if extra else (install or package)
+    return f"{what} needs {package}: pip install {command}{then}"
+
+
 def first_line(err: BaseException | str, limit: int | None = None, *,
                kind: bool = False) -> str:
     """The first line of an exception's message (its class name when it has none), cut to

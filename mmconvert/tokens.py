@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError, first_line
+from .errors import UsageError, first_line, needs
 
 FILE = "tokenizer.json"
 # the largest tokenizer.json read (the largest models' are about 30 MB)
@@ -127,8 +127,7 @@ def _load_tiktoken(spec: str) -> TextTokenizer:
         import tiktoken.load
         import tiktoken.registry
     except ImportError:
-        raise UsageError(f"--tokenizer {spec} needs tiktoken: pip install "
-                         "'mmconvert[tokens]'") from None
+        raise UsageError(needs(f"--tokenizer {spec}", "tiktoken", "tokens")) from None
     known = tiktoken.list_encoding_names()
     if name not in known:
         raise UsageError(f"--tokenizer {spec}: no tiktoken encoding {name!r} (known: "
@@ -253,8 +252,7 @@ def _load_tokenizer(spec: str) -> TextTokenizer:
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise UsageError("--tokenizer needs Hugging Face's tokenizers: pip install "
-                         "'mmconvert[tokens]'") from None
+        raise UsageError(needs("--tokenizer", "Hugging Face's tokenizers", "tokens")) from None
     given = Path(spec)
     if given.is_dir():
         path = given / FILE

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..config import DedupField, DedupOptions
-from ..errors import UsageError
+from ..errors import UsageError, needs
 from ..items import Item
 
 if TYPE_CHECKING:
@@ -191,8 +191,8 @@ def load_model(name: str, device: str | None, *, progress: bool = False):
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
-        raise UsageError("deduplication needs sentence-transformers: pip install "
-                         "'mmconvert[dedup]' (install torch first: pip install torch)") from None
+        raise UsageError(needs("deduplication", "sentence-transformers", "dedup",
+                               then=" (install torch first: pip install torch)")) from None
     from contextlib import nullcontext
 
     from .sources import hub_reachable, offline
@@ -243,7 +243,7 @@ def near_duplicates_faiss(vectors: np.ndarray, threshold: float, *, block: int =
     try:
         import faiss
     except ImportError:
-        raise UsageError("--dedup-index faiss needs faiss: pip install faiss-cpu") from None
+        raise UsageError(needs("--dedup-index faiss", "faiss", install="faiss-cpu")) from None
     n, dim = vectors.shape
     nlist = max(1, min(n, int(lists_per_sqrt_n * np.sqrt(n))))  # k-means needs n >= lists
     quantizer = faiss.IndexFlatIP(dim)

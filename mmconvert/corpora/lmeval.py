@@ -35,14 +35,13 @@ from typing import Any
 
 from pydantic import Field
 
-from ..errors import ItemError, SourceError, UsageError, did_you_mean, first_line
+from ..errors import ItemError, SourceError, UsageError, did_you_mean, first_line, needs
 from ..items import LETTERS, Item, RenderPart, safe_name
 from ..options import cli
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, options_field
 
 TAKES = ("multiple_choice", "generate_until")
-INSTALL = "pip install 'mmconvert[lm-eval]'"
-NOT_INSTALLED = f"lm-eval:TASK needs lm-evaluation-harness: {INSTALL}"
+NOT_INSTALLED = needs("lm-eval:TASK", "lm-evaluation-harness", "lm-eval")
 # the builder ``datasets`` reads each kind of file with
 BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv",
             ".tsv": "csv", ".arrow": "arrow"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HubUnavailableError, ItemError, SourceError, first_line
+from ..errors import HubUnavailableError, ItemError, SourceError, first_line, needs
 from ..items import StoredImage
 from ..shards import row_group_starts
 
@@ -353,7 +353,7 @@ def load_hub(hub_id: str, config: str | None, split: str) -> list[Row]:
     try:
         import datasets
     except ImportError:  # pragma: no cover - a core dependency
-        raise SourceError("the datasets package is missing: pip install datasets") from None
+        raise SourceError(needs("reading a hub dataset", "datasets")) from None
     datasets.logging.set_verbosity_error()
     try:  # its retry warnings would bury our one-line message
         from huggingface_hub.utils import logging as hub_logging

@@ -23,7 +23,7 @@ import base64
 import threading
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, needs
 
 PREFIX = "ocr/"
 # the item metrics a transcription is scored by as it is: a needle counts when its value can
@@ -61,8 +61,8 @@ def check_reader(model: str) -> None:
         try:
             import rapidocr_onnxruntime  # noqa: F401
         except ImportError:
-            raise UsageError("--model ocr/rapidocr needs rapidocr-onnxruntime: pip install "
-                             "'mmconvert[ocr]'") from None
+            raise UsageError(needs("--model ocr/rapidocr", "rapidocr-onnxruntime", "ocr")) \
+                from None
     else:
         from ..qa.ocr import require_languages, tesseract_version
 

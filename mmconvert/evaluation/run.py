@@ -20,7 +20,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, field_validator
 
-from ..errors import MMConvertError, SourceError, UsageError
+from ..errors import MMConvertError, SourceError, UsageError, needs
 from ..executors import local_executor
 from ..manifest import JsonlLog, write_json
 from ..options import OPTIONS, cli
@@ -424,8 +424,7 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
     try:
         import inspect_ai  # noqa: F401
     except ImportError:
-        raise UsageError("mmconvert eval needs inspect_ai: pip install 'mmconvert[eval]'") \
-            from None
+        raise UsageError(needs("mmconvert eval", "inspect_ai", "eval")) from None
     from ..api.prices import BudgetReached
 
     todo = plan(run, options)

@@ -21,10 +21,10 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
-from ..errors import MMConvertError, UsageError, first_line
+from ..errors import MMConvertError, UsageError, first_line, needs
 from .base import ClusterExecutor
 
-INSTALL_HINT = "--executor ray needs Ray: pip install 'mmconvert[ray]'"
+INSTALL_HINT = needs("--executor ray", "Ray", "ray")
 # tasks a batch (an actor call) at most; small, so that results stream back in order soon
 BATCH = 4
 # batches each actor gets in a window at least (a smaller window gets smaller batches): the

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..api.errors import ApiMalformed
 from ..config import ApiOptions, RunConfig
-from ..errors import ItemError, UsageError
+from ..errors import ItemError, UsageError, needs
 from ..items import Item, RenderPart
 from ..jobs import Job, question_fields, row_head
 from ..options import OPTIONS
@@ -357,8 +357,7 @@ class GenerateJob(Job):
             try:
                 import openai  # noqa: F401
             except ImportError:
-                raise UsageError("generate needs the openai client: pip install "
-                                 "'mmconvert[generate]'") from None
+                raise UsageError(needs("generate", "the openai client", "generate")) from None
             self.api.check_keys(("image", "chat") if chat else ("image",))
         if self.api_options.budget is not None:
             for model in [options.image_model] + ([options.chat_model] if chat else []):

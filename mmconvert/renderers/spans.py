@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..errors import ItemFiltered, UsageError
+from ..errors import ItemFiltered, UsageError, needs
 
 # the entity types a span must not touch (the VCR paper's list)
 ENTITY_TYPES = frozenset({"PERSON", "NORP", "FAC", "ORG", "LOC", "GPE", "DATE", "TIME",
@@ -48,7 +48,7 @@ def _pipeline(language: str, ner: bool, models: tuple[str, ...]):
     try:
         import spacy
     except ImportError:
-        raise UsageError("the occluder needs spaCy: pip install 'mmconvert[occlude]'") from None
+        raise UsageError(needs("the occluder", "spaCy", "occlude")) from None
     if language == "zh":
         return spacy.blank("zh"), "none"
     if language != "en":

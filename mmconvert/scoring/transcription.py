@@ -28,6 +28,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..errors import UsageError, needs
+
 # Fox's test for Chinese text (U+4E00..U+9FA5, the CJK Unified Ideographs' first block)
 _CHINESE = re.compile("[\u4e00-\u9fa5]")
 # a reply longer than this many characters is cut before it is scored (and the row says so)
@@ -57,10 +59,8 @@ def words(text: str, chinese: bool) -> list[str]:
         try:
             import jieba
         except ImportError:
-            from ..errors import UsageError
-
-            raise UsageError("scoring a Chinese transcription needs jieba: pip install "
-                             "'mmconvert[longbench]'") from None
+            raise UsageError(needs("scoring a Chinese transcription", "jieba", "longbench")) \
+                from None
         jieba.setLogLevel(60)  # its "Building prefix dict" lines on stderr
         return list(jieba.lcut(text))
     return text.split()

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import SourceError, UsageError
+from ..errors import SourceError, UsageError, needs
 from ..items import base_language
 from ..manifest import parse_row
 from ..runfolder import open_run
@@ -30,7 +30,7 @@ from . import vcr_official as official
 Protocol = Literal["official", "strict"]
 BOOTSTRAP_SAMPLES = 1000
 LANGUAGES = ("en", "zh")
-INSTALL_HINT = "scoring VCR needs spaCy: pip install 'mmconvert[occlude]'"
+INSTALL_HINT = needs("scoring VCR", "spaCy", "occlude")
 
 
 @lru_cache(maxsize=2)

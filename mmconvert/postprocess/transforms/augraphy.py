@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ...errors import UsageError
+from ...errors import UsageError, needs
 from .base import Transform, TransformOptions
 
 Preset = Literal["ink", "paper", "scanner", "fax", "all"]
@@ -53,8 +53,7 @@ class Augraphy(Transform[AugraphyOptions]):
         try:
             import augraphy  # noqa: F401
         except ImportError:
-            raise UsageError("the augraphy transform needs Augraphy: pip install "
-                             "'mmconvert[augraphy]'") from None
+            raise UsageError(needs("the augraphy transform", "Augraphy", "augraphy")) from None
 
     def sample(self, draw, image) -> dict[str, Any]:
         return {"seed": draw.randrange(1, 2**31 - 1)}  # Augraphy ignores a seed of 0

@@ -15,8 +15,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ...errors import UsageError
+from ...errors import UsageError, needs
 from .css import HOST
+
+NO_PLAYWRIGHT = needs("the document renderer", "Playwright", "document")
 
 # elements open at once that Chromium's HTML parser nests (past it, it sets them beside their
 # parents: the page no longer draws what the HTML says)
@@ -71,8 +73,7 @@ class Browser:
         try:
             import playwright.sync_api  # noqa: F401
         except ImportError:
-            raise UsageError("the document renderer needs Playwright: pip install "
-                             "'mmconvert[document]'") from None
+            raise UsageError(NO_PLAYWRIGHT) from None
         self._tasks: queue.Queue = queue.Queue()
         # set once Chromium is up, or has failed to start (``_failed`` then says why)
         self._started = threading.Event()
