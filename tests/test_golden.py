@@ -134,7 +134,7 @@ def document_outputs() -> dict[str, bytes]:
                                font_size=10, line_pitch=13, letter_spacing=0.3,
                                first_line_indent=12, left_indent=6, right_indent=20,
                                paragraph_gap=1, paragraph_color="#eeeeee", crop="content"))):
-        drawn = DocumentRenderer(options).draw(DOCUMENT, "all")
+        drawn = DocumentRenderer(options).pages(DOCUMENT, "all")
         out[f"{label}/{DOCUMENT.id}.pdf"] = drawn.pdf
         for number, (png, _, _) in enumerate(drawn.pages, start=1):
             out[f"{label}/{DOCUMENT.id}/p{number:03d}.png"] = png
@@ -402,7 +402,7 @@ def test_another_chromium_is_held_to_the_text_layer_the_pages_and_the_pixel_boun
     png = io.BytesIO()
     Image.open(io.BytesIO(moved.tobytes("png"))).crop((0, 0, *size)).save(png, "PNG")
     check_document_pages({**outputs, "92.9/golden-003/p001.png": png.getvalue()})
-    smaller = DocumentRenderer(DocumentOptions(font_size=11)).draw(DOCUMENT, "all")
+    smaller = DocumentRenderer(DocumentOptions(font_size=11)).pages(DOCUMENT, "all")
     with pytest.raises(AssertionError, match="cells more than 32 gray levels apart"):
         check_document_pages({**outputs, "92.9/golden-003/p001.png": smaller.pages[0][0]})
     with pytest.raises(AssertionError, match="the text layer differs"):

@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, needs
 from ..executors import executor_for
 from ..items import option_letter
 from ..manifest import MANIFEST
@@ -71,15 +71,14 @@ def load_thresholds(path: str | None = None) -> dict[str, Any]:
 
 
 def max_cer(renderer, language: str, table: dict[str, Any]) -> float:
-    """The calibrated threshold of ``renderer`` (a class) for ``language``: the table's, else
-    the one the renderer declares (``Profile.max_cer``: a plugin's own); neither is a
-    one-line error rather than another renderer's threshold."""
-    per = table["max_cer"].get(renderer.name) or renderer.profile.max_cer
-    if per is None:
-        raise UsageError(f"the OCR thresholds have no max_cer for the {renderer.name} renderer "
-                         f"(they have: {', '.join(sorted(table['max_cer']))}) and it declares "
-                         "none; add it, or give --max-cer")
-    return per.get(tesseract_lang(language), per["default"])
+    """The threshold of ``renderer`` (a class) for ``language``: the table's (calibrated)
+    for that language or its default, else the one the renderer declares (``Profile.max_cer``:
+    a plugin's own, or ``UNCALIBRATED_CER``), never another renderer's."""
+    lang = tesseract_lang(language)
+    for per in (table["max_cer"].get(renderer.name) or {}, renderer.profile.max_cer):
+        if lang in per or "default" in per:
+            return per[lang] if lang in per else per["default"]
+    raise AssertionError("Profile.problem() refuses a max_cer without a default")
 
 
 def word_count(text: str) -> int:
@@ -162,7 +161,7 @@ class Checker:
         try:
             import rapidfuzz  # noqa: F401
         except ImportError:
-            raise UsageError("qa check needs rapidfuzz: pip install 'mmconvert[qa]'") from None
+            raise UsageError(needs("qa check", "rapidfuzz", "qa")) from None
         if "ocr" in checks or "options" in checks:
             tesseract_version()  # fails now, with the install hint, if it is missing
 

@@ -12,8 +12,8 @@ from (run seed, item id, stage), and drawing with those parameters is a pure fun
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -51,6 +51,12 @@ def item_from_row(row: dict[str, Any]) -> Item:
                 metadata=row.get("metadata") or {})
 
 
+# the OCR check's error-rate ceiling of a renderer that declares none: the loosest of the
+# calibrated defaults (generated images', qa/thresholds.json), so an uncalibrated plugin's
+# pages are checked, and only a badly misread one is marked for review
+UNCALIBRATED_CER: dict[str, float] = {"default": 0.3}
+
+
 @dataclass(frozen=True)
 class Profile:
     """What QA, stats, the exporters and eval are told about a renderer's images: declared
@@ -63,7 +69,8 @@ class Profile:
       unless said);
     - ``checks``: the QA checks that apply; ``ocr_psm``: Tesseract's page segmentation for a
       first read; ``max_cer``: the OCR check's highest error rate per Tesseract language
-      ("default": the rest), when ``qa/thresholds.json`` has none for the renderer;
+      ("default": the rest, which it must name), when ``qa/thresholds.json`` has none for
+      the renderer (``UNCALIBRATED_CER`` unless said);
     - ``paper``: roles drawn on plain paper (ink in an outermost pixel is text cut off);
       ``flush_edges``: the edges its design sets text flush against; ``ocr_edge_words``:
       words found touching an edge by OCR are reported (generated images);
@@ -77,7 +84,7 @@ class Profile:
     ocr: tuple[str, ...] = ()  # () = the shown ones
     checks: frozenset[str] = frozenset({"ocr", "image"})
     ocr_psm: int = 6
-    max_cer: Mapping[str, float] | None = None
+    max_cer: Mapping[str, float] = field(default_factory=lambda: dict(UNCALIBRATED_CER))
     paper: tuple[str, ...] = ()
     flush_edges: tuple[str, ...] = ()
     ocr_edge_words: bool = False
@@ -91,6 +98,13 @@ class Profile:
 
     def problem(self) -> str | None:
         """Why the profile does not hold together, or None."""
+        if "default" not in self.max_cer:
+            return ("profile.max_cer names no 'default', the highest error rate of the "
+                    "languages it does not name")
+        wrong = sorted(k for k, v in self.max_cer.items()
+                       if not isinstance(v, (int, float)) or not 0 <= v <= 1)
+        if wrong:
+            return f"profile.max_cer's {', '.join(wrong)}: an error rate is from 0 to 1"
         roles = set(self.roles)
         for name in ("shown", "twins", "ocr", "paper"):
             stray = sorted(set(getattr(self, name)) - roles)
@@ -155,13 +169,6 @@ class Fits(Protocol):
 CAPABILITIES: dict[type, tuple[str, ...]] = {Redraws: ("base_ppi", "redraw_at"),
                                              Restyles: ("restyled",),
                                              Fits: ("shown_text", "pixel_sizes")}
-
-
-def can(renderer: type, capability: type) -> bool:
-    """Whether the renderer class ``renderer`` declares ``capability`` (one of
-    ``CAPABILITIES``) by subclassing it. (``issubclass(renderer, capability)``, which the
-    protocols also answer, narrows the type where a caller then uses its methods.)"""
-    return capability in renderer.__mro__
 
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
@@ -229,7 +236,8 @@ class Renderer(Generic[OptionsT]):
         """What this renderer gets wrong beyond lacking a member, in a few words, or None:
         no way to draw, its profile, a capability declared but not implemented."""
         job_owner = next(k for k in cls.__mro__ if "job" in vars(k))
-        if job_owner is Renderer and not callable(getattr(cls, "draw", None)):
+        draw_owner = next(k for k in cls.__mro__ if "draw" in vars(k))
+        if job_owner is Renderer and draw_owner is Renderer:
             return "implements neither draw() nor job(), one of which every Renderer does"
         if not isinstance(cls.profile, Profile):
             return "profile is not a mmconvert.renderers.base.Profile"
@@ -237,7 +245,7 @@ class Renderer(Generic[OptionsT]):
         if problem:
             return problem
         for capability, members in CAPABILITIES.items():
-            if not can(cls, capability):
+            if not issubclass(cls, capability):
                 continue
             for member in members:
                 owner = next(k for k in cls.__mro__ if member in vars(k))
@@ -273,6 +281,12 @@ class Renderer(Generic[OptionsT]):
         """The per-item parameters drawn from (``seed``, item id, stage); {} when drawing
         takes none."""
         return {}
+
+    def draw(self, item: Item, part: Any) -> Iterable[Any]:
+        """The item's images (Pillow images), for a renderer whose ``job`` is
+        ``jobs.DrawJob``: each saved as PNG in the first role of its profile. A renderer
+        with a job of its own does not implement it."""
+        raise NotImplementedError
 
     @classmethod
     def expected_text(cls, row: dict[str, Any]) -> str:

@@ -29,6 +29,18 @@ _NO_BREAK_AFTER = frozenset("（［｛〔〈《「『【〘〖〝‘“｟«([{"
 _SPACES = re.compile("([\u0020\u1680\u2000-\u2006\u2008-\u200a\u205f\u3000]+)")
 
 
+def first_strong_rtl(text: str) -> bool | None:
+    """UAX #9's P2-P3: True when the first strong character is right-to-left, False when it
+    is left-to-right, None when there is none."""
+    for char in text:
+        kind = unicodedata.bidirectional(char)
+        if kind in ("R", "AL"):
+            return True
+        if kind == "L":
+            return False
+    return None
+
+
 def normalise(text: str) -> str:
     """NFC, and CR/LF, CR, form feed, vertical tab and Unicode line breaks as ``\\n``."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -265,8 +277,6 @@ class LineBreaker:
             left = (block.indent if p_index == 0 else block.hanging) + block.first
             rtl = block.rtl
             if rtl is None and block.label and p_index == 0:
-                from .shaping import first_strong_rtl
-
                 rtl = first_strong_rtl(paragraph[block.label:])
             lines = self.paragraph_lines(paragraph, left, block.hanging, rtl=rtl)
             lines[-1].last = True

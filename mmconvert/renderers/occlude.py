@@ -388,9 +388,9 @@ class CaptionOccluder(Renderer[OccludeOptions]):
                                f"{o.max_height}", where=where, item_id=item.id,
                                rule="over --max-height")
         params = self.choose_spans(item, seed, params, caption, lines)
-        return self.draw(item, params, photo=photo, caption=caption, lines=lines)
+        return self.draw_occlusion(item, params, photo=photo, caption=caption, lines=lines)
 
-    def draw(self, item: Item, params: OcclusionParams, *, photo=None, caption=None,
+    def draw_occlusion(self, item: Item, params: OcclusionParams, *, photo=None, caption=None,
              lines=None) -> Occlusion:
         """The stacked and text-only PNGs of ``item`` drawn with ``params`` (pure)."""
         from PIL import Image

@@ -34,6 +34,7 @@ from .layout import (
     Run,
     align,
     control_characters,
+    first_strong_rtl,
     flow,
     marked_run,
     normalise,
@@ -42,7 +43,7 @@ from .layout import (
 )
 from .page_options import PageOptions
 from .pdfwriter import PdfLine, PdfPage, write_pdf
-from .shaping import ShapingLineBreaker, first_strong_rtl
+from .shaping import ShapingLineBreaker
 from .styled import StyledConfig, StyledJob, style_field
 from .target import TargetOptions
 
@@ -549,7 +550,7 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         """The page as a PNG of ``pixels(inches, ppi)`` in each direction (default: the
         options' PPI): ``draw``, then ``encode``."""
         ppi = ppi or self.options.ppi
-        return self.encode(self.draw(text, width_pt, height_pt, ppi), ppi)
+        return self.encode(self.draw_page(text, width_pt, height_pt, ppi), ppi)
 
     def rasterise_pages(self, pages: list[tuple[Any, float, float, float]]) -> list[PageImage]:
         """``rasterise`` of each (text, width, height, PPI), in order: a page is encoded on
@@ -562,10 +563,10 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         for text, width, height, ppi in pages:
             if len(pending) >= ENCODING_AHEAD:  # at most this many drawn pages held at once
                 pending[-ENCODING_AHEAD].result()
-            pending.append(pool.submit(self.encode, self.draw(text, width, height, ppi), ppi))
+            pending.append(pool.submit(self.encode, self.draw_page(text, width, height, ppi), ppi))
         return [future.result() for future in pending]
 
-    def draw(self, text, width_pt: float, height_pt: float, ppi: float):
+    def draw_page(self, text, width_pt: float, height_pt: float, ppi: float):
         """The page's pixmap: its paper, paragraph boxes and text (a ``PageInk``) at
         ``ppi``."""
         m = mupdf()

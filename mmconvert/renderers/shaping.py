@@ -32,6 +32,7 @@ from .layout import (
     LineBreaker,
     Piece,
     Run,
+    first_strong_rtl,
     is_break_space,
 )
 from .scripts import script_of
@@ -110,18 +111,6 @@ def line_breaks(text: str) -> set[int]:
     index = _utf16_to_index(text)
     return {index[start] for start, _ in IcuLineBreaker(text, "en").segments()
             if 0 < index[start] < len(text)}
-
-
-def first_strong_rtl(text: str) -> bool | None:
-    """UAX #9's P2-P3: True when the first strong character is right-to-left, False when it
-    is left-to-right, None when there is none."""
-    for char in text:
-        kind = unicodedata.bidirectional(char)
-        if kind in ("R", "AL"):
-            return True
-        if kind == "L":
-            return False
-    return None
 
 
 def bidi_levels(text: str, rtl: bool) -> list[int]:

@@ -20,7 +20,10 @@ MODULE = '''
 from mmconvert.corpora.base import Corpus
 from mmconvert.items import Item
 from mmconvert.postprocess.transforms.base import Transform, TransformOptions
-from mmconvert.renderers.base import Profile, Redraws, Renderer
+from pydantic import BaseModel
+
+from mmconvert.options import OPTIONS
+from mmconvert.renderers.base import Profile, Redraws, Renderer, item_from_row
 from mmconvert.renderers.page import PageRenderer
 
 
@@ -54,6 +57,37 @@ class StrayRole(HalfRedraws):
     """its profile has OCR read a role it never writes"""
     name = "stray-role"
     profile = Profile(roles=("page",), ocr=("margin",))
+
+
+class PartialCer(StrayRole):
+    """its profile gives an error rate for English alone"""
+    name = "partial-cer"
+    profile = Profile(max_cer={"eng": 0.2})
+
+
+class MinimalOptions(BaseModel):
+    model_config = OPTIONS
+
+
+class Minimal(Renderer):
+    """the least a renderer states: a name, a version, options, draw and its text"""
+    name, version, options_model = "minimal", "1", MinimalOptions
+
+    def draw(self, item, part):
+        from PIL import Image, ImageDraw, ImageFont
+
+        image = Image.new("L", (900, 60 + 40 * len(item.options)), 255)
+        ImageDraw.Draw(image).multiline_text((20, 20), self.text(item), fill=0,
+                                             font=ImageFont.load_default(28))
+        return [image]
+
+    @staticmethod
+    def text(item):
+        return "\\n".join(item.options)
+
+    @classmethod
+    def expected_text(cls, row):
+        return cls.text(item_from_row(row))
 
 
 class Dicts(Corpus):
@@ -123,6 +157,8 @@ no-text = mmc_hostile:NoText
 no-drawing = mmc_hostile:NoDrawing
 half-redraws = mmc_hostile:HalfRedraws
 stray-role = mmc_hostile:StrayRole
+partial-cer = mmc_hostile:PartialCer
+minimal = mmc_hostile:Minimal
 exits = mmc_exits:Nothing
 
 [mmconvert.corpora]
@@ -189,6 +225,7 @@ def test_list_lists_every_part_and_each_broken_plugin_in_a_line(site):
     ("no-drawing", "implements neither draw() nor job()"),
     ("half-redraws", "declares Redraws but does not implement redraw_at()"),
     ("stray-role", "profile.ocr names margin, not among its roles"),
+    ("partial-cer", "profile.max_cer names no 'default'"),
 ])
 def test_a_renderer_that_breaks_its_contract_is_refused_when_it_loads(site, tmp_path, name,
                                                                       said):
@@ -196,6 +233,22 @@ def test_a_renderer_that_breaks_its_contract_is_refused_when_it_loads(site, tmp_
     one_line(mmconvert(site, "render", "mmlu-redux", "--source", SAMPLE, "--renderer",
                        name, "--out", tmp_path / "r"), 2, f"plugin renderer {name!r}", said)
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_the_least_renderer_renders_and_passes_qa_check(site, tmp_path):
+    """A renderer of a name, a version, options, draw and expected_text (no profile, no
+    threshold): it renders, and qa check reads every image with the uncalibrated error rate
+    (``renderers.base.UNCALIBRATED_CER``) instead of stopping on a missing threshold."""
+    out = tmp_path / "r"
+    done = mmconvert(site, "render", "mmlu-redux", "--source", SAMPLE, "--renderer",
+                     "minimal", "--limit", "3", "--out", out)
+    assert done.returncode == 0, done.stderr
+    checked = mmconvert(site, "qa", "check", out, "--checks", "ocr,image", "--jobs", "1")
+    assert checked.returncode == 0 and "Error" not in checked.stderr, checked.stderr
+    events = [json.loads(line) for line in (out / "qa.jsonl").read_text().splitlines()]
+    ocr = [e for e in events if e["source"] == "auto:ocr"]
+    assert len(ocr) == 3 and all(e["verdict"] == "accept" for e in ocr), ocr
 
 
 @pytest.mark.parametrize(("corpus", "said"), [

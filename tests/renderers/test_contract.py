@@ -84,7 +84,7 @@ def test_an_occluder_rebuilt_from_a_row_samples_and_draws_the_same(tmp_path):
         assert sampled == {**{k: params[k] for k in ("language", "difficulty", "position",
                                                       "width", "font")},
                            "masked_spans": row["masked_spans"]}
-        made = renderer.draw(items[row["id"]], OcclusionParams.from_row(row))
+        made = renderer.draw_occlusion(items[row["id"]], OcclusionParams.from_row(row))
         assert hashlib.sha256(made.stacked).hexdigest() == row["images"][0]["sha256"]
 
 

@@ -344,7 +344,7 @@ def test_each_page_is_printed_once_while_the_one_before_is_drawn(tmp_path, monke
     assert sorted(built) == sorted(f"i{k}" for k in range(len(texts)))
     renderer = DocumentRenderer()
     for k, text in enumerate(texts):
-        alone = renderer.draw(Item(id=f"i{k}", corpus="t", subset="t", split="t",
+        alone = renderer.pages(Item(id=f"i{k}", corpus="t", subset="t", split="t",
                                    question="q", answer="", context=text), "context")
         (row,) = [r for r in rows(out) if r["id"] == f"i{k}"]
         assert (out / row["pdf"]).read_bytes() == alone.pdf
@@ -587,7 +587,7 @@ def test_right_to_left_text_layers_read_in_reading_order_and_draw_the_same(tmp_p
     item = Item(id="mixed", corpus="t", subset="t", split="t", question="q", answer="A",
                 context=items["mixed"])
     renderer = DocumentRenderer()
-    drawn = renderer.draw(item, "context")
+    drawn = renderer.pages(item, "context")
     raw, _ = Browser.get().pdf(page_html(
         fields_html(item, "context", RenderState(renderer.options, None)),
         renderer.options, faces(renderer.options)),
@@ -614,7 +614,7 @@ def test_code_is_embedded_as_truetype_not_drawn_glyph_by_glyph(tmp_path):
     from mmconvert.renderers.document import DocumentRenderer
 
     code = "```python\ndef loss(x, y):\n    return (x - y) ** 2  # squared\n```"
-    drawn = DocumentRenderer().draw(Item(id="code", corpus="t", subset="t", split="t",
+    drawn = DocumentRenderer().pages(Item(id="code", corpus="t", subset="t", split="t",
                                          question="q", answer="", context=code), "context")
     with pymupdf.open(stream=drawn.pdf, filetype="pdf") as doc:
         fonts = [font for page in doc for font in page.get_fonts()]

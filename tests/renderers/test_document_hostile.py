@@ -196,9 +196,9 @@ def test_a_document_that_would_move_the_page_leaves_it_where_it_is(monkeypatch):
     moving = Item(id="moving", corpus="c", subset="s", split="t",
                   context='<meta http-equiv="refresh" content="0;url=https://elsewhere.test/">'
                           "<p>x</p>")
-    drawn = renderer.draw(moving, "context")
+    drawn = renderer.pages(moving, "context")
     assert drawn.pages and "https://elsewhere.test/" in drawn.refused
-    after = renderer.draw(Item(id="after", corpus="c", subset="s", split="t",
+    after = renderer.pages(Item(id="after", corpus="c", subset="s", split="t",
                                context="Drawn *after*."), "context")
     assert after.pages and after.refused == []
 
@@ -270,17 +270,17 @@ def test_a_killed_chromium_is_its_items_error_and_the_next_item_gets_a_new_one()
 
     renderer = DocumentRenderer(DocumentOptions())
     first = Item(id="first", corpus="c", subset="s", split="t", context="One.")
-    renderer.draw(first, "context")
+    renderer.pages(first, "context")
     browser = Browser.get()
     pids = _chromium_pids()
     assert pids
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     with pytest.raises(ItemError) as err:
-        renderer.draw(Item(id="second", corpus="c", subset="s", split="t", context="Two."),
+        renderer.pages(Item(id="second", corpus="c", subset="s", split="t", context="Two."),
                       "context")
     assert "\n" not in str(err.value) and len(str(err.value)) < 400
-    third = renderer.draw(Item(id="third", corpus="c", subset="s", split="t",
+    third = renderer.pages(Item(id="third", corpus="c", subset="s", split="t",
                                context="Three."), "context")
     assert third.pages and Browser.get() is browser
 

@@ -103,7 +103,7 @@ def test_bands_are_white_and_leave_the_letter_edges(difficulty):
 @pytest.mark.parametrize("position", ["below", "above"])
 def test_the_recorded_boxes_are_the_white_bands_of_both_images(occluder, position):
     item = caption_item(LONG)
-    result = occluder.draw(item, replace(occluder.render(item, seed=1).params,
+    result = occluder.draw_occlusion(item, replace(occluder.render(item, seed=1).params,
                                          position=position))
     assert result.params.spans
     for name, png in (("stacked", result.stacked), ("text_only", result.text_only)):
@@ -127,7 +127,7 @@ def test_a_span_across_a_line_break_is_covered_on_both_lines(occluder):
     end = lines[1].start + len(" ".join(caption[lines[1].start:].split()[:3]))
     span = Span(caption[start:end], start, end)
     assert "\n" not in span.text and len(span.text.split()) == 5
-    result = occluder.draw(item, replace(params, spans=(span,)))
+    result = occluder.draw_occlusion(item, replace(params, spans=(span,)))
     block = block_of(result)
     boxes = band_boxes(lines, [span])
     assert [row for _, _, row, _ in boxes] == [0, 1]
@@ -144,7 +144,7 @@ def test_the_chosen_occurrence_is_covered_not_the_first(occluder):
     params, _, lines = occluder.layout(item, seed=0)
     start = caption.index("small dog runs over the", 10)
     span = Span(caption[start:start + 23], start, start + 23)
-    result = occluder.draw(item, replace(params, spans=(span,)))
+    result = occluder.draw_occlusion(item, replace(params, spans=(span,)))
     block = block_of(result)
     first = caption.index("small dog runs over the")
     row = next(i for i, line in enumerate(lines) if line.start <= first < line.end)
@@ -163,7 +163,7 @@ def test_same_seed_same_bytes_and_the_row_remakes_the_images(occluder):
     assert (first.stacked, first.text_only) == (second.stacked, second.text_only)
     row = {"renderer": {"params": first.params.as_dict()},
            "masked_spans": [s.as_dict() for s in first.params.spans]}
-    remade = occluder.draw(item, OcclusionParams.from_row(row))
+    remade = occluder.draw_occlusion(item, OcclusionParams.from_row(row))
     assert remade.stacked == first.stacked and remade.text_only == first.text_only
     other = occluder.render(item, seed=6)
     assert other.params.spans != first.params.spans
@@ -254,7 +254,7 @@ def test_ocr_reads_the_caption_back(tmp_path, occluder):
     """Text fidelity: an uncovered caption block read back by Tesseract."""
     item = caption_item(LONG)
     params, caption, lines = occluder.layout(item, seed=0)
-    result = occluder.draw(item, replace(params, width=900))
+    result = occluder.draw_occlusion(item, replace(params, width=900))
     path = tmp_path / "block.png"
     block_of(result).resize((1800, block_of(result).height * 2)).save(path)
     lines = occluder.lines(caption, "Liberation Sans", 900)[:5]
@@ -276,7 +276,7 @@ def test_a_caption_with_shaped_words_is_drawn_shaped_and_bands_cover_whole_clust
     for word in ("بكم", "क्षत्रिय", "👍", "🇫🇷"):
         start = caption.index(word)
         span = Span(word, start, start + len(word))
-        result = occluder.draw(item, replace(params, spans=(span,)))
+        result = occluder.draw_occlusion(item, replace(params, spans=(span,)))
         block = block_of(result)
         ((left, right, row, _),) = band_boxes(lines, [span])
         line = lines[row]

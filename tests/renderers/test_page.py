@@ -199,7 +199,7 @@ def test_page_pngs_hold_the_drawn_pixels_and_the_ppi(color):
     item = make_item(context="The lantern by the harbour was painted red. " * 80 + "中文 ∑ ✓")
     layout = renderer.layout(item, "context")
     widths, heights = renderer.page_sizes(layout)
-    pix = renderer.draw(renderer.text_object(layout.pages[0]), widths[0], heights[0], 150)
+    pix = renderer.draw_page(renderer.text_object(layout.pages[0]), widths[0], heights[0], 150)
     png = renderer.encode(pix, 150).png
     image = Image.open(io.BytesIO(png))
     assert image.mode == ("L" if color == "gray" else "RGB")

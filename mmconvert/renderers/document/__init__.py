@@ -36,7 +36,14 @@ from ..base import Fits, Profile, Redraws, Renderer, item_from_row, question_bes
 from ..page_options import PageOptions, named_page_size
 from ..styled import StyledConfig, StyledJob, style_field
 from ..target import TargetOptions
-from .browser import AHEAD, Browser, DocumentTooDeep, browser_version, chromium_path
+from .browser import (
+    AHEAD,
+    NO_PLAYWRIGHT,
+    Browser,
+    DocumentTooDeep,
+    browser_version,
+    chromium_path,
+)
 from .css import css_text, faces, font_records, page_html
 from .markup import RenderState, fields_html
 from .pdf import normalised, page_pixels, rasterise
@@ -304,7 +311,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
             del self._ahead[next(iter(self._ahead))]
         Browser.get().ahead(built[2], built[3])
 
-    def draw(self, item: Item, part: RenderPart) -> Drawn:
+    def pages(self, item: Item, part: RenderPart) -> Drawn:
         """The item's PDF (from the browser) and its pages at the options' PPI."""
         typeset = self.typeset(item, part)
         self._typeset = None
@@ -355,8 +362,7 @@ class DocumentJob(StyledJob):
         try:
             import playwright  # noqa: F401
         except ImportError:
-            raise UsageError("the document renderer needs Playwright: pip install "
-                             "'mmconvert[document]'") from None
+            raise UsageError(NO_PLAYWRIGHT) from None
         corpus = Path(config.corpus)
         self.folder = (config.source if config.source and Path(config.source).is_dir()
                        else corpus.parent if corpus.is_file() else None)
@@ -422,7 +428,7 @@ class DocumentJob(StyledJob):
         config, output = self.config, Output()
         self.print_ahead(item, part)
         renderer, target = self.styled_renderer(item, part)
-        drawn = renderer.draw(item, part)
+        drawn = renderer.pages(item, part)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
         images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), png,
                                "page", width, height, ppi=renderer.options.ppi)
