@@ -31,7 +31,7 @@ STRICT: list[tuple[str, str]] = [
              r"|manifest|seeds|units|progress|_version|tokens|vision_tokens|api(\..*)?|plots"),
     ("parts", r"renderers(\..*)?|corpora(\.(?!commands)[a-z_]+)?|executors(\..*)?"
               r"|postprocess\.transforms(\..*)?"),
-    ("pipelines", r"converter|selection|counting|qa(\.(?!commands|review)[a-z_]+)?"
+    ("pipelines", r"converter|stages|selection|counting|qa(\.(?!commands|review)[a-z_]+)?"
                   r"|evaluation(\.(?!commands)[a-z_]+)?"
                   r"|exporters(\.(?!commands)[a-z_.]+)?|scoring(\.(?!commands)[a-z_]+)?|stats"
                   r"|recipes(\.(?!commands)[a-z_]+)?|harness(\.(?!commands)[a-z_.]+)?"

@@ -16,14 +16,13 @@ import os
 import platform
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from . import stages
 from ._version import __version__
 from .config import (
     ApiOptions,
@@ -38,60 +37,14 @@ from .corpora.base import corpus_identity, upgraded_identity
 from .errors import BudgetReached, ItemError, MMConvertError, UsageError
 from .executors import BACKEND, draws_here, executor_for, runs_here
 from .items import Item, RenderPart
-from .manifest import MANIFEST, sync, write_json
+from .manifest import sync, write_json
 from .progress import progress_bar
-from .renderers import job_for, renderer_class
+from .renderers import renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
-from .scoring.spec import unscorable
-from .selection import load_selection, stream_selection
+from .selection import load_selection
 from .shards import is_sharded
-
-
-@dataclass
-class RunSummary:
-    out: Path
-    selected: int = 0
-    rendered: int = 0
-    already_done: int = 0
-    skipped: int = 0
-    filtered: Counter = field(default_factory=Counter)  # rules' drops, by rule
-    failed: int = 0
-    no_answer: int = 0  # made, but with no gold answer to score against
-    changed: int = 0  # recorded, but changed in the source since: drawn again
-    not_done: int = 0
-    stopped: str | None = None
-    images: int = 0
-    unit: str = "image"
-    seconds: float = 0.0
-    load: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    # the recipe the run was drawn with (``recipes.run_record``), which run.json records
-    recipe: dict[str, Any] | None = None
-
-    def line(self) -> str:
-        text = (f"{self.rendered} item(s) rendered ({self.images} {self.unit}(s)) into "
-                f"{self.out} in {self.seconds:.1f} s")
-        if self.changed:
-            text += f" ({self.changed} drawn again: their source changed)"
-        if self.already_done:
-            text += f"; {self.already_done} already done"
-        if self.no_answer:
-            text += (f"; {self.no_answer} item(s) have no gold answer (eval reports them "
-                     "unscored)")
-        if self.filtered:
-            rules = ", ".join(f"{n} {rule}" for rule, n in sorted(self.filtered.items()))
-            text += (f"; {sum(self.filtered.values())} left out by a rule ({rules}; see "
-                     "skipped.jsonl)")
-        if self.failed:
-            text += (f"; {self.failed} failed at the API (see skipped.jsonl; --retry-failed "
-                     "tries them again)")
-        if self.skipped:
-            text += f"; {self.skipped} skipped (see skipped.jsonl)"
-        if self.not_done:
-            text += f"; {self.not_done} not done: {self.stopped}"
-        return text
-
+from .stages import RunSummary, make_job
 
 # --- worker side -------------------------------------------------------------------------
 
@@ -114,43 +67,6 @@ class JobWorker:
 
     def __call__(self):
         return functools.partial(_run_group, self.job or make_job(self.config, self.api))
-
-
-def make_job(config: RunConfig, api: ApiOptions | None = None):
-    """The job of ``config``'s renderer; with ``transforms`` (a recipe's), each item's images
-    go through them as they are drawn."""
-    job = job_for(config, api)
-    if not config.transforms:
-        return job
-    from .postprocess.transforms import parse_step
-
-    return TransformedJob(job, [parse_step(step, "transforms:") for step in config.transforms])
-
-
-class TransformedJob:
-    """A job whose images go through ``steps`` as each item is drawn: the row is the one
-    ``mmconvert transform`` makes of the drawn row (the new images, the steps in its
-    ``postprocess`` history), the item's other files kept."""
-
-    def __init__(self, job, steps):
-        self._job, self._steps = job, steps
-
-    def __getattr__(self, name: str):
-        return getattr(self._job, name)
-
-    def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]):
-        from .postprocess.imaging import decode
-        from .postprocess.sweep import post
-
-        output = self._job.run(item, part, prompt_keys)
-        row = output.row if isinstance(output.row, dict) else \
-            output.row.model_dump(mode="json", exclude_unset=True)
-        files = dict(output.files)
-        made = post(row, self._steps, [(entry, decode(files[entry["path"]]))
-                                       for entry in row["images"]])
-        drawn = {entry["path"] for entry in row["images"]}
-        made.files += [(rel, data) for rel, data in output.files if rel not in drawn]
-        return made
 
 
 def _run_group(job, tasks: list[tuple[Item, RenderPart, tuple[str, ...]]]) -> list[Result]:
@@ -264,9 +180,9 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
 def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | None,
              log, corpus: Corpus | None = None,
              recipe: dict[str, Any] | None = None) -> RunSummary:
+    """The run as its stages (``stages``): selection, resume, drawing, the sink, storage."""
     started = time.perf_counter()
     summary = RunSummary(out=execution.out, recipe=recipe)
-
     corpus = corpus or resolve(config.corpus)
     # the corpus options as its model reads them, defaults included (what run.json records)
     config = config.model_copy(update={
@@ -278,129 +194,39 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
     def upgrade(recorded):
         return upgraded_identity(recorded, corpus)
     folder.check(config.identity(), execution.overwrite, upgrade)
-
     # a folder with rows: the selection's ids are kept, to check its manifest against
     resuming = not execution.overwrite and folder.manifest.path.is_file() and \
         folder.manifest.path.stat().st_size > 0
-    # ``--limit`` counts items that become output: for a renderer that may drop an item by a
-    # rule while it makes it (the occluder's short captions), the selection goes on past the
-    # limit and the sink stops once the limit's items are in the manifest
-    at_sink = config.limit is not None and job.renderer.drops_items
-    selected = config.model_copy(update={"limit": None}) if at_sink else config
-    selection = stream_selection(selected, corpus, log=log,
-                                 progress=show_progress(execution.progress),
-                                 dedup_file=execution.out / DEDUP,
-                                 reuse_dedup=not execution.overwrite, ids=resuming)
-    if at_sink and config.limit is not None:
-        selection.count = min(selection.count, config.limit)
-    report = selection.report
-    for note in report.notes:
-        log(note)
-    summary.selected = selection.count
-    summary.load = report.as_dict()
-    summary.notes.extend(report.notes)
+    selection, at_sink = stages.select(config, corpus, execution, job.renderer.drops_items,
+                                       resuming, summary, log)
     for note in job.notes():
-        log(note)
-        summary.notes.append(note)
+        summary.said(note, log)
 
     with folder.lock():  # one run at a time per folder; nothing is written before this
-        folder.check(config.identity(), execution.overwrite, upgrade)  # again, under the lock
-        if not execution.overwrite:  # a run the job cannot continue alike: one line
-            job.resuming(folder.info())
-        kept = folder.create(execution.overwrite)
-        if kept:
-            note = (f"{execution.out}: --overwrite left {len(kept)} file(s) no run recorded "
-                    f"(the first: {kept[0]}); a run deletes only its own files")
-            log(note)
-            summary.notes.append(note)
-        if report.dedup is not None:
-            write_json(execution.out / DEDUP, report.dedup, indent=1)
-
-        if selection.count and not resuming and draws_here(execution.workers, job.threads):
-            # a fresh run with items to draw here: what its first item needs (the document
-            # renderer's browser, 0.9 s) starts while run.json is made (its fonts' digests)
-            job.warm()
-        folder.write_info(_run_info(config, summary, job, folder, status="running"))
-        if api is not None and api.retry_failed:
-            from .api.errors import API_STAGE
-
-            folder.skipped.rewrite([r for r in folder.skipped.read()
-                                    if r.get("stage") != API_STAGE])
-        repaired, done, made = folder.resume(selection.ids)
-        changed = (folder.refresh(selection.ids, execution.on_change)
-                   if selection.ids is not None else [])
-        if changed:
-            if is_sharded(execution.out):  # the shards from the first changed one on go
-                repaired, done, made = folder.resume(selection.ids)
-            else:
-                done, made = done - set(changed), made - set(changed)
-            note = (f"{execution.out}: {len(changed)} item(s) changed in the source since they "
-                    f"were drawn (the first: {changed[0]}): drawn again")
-            log(note)
-            summary.notes.append(note)
-            summary.changed = len(changed)
-        if at_sink and config.limit is not None and len(made) >= config.limit:
-            # the limit's items are all made: count the selection's items already done
-            # (until every one in the manifest has passed), and make nothing
-            left = set(made)
-            for item in selection.items:
-                if not left:
-                    break
-                summary.already_done += item.id in done
-                left.discard(item.id)
-        selection.ids = None
-        if folder.shards_removed:
-            note = (f"{execution.out / 'shards'}: removed {folder.shards_removed} shard(s) torn, "
-                    "changed since, or never recorded in the manifest, from the first such on; "
-                    "their items are made again")
-            log(note)
-            summary.notes.append(note)
-        if repaired:
-            note = (f"{execution.out / MANIFEST}: removed {repaired} repeated row(s) (two runs "
-                    "once wrote into this folder)")
-            log(note)
-            summary.notes.append(note)
-        new_skips = [s for s in report.skipped if (s["id"] or s["reason"]) not in done]
-        folder.skipped.append(*new_skips)
-
-        # the selection's order, to put the changed items' rows back in it (kept only then: a
-        # run of 100,000 items would hold every id)
-        order: dict[str, int] = {}
-
-        def todo() -> Iterator[tuple[Item, RenderPart, tuple[str, ...]]]:
-            for item in selection.items:
-                if changed:
-                    order.setdefault(item.id, len(order))
-                if item.id in done:
-                    summary.already_done += 1
-                else:
-                    yield item, job.part(item, corpus), corpus.prompt_keys(item)
-
+        _open_folder(folder, config, execution, api, job, selection, resuming, summary, log,
+                     upgrade)
+        resumed = stages.resume(folder, selection, execution.on_change, summary, log)
+        wanted = at_sink - len(resumed.made) if at_sink is not None else None
+        if wanted is not None and wanted <= 0:
+            stages.passed_to_limit(selection.items, resumed, summary)
+        folder.skipped.append(*[s for s in selection.report.skipped
+                                if (s["id"] or s["reason"]) not in resumed.done])
+        # the selection's order, to put the changed items' rows back in it (kept only then:
+        # a run of 100,000 items would hold every id)
+        order: dict[str, int] | None = {} if resumed.changed else None
+        todo = stages.tasks(selection.items, resumed, job, corpus, summary, order)
         try:
-            # files and rows made durable in groups; not for work that waits on the network
-            # (generate), whose rows must be on disk as soon as each paid response is
-            grouped: contextlib.AbstractContextManager[Any]
-            if config.store == "shards":
-                # a shard is packed where the workers run (``Executor.submit``)
-                grouped = folder.sharded(config.shard_rows,
-                                         executor_for(execution.workers, 1).submit)
-            elif job.threads:
-                grouped = contextlib.nullcontext()
-            else:
-                grouped = folder.grouped()
-            with grouped:
+            with stages.storage(folder, config, execution, job):
                 # the bar counts the items already done as the selection passes them
-                wanted = config.limit - len(made) if at_sink and config.limit is not None \
-                    else None
-                _sink(folder, _run_tasks(todo(), config, execution, job, selection.count,
-                                         lambda: summary.already_done, folder.spool),
-                      config, summary, wanted, job.row_model)
+                results = _run_tasks(todo, config, execution, job, selection.count,
+                                     lambda: summary.already_done, folder.spool)
+                stages.sink(folder, results, config.on_error, summary, wanted, job.row_model)
         except (MMConvertError, OSError):
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
-        if changed and not is_sharded(execution.out):
+        if order is not None and not is_sharded(execution.out):
             folder.in_order(order)  # the changed items' rows were appended last
-        summary.skipped += len(report.skipped)
+        summary.skipped += len(selection.report.skipped)
         summary.seconds = time.perf_counter() - started
         # every write of this run is in place: a temporary file left now is a killed run's
         # (a Ray pack task of a killed driver can outlive the resume's first sweep)
@@ -408,6 +234,33 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
         status = "stopped: budget" if summary.stopped else "complete"
         folder.write_info(_run_info(config, summary, job, folder, status=status))
         return summary
+
+
+def _open_folder(folder: RunFolder, config: RunConfig, execution: ExecutionOptions,
+                 api: ApiOptions | None, job, selection, resuming: bool,
+                 summary: RunSummary, log, upgrade) -> None:
+    """The folder made ready under its lock: checked again, created (``--overwrite``'s
+    leftovers said), the dedup report and run.json ("running") written, and with
+    ``--retry-failed`` the requests that failed forgotten."""
+    folder.check(config.identity(), execution.overwrite, upgrade)  # again, under the lock
+    if not execution.overwrite:  # a run the job cannot continue alike: one line
+        job.resuming(folder.info())
+    kept = folder.create(execution.overwrite)
+    if kept:
+        summary.said(f"{execution.out}: --overwrite left {len(kept)} file(s) no run recorded "
+                     f"(the first: {kept[0]}); a run deletes only its own files", log)
+    if selection.report.dedup is not None:
+        write_json(execution.out / DEDUP, selection.report.dedup, indent=1)
+    if selection.count and not resuming and draws_here(execution.workers, job.threads):
+        # a fresh run with items to draw here: what its first item needs (the document
+        # renderer's browser, 0.9 s) starts while run.json is made (its fonts' digests)
+        job.warm()
+    folder.write_info(_run_info(config, summary, job, folder, status="running"))
+    if api is not None and api.retry_failed:
+        from .api.errors import API_STAGE
+
+        folder.skipped.rewrite([r for r in folder.skipped.read()
+                                if r.get("stage") != API_STAGE])
 
 
 def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str], str]:
@@ -418,36 +271,6 @@ def preview(config: RunConfig, api: ApiOptions, *, log=None) -> tuple[list[str],
     items, _ = load_selection(config, corpus, log=log)
     return job.dry_run([(item, job.part(item, corpus), corpus.prompt_keys(item))
                         for item in items])
-
-
-def _sink(folder: RunFolder, results, config: RunConfig, summary: RunSummary,
-          wanted: int | None = None, row_model: type[BaseModel] | None = None) -> None:
-    """Each result in task order: a made item into the folder (its row checked against the
-    job's ``row_model``), a skip recorded, a stop counted, an error raised; once ``wanted``
-    items are made (``--limit``), the work still under way is cancelled. Task order makes the
-    items the same for any worker count."""
-    if wanted is not None and wanted <= 0:
-        results.close()
-        return
-    for result in results:
-        fate = folder.take(result, config.on_error, row_model=row_model)
-        if fate == "made":
-            row = result.output.row
-            summary.rendered += 1
-            summary.images += len(row["images"])
-            summary.no_answer += unscorable(row) is not None
-            if wanted is not None and summary.rendered >= wanted:
-                results.close()
-                return
-        elif fate == "stopped":
-            summary.not_done += 1
-            summary.stopped = summary.stopped or result.reason
-        elif fate == "filtered":
-            summary.filtered[result.error.rule] += 1
-        elif fate == "failed":
-            summary.failed += 1
-        else:
-            summary.skipped += 1
 
 
 def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, job,

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, str]] = [
               r"|postprocess\.transforms\.[a-z_]+|postprocess\.apply|exporters|exporters\.(?!commands)[a-z_]+|scoring"
               r"|scoring\.(vcr|spec|transcription)"),
     # a run of parts: selection, the converter, sweeps and chains, QA, stats
-    ("runs", r"selection|converter|counting|postprocess|postprocess\.(sweep|chain)|qa"
+    ("runs", r"selection|converter|stages|counting|postprocess|postprocess\.(sweep|chain)|qa"
              r"|qa\.(checks|ocr|textlayer|summary)|stats|recipes|recipes\.training"),
     # what a user types: the CLI, its flags, the commands and evaluation
     ("commands", r"|cli|flags|reference|__main__|evaluation(\..*)?|qa\.(review|commands)"

@@ -399,8 +399,8 @@ class Drawer:
     ``values``: config fields over the recipe's (``prompt_style``, say)."""
 
     def __init__(self, recipe: Recipe, **values: Any):
-        from ..converter import make_job
         from ..corpora.files import LocalFile
+        from ..stages import make_job
 
         self.recipe = recipe
         self.config = recipe.run_config(**values)
