@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from ._version import __version__
-from .errors import BudgetReached, MMConvertError, UsageError, needs
+from .errors import BudgetReached, MMConvertError, UsageError
 
 
 def one_line(text: str) -> str:
@@ -157,12 +157,12 @@ def read_config(config_file: Path | None) -> tuple[dict, str]:
     return load_yaml(config_file), f"--config {config_file}"
 
 
-def run_and_report(config, execution, api=None, recipe=None):
-    """Carry out a run; its notes and summary line go to stderr. ``recipe``: the record of
-    the recipe its config was merged with, for run.json."""
+def run_and_report(config, execution, api=None, resolved=None):
+    """Carry out a run; its notes and summary line go to stderr. ``resolved``: how its config
+    was put together (``recipes.resolve_config``), for run.json."""
     from .converter import convert
 
-    summary = convert(config, execution=execution, api=api, recipe_record=recipe,
+    summary = convert(config, execution=execution, api=api, resolved=resolved,
                       log=lambda m: click.echo(one_line(m), err=True))
     click.echo(summary.line(), err=True)
     if not summary.selected:  # nothing to do is not a success
@@ -286,28 +286,18 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
         # ``renderer``: render's --renderer, already resolved (``Main.resolve_command``), as
         # is a recipe's renderer
         from .config import ExecutionOptions, build
+        from .recipes import resolve_config
 
         values, origin = read_config(config_file)
-        record = None
-        if recipe:
-            from .recipes import load_recipe, merged
-
-            found = load_recipe(recipe)
-            if found.renderer != config_model.model_fields["renderer"].default:
-                raise UsageError(f"recipe {found.name} is drawn by the {found.renderer} "
-                                 f"renderer: use mmconvert render CORPUS --recipe {recipe}")
-            values = merged(found.config_values(corpus), values)
-            from .recipes import fingerprint_note
-
-            note = fingerprint_note(found, recipe)
-            if note:
-                click.echo(f"warning: {note}", err=True)
-            from .recipes import run_record
-
-            record = run_record(found, recipe, note)
         api_values = dict(values.pop("api", None) or {}) if api_flags else {}
-        values = fill(config_flags, given, {**values, "corpus": corpus})
-        config = build(config_model, values, origin, flags=names)
+        resolved = resolve_config(
+            [(origin, values), ("argument", {"corpus": corpus}),
+             ("flag", fill(config_flags, given, {}))],
+            recipe=recipe or None, corpus=corpus,
+            renderer=config_model.model_fields["renderer"].default,
+            mismatch=f": use mmconvert render CORPUS --recipe {recipe}",
+            warn=lambda m: click.echo(m, err=True))
+        config = build(config_model, resolved.values, origin, flags=names)
         api = build(ApiOptions, fill(api_flags, given, api_values), origin, flags=names) \
             if api_flags else None
         execution = fill(exec_flags, given, {"out": Path("runs") / f"{Path(corpus).stem}{suffix}"})
@@ -320,7 +310,7 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
             click.echo("\n".join(blocks))
             click.echo(summary, err=True)
             return
-        run_and_report(config, execution, api, record)
+        run_and_report(config, execution, api, resolved)
 
     params = [click.Argument(["corpus"]), CONFIG, RECIPE]
     if name == "render":
@@ -364,54 +354,6 @@ def reject_votes_option(fn):
                         help="Reviewers who must reject an item before it counts as rejected "
                              "(VisTW removes a submission after more than two down-votes: 3)."
                         )(fn)
-
-
-@main.command("stats")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--out", "-o", type=click.Path(path_type=Path),
-              help="Folder for the PNG plots (default: RUN_DIR/stats).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the figures as JSON (with per-item and per-image rows).")
-@click.option("--no-plots", is_flag=True, help="Print only; draw no plots.")
-@click.option("--tokenizer", metavar="TOKENIZER",
-              help="A Hugging Face tokenizer (a tokenizer.json, a folder holding one, or a hub "
-                   "id already in the local cache) or tiktoken:NAME (o200k_base, from "
-                   "tiktoken's cache); nothing is downloaded. Adds each item's "
-                   "text tokens and its compression ratio, text tokens / vision tokens, per "
-                   "model.")
-@click.option("--models", metavar="M1,M2",
-              help="The models to count vision tokens for, comma-separated, by rule name or "
-                   "alias (default: the main families' nine rules, qwen2-vl, qwen3-vl, "
-                   "glm-4.1v, internvl2.5, idefics3, pixtral, llava-1.5, gpt-4o and claude; "
-                   "name others, such as llava-onevision, llama-4, gemma-3, deepseek-ocr-base "
-                   "or gpt-5, to count them too).")
-@reports_errors
-def stats_command(run_dir, out, as_json, no_plots, tokenizer, models):
-    """Pages per item, words per image (LogicOCR's density buckets), image sizes and estimated
-    vision tokens per item for common processors (the rules are printed), with PNG plots.
-
-    \b
-    Examples:
-      mmconvert stats runs/demo
-      mmconvert stats runs/logicocr --json > stats.json
-      mmconvert stats runs/demo --tokenizer path/to/tokenizer.json
-    """
-    import json
-
-    from .stats import as_text, gather, plot
-    from .tokens import load_tokenizer
-
-    wanted = [m.strip() for m in models.split(",") if m.strip()] if models else None
-    figures = gather(run_dir, load_tokenizer(tokenizer) if tokenizer else None, wanted)
-    click.echo(json.dumps(figures, ensure_ascii=False, indent=1) if as_json
-               else as_text(figures))
-    if not no_plots:
-        try:
-            written = plot(figures, out or run_dir / "stats")
-        except ImportError:
-            raise UsageError(needs("drawing the plots", "matplotlib", "stats",
-                                   then=" (or --no-plots)")) from None
-        click.echo(f"plots: {', '.join(str(p) for p in written)}", err=True)
 
 
 @main.command("list")
@@ -485,6 +427,7 @@ def list_parts(kind):
 # the other packages' commands, imported when used (``Main.get_command``): ``mmconvert qa
 # check`` imports no renderer
 LAZY = {"dedup": "mmconvert.corpora.commands:dedup_command",
+        "stats": "mmconvert.stats_command:stats_command",
         "sweep": "mmconvert.postprocess.commands:sweep_command",
         "transform": "mmconvert.postprocess.commands:transform_command",
         "eval": "mmconvert.evaluation.commands:eval_command",

@@ -39,6 +39,7 @@ from .executors import BACKEND, draws_here, executor_for, runs_here
 from .items import Item, RenderPart
 from .manifest import sync, write_json
 from .progress import progress_bar
+from .recipes import Resolved, resolve_config
 from .renderers import renderer_class
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
@@ -117,7 +118,7 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
             api: ApiOptions | dict | None = None, executor: str | None = None,
             address: str | None = None,
             execution: ExecutionOptions | None = None,
-            recipe_record: dict[str, Any] | None = None) -> RunSummary:
+            resolved: Resolved | None = None) -> RunSummary:
     """Do what ``mmconvert render`` (or another renderer's command, with ``api`` for a paid
     one) does; return the run's summary.
 
@@ -128,8 +129,8 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
     recipe's name or a recipe file) is the config the dict's fields go over. ``execution``
     (or ``out``, ``workers``, ``overwrite``, ``progress``, ``executor``, ``address``) says
     where and how it runs. Bad options are mmconvert's own one-line ``UsageError``.
-    ``recipe_record``: the recipe a caller that merged one itself drew with (the CLI), for
-    run.json."""
+    ``resolved``: the config as a caller put it together itself (``recipes.resolve_config``:
+    the CLI, a curve's or frontier's point), for run.json's recipe and sources."""
     from .corpora.files import InMemory
 
     if items is not None and not isinstance(items, list):
@@ -141,22 +142,14 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
         dict(config or {})
     if items is not None:
         given.setdefault("corpus", InMemory.name)
-    if recipe is not None:
-        from .recipes import fingerprint_note, load_recipe, merged
-
-        found = load_recipe(recipe)
-        if given.get("renderer") not in (None, found.renderer):
-            raise UsageError(f"recipe {found.name} is drawn by the {found.renderer} renderer, "
-                             f"not {given['renderer']}: leave renderer out, or the recipe")
-        given = merged(found.config_values(given.get("corpus", "")), given)
-        note = fingerprint_note(found, recipe)
-        if note:
-            (log or (lambda m: print(m, file=sys.stderr)))(f"warning: {note}")
-        from .recipes import run_record
-
-        recipe_record = run_record(found, recipe, note)
+    if resolved is None:
+        resolved = resolve_config(
+            [("call", given)], recipe=recipe, corpus=given.get("corpus", ""),
+            renderer=given.get("renderer"),
+            mismatch=f", not {given.get('renderer')}: leave renderer out, or the recipe",
+            warn=log or (lambda m: print(m, file=sys.stderr)))
     config = config if isinstance(config, RunConfig) and recipe is None and items is None \
-        else run_config(given, "config")
+        else run_config(resolved.values, "config")
     api_options: ApiOptions | None = build(ApiOptions, api, "api") if isinstance(api, dict) \
         else api
     if execution is None:
@@ -172,17 +165,18 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
         return _convert(config, execution, api_options,
                         log or (lambda m: print(m, file=sys.stderr)),
                         corpus=InMemory(items) if items is not None else None,
-                        recipe=recipe_record)
+                        resolved=resolved)
     finally:
         BACKEND.reset(token)
 
 
 def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | None,
              log, corpus: Corpus | None = None,
-             recipe: dict[str, Any] | None = None) -> RunSummary:
+             resolved: Resolved | None = None) -> RunSummary:
     """The run as its stages (``stages``): selection, resume, drawing, the sink, storage."""
     started = time.perf_counter()
-    summary = RunSummary(out=execution.out, recipe=recipe)
+    summary = RunSummary(out=execution.out, recipe=resolved.record if resolved else None,
+                         sources=resolved.sources if resolved else None)
     corpus = corpus or resolve(config.corpus)
     # the corpus options as its model reads them, defaults included (what run.json records)
     config = config.model_copy(update={
@@ -325,6 +319,7 @@ def _run_info(config: RunConfig, summary: RunSummary, job, folder: RunFolder,
         "notes": summary.notes,
         "items": summary.selected,
         **({"recipe": summary.recipe} if summary.recipe is not None else {}),
+        **({"sources": summary.sources} if summary.sources else {}),
     }
     info.update(job.report(folder.manifest.read))
     return info

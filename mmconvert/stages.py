@@ -62,6 +62,8 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)
     # the recipe the run was drawn with (``recipes.run_record``), which run.json records
     recipe: dict[str, Any] | None = None
+    # each config field set and where its value came from (``recipes.resolve``): run.json's
+    sources: dict[str, str] | None = None
 
     # --- counting: the stages' only way to change the figures ---
 

@@ -27,6 +27,7 @@ from pydantic import Field, model_validator
 from ..manifest import write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
+from ..recipes import Resolved, resolve_config
 from ..runfolder import LOCK, locked, open_run
 from .results import (
     PRECISION,
@@ -134,20 +135,18 @@ def points_of(options: CurveOptions) -> list[tuple[str, dict[str, Any] | None]]:
 
 
 def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | None,
-                 rule: str) -> dict[str, Any]:
-    config: dict[str, Any] = {"corpus": corpus}
-    if options.recipe is not None:
-        from ..recipes import load_recipe
-
-        config = load_recipe(options.recipe).config_values(corpus)
-        config.pop("target", None)  # the point's target, or none
-    elif options.style is not None:
-        config["style"] = options.style
+                 rule: str) -> Resolved:
+    """A point's render config: the recipe's (its own target taken out: the point's, or
+    none), or --style, with the point's target and the curve's selection over it."""
+    chosen: dict[str, Any] = {"corpus": corpus,
+                              **({"style": options.style} if options.style else {})}
     if target is not None:
-        config["target"] = {**target, "ratio_model": rule, "move_width": options.move_width}
+        chosen["target"] = {**target, "ratio_model": rule, "move_width": options.move_width}
     selection = {"source": options.source, "subsets": options.subsets,
                  "sample": options.sample, "limit": options.limit, "seed": options.seed}
-    return {**config, **{k: v for k, v in selection.items() if v is not None}}
+    chosen.update({k: v for k, v in selection.items() if v is not None})
+    return resolve_config([("curve", chosen)], recipe=options.recipe, corpus=corpus,
+                          drop=("target",), checked=False)
 
 
 def measured(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any]:
@@ -170,12 +169,8 @@ def curve(corpus: str, out: Path, options: CurveOptions, *, display: str = "none
     from ..tokens import load_tokenizer
 
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
-    if options.recipe is not None:
-        from ..recipes import fingerprint_note, load_recipe
-
-        note = fingerprint_note(load_recipe(options.recipe), options.recipe)
-        if note:
-            echo(f"warning: {note}")
+    if options.recipe is not None:  # its fingerprint's note, once
+        resolve_config([], recipe=options.recipe, warn=echo)
     with locked(out / LOCK, out):
         curves = [model_curve(corpus, out, options, model, rule, tokenizer, display, echo)
                   for model, rule in options.pairs()]
@@ -207,8 +202,9 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
     points = []
     for number, (label, target) in enumerate(labels, start=1):
         run = out / "points" / f"{safe(rule)}-{label}"
-        summary = convert(point_config(corpus, options, target, rule), out=run,
-                          workers=options.workers, log=lambda m: None)
+        config = point_config(corpus, options, target, rule)
+        summary = convert(config.values, resolved=config, out=run, workers=options.workers,
+                          log=lambda m: None)
         rows = open_run(run).rows()
         folder = out / "evals" / safe(model) / label
         point: dict[str, Any] = {"name": label, "target": target,

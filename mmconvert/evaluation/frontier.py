@@ -29,6 +29,7 @@ from ..errors import UsageError, did_you_mean
 from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
+from ..recipes import Resolved, resolve_config
 from ..runfolder import LOCK, locked, open_run, read_run_file
 from .results import (
     PRECISION,
@@ -170,23 +171,23 @@ def base_style(options: FrontierOptions) -> str:
 
 
 def point_config(corpus: str, style: Path, point: Point, options: FrontierOptions
-                 ) -> dict[str, Any]:
+                 ) -> Resolved:
     """The render config of a point: the recipe's (when one is given) with the point's style,
     whose fields go over the recipe's options, and the dev sample's selection."""
-    config: dict[str, Any] = {"corpus": corpus}
-    if options.recipe is not None:
+    drop: tuple[str, ...] = ()
+    if options.recipe is not None:  # the recipe's options the point's style sets go
         from ..recipes import load_recipe, options_section
         from ..renderers import renderer_class
 
-        recipe = load_recipe(options.recipe)
-        config = recipe.config_values(corpus)
-        section = options_section(renderer_class(recipe.renderer, "--recipe"))
-        config[section] = {k: v for k, v in config.get(section, {}).items()
-                           if k not in point.values}
+        section = options_section(renderer_class(load_recipe(options.recipe).renderer,
+                                                 "--recipe"))
+        drop = tuple(f"{section}.{name}" for name in point.values)
     selection = {"source": options.source, "subsets": options.subsets,
                  "sample": options.sample, "limit": options.limit, "seed": options.seed}
-    return {**config, "style": str(style),
-            **{k: v for k, v in selection.items() if v is not None}}
+    return resolve_config(
+        [("frontier", {"corpus": corpus, "style": str(style),
+                       **{k: v for k, v in selection.items() if v is not None}})],
+        recipe=options.recipe, corpus=corpus, drop=drop, checked=False)
 
 
 def write_style(path: Path, point: Point, options: FrontierOptions) -> None:
@@ -330,12 +331,8 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
     elif "text-image" in options.modality:
         raise UsageError("--modality: the frontier scores image and text; text-image is "
                          "occlusions' own")
-    if options.recipe is not None:
-        from ..recipes import fingerprint_note, load_recipe
-
-        note = fingerprint_note(load_recipe(options.recipe), options.recipe)
-        if note:
-            echo(f"warning: {note}")
+    if options.recipe is not None:  # its fingerprint's note, once
+        resolve_config([], recipe=options.recipe, warn=echo)
     # what a point's figure is: Tesseract's character accuracy with no model, a model's
     # score, or with --probe transcribe its pages' transcription precision
     measure = "accuracy" if options.model is None else headline(options.probe)[1]
@@ -347,7 +344,8 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
             run = out / "points" / point.name
             config = point_config(corpus, out / "styles" / f"{point.name}.yaml", point,
                                   options)
-            summary = convert(config, out=run, workers=options.workers, log=lambda m: None)
+            summary = convert(config.values, resolved=config, out=run,
+                              workers=options.workers, log=lambda m: None)
             rows = open_run(run).rows()
             point.figures = point_compression(rows, tokenizer, options.ratio_model)
             evals = out / "evals" / point.name

@@ -294,9 +294,11 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
     from .._version import __version__
     from ..corpora.lmeval import TAKES, task_config, task_index
     from ..manifest import atomic_write
-    from ..recipes import dump, load_recipe
+    from ..recipes import dump, resolve_config
 
-    found = load_recipe(recipe)
+    resolved = resolve_config([], recipe=recipe)  # the recipe, and its fingerprint's note
+    found, note = resolved.recipe, resolved.note
+    assert found is not None
     configs = {}
     for task in tasks:
         check_name(task)
@@ -314,10 +316,8 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
     written = [task_yaml(task, config, source, image=image, harness=harness)
                for task, config in configs.items() for image in (True, False)]
     found = absolute_style(found)  # lm-eval may run from any folder
-    from ..recipes import fingerprint_note
     from ..runfolder import locked
 
-    note = fingerprint_note(found, recipe)
     record = {"mmconvert": __version__, "harness": harness, "recipe": found.name,
               "recipe_fingerprint": note or ("identical" if found.references else "none"),
               "tasks": {task: {"image": f"{PREFIX}{task}", "text": f"{PREFIX}{task}_text",

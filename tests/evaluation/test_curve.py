@@ -97,12 +97,12 @@ def test_vtcbenchs_two_modes_are_a_recipe_with_or_without_a_size_per_model():
     fixed = CurveOptions(model="m", tokenizer="t.json", ratio_model="qwen2.5-vl",
                          recipe="vtcbench")
     assert points_of(fixed) == [("fixed", None)]
-    assert "target" not in point_config("c", fixed, None, "qwen2.5-vl")  # the recipe's pages
+    assert "target" not in point_config("c", fixed, None, "qwen2.5-vl").values  # its pages
     ratio = CurveOptions(model="m,n", tokenizer="t.json", ratio_model="qwen2.5-vl,glm-4.1v",
                          recipe="vtcbench", ratios=[2], move_width=False)
     assert ratio.pairs() == [("m", "qwen2.5-vl"), ("n", "glm-4.1v")]
     ((label, target),) = points_of(ratio)
-    config = point_config("c", ratio, target, "glm-4.1v")
+    config = point_config("c", ratio, target, "glm-4.1v").values
     assert label == "ratio-2" and config["style"] == "vtcbench"
     assert config["target"] == {"target_ratio": 2, "tokenizer": "t.json",
                                 "ratio_model": "glm-4.1v", "move_width": False}
