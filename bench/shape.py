@@ -36,7 +36,7 @@ STRICT: list[tuple[str, str]] = [
                   r"|exporters(\.(?!commands)[a-z_.]+)?|scoring(\.(?!commands)[a-z_]+)?|stats"
                   r"|recipes(\.(?!commands)[a-z_]+)?|harness(\.(?!commands)[a-z_.]+)?"
                   r"|postprocess(\.(?!commands)[a-z_]+)?"),
-    ("cli", r"|cli|reference|__main__|[a-z_.]+\.commands|qa\.review"),
+    ("cli", r"|cli|reference|__main__|stats_command|[a-z_.]+\.commands|qa\.review"),
 ]
 CLI = ("cli.py", "flags.py", "reference.py", "__main__.py")
 ROW_READ = re.compile(r"""\brow\[["'][a-z_]+["']\]""")
@@ -173,7 +173,8 @@ def main() -> None:
     print(f"upward imports under the strict map: {len(up)} module pairs")
     print(f"import cycles: {len(top_cycles)} at the top level, {len(all_cycles)} with the "
           "call-time imports")
-    print(f"CLI layer ({', '.join(CLI)}): {cli_lines} lines")
+    own = len((PACKAGE / "cli.py").read_text(encoding="utf-8").splitlines())
+    print(f"CLI layer: cli.py {own} lines ({', '.join(CLI)}: {cli_lines})")
     print(f"row[\"…\"] reads: {sum(n for _, n in reads)} in {len(reads)} files")
     if args.list:
         print("\nfunctions over 80 lines:", *(f"  {n} {name}" for n, name in longest if n > 80),

@@ -36,7 +36,8 @@ LAYERS: list[tuple[str, str]] = [
     ("runs", r"selection|converter|stages|counting|postprocess|postprocess\.(sweep|chain)|qa"
              r"|qa\.(checks|ocr|textlayer|summary)|stats|recipes|recipes\.training"),
     # what a user types: the CLI, its flags, the commands and evaluation
-    ("commands", r"|cli|flags|reference|__main__|evaluation(\..*)?|qa\.(review|commands)"
+    ("commands", r"|cli|flags|reference|__main__|stats_command|evaluation(\..*)?"
+                 r"|qa\.(review|commands)"
                  r"|(corpora|postprocess|exporters|scoring|recipes)\.commands|harness(\..*)?"),
 ]
 
