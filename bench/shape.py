@@ -7,9 +7,10 @@ lines and the ``row["…"]`` reads. Every figure is counted from the source with
 
 The strict map (issue 56), lowest first: base (errors, options, items, registry, config, rows,
 runfolder, shards, jobs, prompts, flags, and the small utilities beside them: manifest, seeds,
-units, progress, tokens, vision tokens, the API client), below parts (renderers, corpora,
-executors, transforms), below pipelines (converter, selection, qa, evaluation, exporters,
-scoring, stats, recipes, harness, postprocess), below the CLI (cli, reference, the commands).
+units, progress, tokens, vision tokens, the API client, plot files), below parts (renderers,
+corpora, executors, transforms, and the image operations they share), below pipelines
+(converter, selection, qa, evaluation, exporters, scoring, stats, recipes, harness,
+postprocess), below the CLI (cli, reference, the commands).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from tests.test_layers import PACKAGE, _type_checking_only, modules  # noqa: E40
 STRICT: list[tuple[str, str]] = [
     ("base", r"errors|options|items|registry|config|rows|runfolder|shards|jobs|prompts|flags"
              r"|manifest|seeds|units|progress|_version|tokens|vision_tokens|api(\..*)?|plots"),
-    ("parts", r"renderers(\..*)?|corpora(\.(?!commands)[a-z_]+)?|executors(\..*)?"
+    ("parts", r"imaging|renderers(\..*)?|corpora(\.(?!commands)[a-z_]+)?|executors(\..*)?"
               r"|postprocess\.transforms(\..*)?"),
     ("pipelines", r"converter|stages|selection|counting|qa(\.(?!commands|review)[a-z_]+)?"
                   r"|evaluation(\.(?!commands)[a-z_]+)?"

@@ -206,7 +206,7 @@ class TransformedJob:
         return getattr(self._job, name)
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]):
-        from .postprocess.imaging import decode
+        from .imaging import decode
         from .postprocess.sweep import post
 
         output = self._job.run(item, part, prompt_keys)

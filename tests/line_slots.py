@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmconvert.postprocess.imaging import decode
+from mmconvert.imaging import decode
 
 
 def line_extents(png: bytes, ppi: float, pitch: float, margin: float,

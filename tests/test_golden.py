@@ -200,8 +200,8 @@ TRANSFORM_CASES = {
 def transform_outputs(name: str) -> dict[str, bytes]:
     """Each case through the path sweeps and ``mmconvert transform`` take (``apply_steps``),
     seeded as the first step of item golden-000's first image at run seed 0."""
+    from mmconvert.imaging import decode
     from mmconvert.postprocess.apply import apply_steps
-    from mmconvert.postprocess.imaging import decode
     from mmconvert.postprocess.transforms import parse_step
 
     out = {}

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, str]] = [
     # what a renderer draws with
     ("drawing", r"renderers\.(fonts|layout|shaping|drawing|pdfwriter|spans|scripts"
                 r"|style_files|styled|target|base|page_options)"
-                r"|postprocess\.(imaging|transforms\.base)"),
+                r"|imaging|postprocess\.transforms\.base"),
     # the parts: corpora, renderers, transforms, exporters, and what scores an item
     ("parts", r"corpora(\.(?!commands)[a-z_]+)?|renderers\.[a-z_.]+"
               r"|postprocess\.transforms\.[a-z_]+|postprocess\.apply|exporters|exporters\.(?!commands)[a-z_]+|scoring"

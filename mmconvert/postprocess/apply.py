@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..imaging import decode, encode
 from ..seeds import rng
-from .imaging import decode, encode
 from .transforms.base import Transform
 
 

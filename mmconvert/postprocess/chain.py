@@ -12,10 +12,10 @@ from typing import Any
 
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
+from ..imaging import decode
 from ..progress import progress_bar
 from ..rows import SCHEMA
 from ..runfolder import Failed, Made, RunFolder, identity_of, source_prints
-from .imaging import decode
 from .sweep import post, read_entry, read_run
 from .transforms import parse_step
 from .transforms.base import Transform

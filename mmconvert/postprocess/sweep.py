@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
+from ..imaging import Resampling, decode
 from ..manifest import MANIFEST, write_json
 from ..options import OPTIONS, cli
 from ..progress import progress_bar
@@ -49,7 +50,6 @@ from ..runfolder import (
 )
 from ..units import PPI
 from .apply import apply_steps, history, renamed
-from .imaging import Resampling, decode
 from .transforms import in_order as transforms_in_order
 from .transforms import transform_class
 from .transforms.base import Transform

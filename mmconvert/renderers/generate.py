@@ -21,10 +21,10 @@ from pydantic import BaseModel, Field, field_validator
 from ..api.errors import ApiMalformed
 from ..config import ApiOptions, RunConfig
 from ..errors import ItemError, UsageError, needs
+from ..imaging import on_white
 from ..items import Item, RenderPart
 from ..jobs import Job, question_fields, row_head
 from ..options import OPTIONS
-from ..postprocess.imaging import on_white
 from ..prompts import Prompts, format_options
 from ..rows import GeneratedRow
 from ..runfolder import Output, item_file

@@ -26,10 +26,10 @@ from pydantic import BaseModel, Field, model_validator
 
 from ..config import RunConfig
 from ..errors import ItemError, ItemFiltered, UsageError, first_line
+from ..imaging import on_white
 from ..items import Item, RenderPart, StoredImage, base_language
 from ..jobs import Job, row_head
 from ..options import OPTIONS, cli
-from ..postprocess.imaging import on_white
 from ..prompts import Prompts
 from ..rows import OcclusionRow
 from ..runfolder import Output, item_file

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from PIL import Image
 
 from mmconvert.cli import main
+from mmconvert.imaging import rotate_box
 from mmconvert.manifest import JsonlLog
-from mmconvert.postprocess.imaging import rotate_box
 from tests.conftest import FIXTURES, REDUX_CSV
 from tests.line_slots import line_extents
 
@@ -313,7 +313,7 @@ def test_options_from_a_yaml_file_and_bad_options(tmp_path):
 
 
 def test_a_page_image_turned_back_is_the_original(tmp_path):
-    from mmconvert.postprocess import imaging as transforms
+    from mmconvert import imaging as transforms
 
     image = Image.new("L", (31, 17), 255)
     image.putpixel((3, 4), 0)

@@ -11,8 +11,8 @@ import random
 import pytest
 
 from mmconvert.errors import UsageError
+from mmconvert.imaging import decode
 from mmconvert.postprocess.apply import apply_steps, history
-from mmconvert.postprocess.imaging import decode
 from mmconvert.postprocess.transforms import TRANSFORMS, parse_step, transform_class
 from mmconvert.postprocess.transforms.base import Transform
 from tests.conftest import FIXTURES

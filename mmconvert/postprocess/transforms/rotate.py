@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ..imaging import background, rotate, rotate_box
+from ...imaging import background, rotate, rotate_box
 from .base import Transform, TransformOptions
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..imaging import Resampling, scale, scale_box
+from ...imaging import Resampling, scale, scale_box
 from .base import Transform, TransformOptions
 
 

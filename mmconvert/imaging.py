@@ -1,4 +1,5 @@
-"""What a sweep does to one image: scale it, rotate it, or re-encode it as JPEG.
+"""What is done to one decoded image, by sweeps and transforms and by the renderers that put
+a drawing on white: scale it, rotate it, or re-encode it as JPEG.
 
 Each operation takes a decoded Pillow image and returns a new one; ``encode`` writes the result
 in the file format the image came in (or JPEG). Boxes recorded on an image (an occlusion's
@@ -132,7 +133,7 @@ def encode(image, fmt: str, *, ppi: float | None = None, quality: int = 95,
         image.save(buffer, format="PNG")
         data = buffer.getvalue()
         if ppi is not None:
-            from ..renderers.drawing import set_png_ppi
+            from .renderers.drawing import set_png_ppi
 
             data = set_png_ppi(data, ppi)
         return data
