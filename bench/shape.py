@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.test_layers import PACKAGE, _type_checking_only, modules  # noqa: E402
+from tests.test_layers import PACKAGE, _type_checking_only, modules, targets  # noqa: E402
 
 STRICT: list[tuple[str, str]] = [
     ("base", r"errors|options|items|registry|config|rows|runfolder|shards|jobs|prompts|flags"
@@ -51,29 +51,6 @@ def strict_layer(module: str) -> int:
     raise SystemExit(f"{module} is in no layer of the strict map")
 
 
-def _targets(module: str, path: Path, node: ast.AST, known: dict[str, Path]) -> list[str]:
-    if isinstance(node, ast.Import):
-        names = [alias.name for alias in node.names]
-    else:
-        assert isinstance(node, ast.ImportFrom)
-        base = node.module or ""
-        if node.level:
-            package = module.split(".")
-            if path.name != "__init__.py":
-                package.pop()
-            package = package[:len(package) - node.level + 1]
-            base = ".".join(package + ([node.module] if node.module else []))
-        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
-                 for alias in node.names]
-    out = []
-    for name in names:
-        while name not in known and "." in name:
-            name = name.rsplit(".", 1)[0]
-        if name in known:
-            out.append(name)
-    return out
-
-
 def edges() -> list[tuple[str, str, int, bool]]:
     """(importer, imported, line, inside a function) for every import of the package by
     itself, annotations-only imports left out."""
@@ -88,7 +65,7 @@ def edges() -> list[tuple[str, str, int, bool]]:
                 inside |= {id(sub) for sub in ast.walk(node)}
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skip:
-                for target in _targets(module, path, node, known):
+                for target in targets(module, path, node, known):
                     if target != module:
                         found.append((module, target, node.lineno, id(node) in inside))
     return found

@@ -76,6 +76,30 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return inside
 
 
+def targets(module: str, path: Path, node: ast.Import | ast.ImportFrom,
+            known: dict[str, Path]) -> list[str]:
+    """The package's modules an import statement of ``module`` (at ``path``) imports."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = module.split(".")
+            if path.name != "__init__.py":
+                package.pop()
+            package = package[:len(package) - node.level + 1]
+            base = ".".join(package + ([node.module] if node.module else []))
+        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                 for alias in node.names]
+    found = []
+    for name in names:
+        while name not in known and "." in name:
+            name = name.rsplit(".", 1)[0]
+        if name in known:
+            found.append(name)
+    return found
+
+
 def imports() -> list[tuple[str, str, int]]:
     """(importer, imported module, line) for every import of the package by itself."""
     known = modules()
@@ -84,25 +108,9 @@ def imports() -> list[tuple[str, str, int]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _type_checking_only(tree)
         for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in skip:
-                continue
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                base = node.module or ""
-                if node.level:
-                    package = module.split(".")
-                    if path.name != "__init__.py":
-                        package.pop()
-                    package = package[:len(package) - node.level + 1]
-                    base = ".".join(package + ([node.module] if node.module else []))
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
-                           for alias in node.names]
-            for target in targets:
-                while target not in known and "." in target:
-                    target = target.rsplit(".", 1)[0]
-                if target in known:
-                    found.append((module, target, node.lineno))
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skip:
+                found += [(module, target, node.lineno)
+                          for target in targets(module, path, node, known)]
     return found
 
 
