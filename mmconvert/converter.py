@@ -41,6 +41,7 @@ from .manifest import sync, write_json
 from .progress import progress_bar
 from .recipes import Resolved, resolve_config
 from .renderers import renderer_class
+from .resuming import in_order
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
 from .selection import load_selection
@@ -219,7 +220,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
         if order is not None and not is_sharded(execution.out):
-            folder.in_order(order)  # the changed items' rows were appended last
+            in_order(folder, order)  # the changed items' rows were appended last
         summary.skipped += len(selection.report.skipped)
         summary.seconds = time.perf_counter() - started
         # every write of this run is in place: a temporary file left now is a killed run's

@@ -1,9 +1,10 @@
-"""The run folder: its identity check, run.json, and resuming."""
+"""The run folder: its identity check, its lock, run.json, the manifest and skipped.jsonl,
+and the sink that writes an item's files atomically before its row (in groups, or into
+shards). Where a folder stands against a selection, for a resumed run, is ``resuming``."""
 
 from __future__ import annotations
 
 import errno
-import fcntl
 import functools
 import hashlib
 import json
@@ -11,9 +12,8 @@ import os
 import re
 import shutil
 import stat
-import sys
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +22,7 @@ from typing import Any
 
 from .errors import ItemError, ItemFiltered, RunFolderError
 from .items import check_name
+from .locks import locked
 from .manifest import (
     MANIFEST,
     QA,
@@ -30,9 +31,6 @@ from .manifest import (
     JsonlLog,
     atomic_write,
     json_bytes,
-    no_link,
-    no_links_in,
-    open_in_place,
     read_bytes,
     sync,
     write_json,
@@ -46,7 +44,6 @@ from .shards import (
     new_spool,
     read_stored,
 )
-from .shards import check as check_shards
 from .shards import reader as shard_reader
 
 DEDUP = "dedup.json"
@@ -230,68 +227,6 @@ class Output:
 GROUP_ROWS = 64
 GROUP_SECONDS = 0.5
 
-# a killed run's worker processes share its lock (they were forked holding it) and die a moment
-# after it, with PR_SET_PDEATHSIG: the seconds a lock whose recorded holder is dead is waited for
-DEAD_HOLDER_GRACE = 5.0
-
-
-def _gone(holder: str) -> bool:
-    """Whether the process a lock file names (``pid N, …``) no longer exists."""
-    found = re.match(r"pid (\d+),", holder)
-    if found is None:
-        return False
-    try:
-        os.kill(int(found.group(1)), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-@contextmanager
-def locked(path: Path, what: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the file ``path`` while the block runs, or stop at once with
-    one line naming the run that holds it. The lock is the kernel's (``flock``): it goes with
-    the process that held it, so a lock file left by a killed run never blocks the next one
-    (a dead holder's worker processes, which share the lock, are waited for a moment).
-    The file is removed when the block ends (so a finished folder holds only its outputs);
-    a lock taken on a file that was removed meanwhile is dropped and taken again."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    no_link(path.parent)
-    if path.parent.resolve() == Path(what).resolve():
-        no_links_in(Path(what))  # nothing the block writes goes through a link
-    deadline = time.monotonic() + DEAD_HOLDER_GRACE
-    while True:
-        fd = open_in_place(path, 0, "locks only", 0o666)  # the lock's note is written in it
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 1000, 0).decode("utf-8", "replace").strip() or "unknown"
-            os.close(fd)  # (the CLI shows any control character in it escaped)
-            if _gone(holder) and time.monotonic() < deadline:
-                time.sleep(0.05)  # a killed run's worker processes, still exiting
-                continue
-            raise RunFolderError(f"{what} is in use by another mmconvert run ({holder}); wait "
-                                 "for it to finish, or choose another --out") from None
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)  # the holder removed it as we opened it: take the new one
-    try:
-        command = " ".join(["mmconvert", *sys.argv[1:]])[:300]
-        note = f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}"
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, note.encode("utf-8", "replace"), 0)
-        yield
-    finally:
-        path.unlink(missing_ok=True)  # still holding the lock, so no one else has it
-        os.close(fd)
-
-
 def open_run(path: Path, *, need_info: bool = False) -> RunFolder:
     """The run folder at ``path`` for reading; one line if it is not one."""
     path = Path(path)
@@ -346,7 +281,7 @@ class RunFolder:
         self._pending: list[dict[str, Any]] | None = None
         self._since = 0.0
         self._shards: ShardWriter | None = None  # inside ``sharded``
-        self.shards_removed = 0  # by ``resume``: torn or unrecorded shards
+        self.shards_removed = 0  # by ``resuming.resume``: torn or unrecorded shards
 
     def check(self, identity: dict[str, Any], overwrite: bool,
               upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
@@ -476,107 +411,6 @@ class RunFolder:
             except OSError:
                 pass
 
-    def resume(self, selected: Collection[str] | None) -> tuple[int, set[str], set[str]]:
-        """Where a run into this folder stands, from the manifest's ids (read a line at a
-        time): in a sharded run, rows past the shards that hold them are cut (made again);
-        rows of an id the manifest holds twice (two runs that once shared the folder) are
-        removed, the first kept; a row of an item outside ``selected`` (when given) is
-        refused. Returns how many repeated rows were removed, the ids that need no more
-        work (in the manifest or skipped), and the ids the manifest holds."""
-        ids = self.manifest.ids()
-        self.shards_removed = 0
-        if is_sharded(self.path):
-            # first, so that a pack task a killed attempt left running puts no shard in place
-            # (``shards.pack``) once the shards are checked
-            self._clear_spools()
-            whole, self.shards_removed = check_shards(self.path, ids, self.manifest.lines)
-            if whole < len(ids):
-                self.manifest.rewrite(self.manifest.read()[:whole])
-                ids = ids[:whole]
-        seen: set[str] = set()
-        repeated = 0
-        for number, item_id in enumerate(ids, start=1):
-            if selected is not None and item_id not in selected:
-                raise RunFolderError(f"{self.manifest.path} row {number}: item {item_id!r} is "
-                                     "not in this run's selection; use --overwrite to start "
-                                     "again")
-            if item_id in seen:
-                repeated += 1
-            seen.add(item_id)
-        if repeated:
-            kept, first = [], set()
-            for row in self.manifest.read():
-                if row.get("id") not in first:
-                    first.add(row.get("id"))
-                    kept.append(row)
-            self.manifest.rewrite(kept)
-        return repeated, seen | {r["id"] for r in self.skipped.read()}, seen
-
-    def changed(self, current: dict[str, str]) -> list[str]:
-        """The items whose source changed since this folder recorded them, in the order it
-        did: a manifest row or a skip whose ``source_sha256`` is not the item's fingerprint in
-        ``current`` (id -> ``Item.fingerprint``) now, and an item skipped at load that loads
-        now. A row recorded before fingerprints (none) cannot tell, and is kept."""
-        found: dict[str, None] = {}
-        for record in [*self.manifest.read(), *self.skipped.read()]:
-            item_id, recorded = record.get("id"), record.get("source_sha256")
-            if item_id not in current:
-                continue
-            if (recorded is not None and recorded != current[item_id]) or (
-                    recorded is None and record.get("stage") == "load"):
-                found[item_id] = None
-        return list(found)
-
-    def refresh(self, current: dict[str, str], on_change: str = "redraw") -> list[str]:
-        """The items ``changed`` since this folder recorded them: with ``on_change``
-        "refuse", a one-line error naming the first, changing nothing; else their records
-        are removed (``forget``) so that the run makes them again. Returns their ids."""
-        changed = self.changed(current)
-        if changed and on_change == "refuse":
-            raise RunFolderError(
-                f"{self.path}: {len(changed)} item(s) changed in the source since they were "
-                f"drawn (the first: {changed[0]}); nothing was changed: --on-change redraw "
-                "draws them again, --overwrite starts the run again")
-        if changed:
-            self.forget(changed)
-        return changed
-
-    def forget(self, ids: list[str]) -> int:
-        """Remove the records of ``ids`` (their manifest rows and skips), so that a resumed
-        run makes them again; in a sharded run, the manifest is cut at the first of them (the
-        shard that holds it, and every later one, are then removed by ``resume``). Returns
-        how many manifest rows were removed."""
-        gone = set(ids)
-        rows = self.manifest.read()
-        if is_sharded(self.path):
-            first = next((n for n, row in enumerate(rows) if row.get("id") in gone), len(rows))
-            kept = rows[:first]
-        else:
-            kept = [row for row in rows if row.get("id") not in gone]
-        if len(kept) < len(rows):
-            self.manifest.rewrite(kept)
-        skips = self.skipped.read()
-        if any(record.get("id") in gone for record in skips):
-            left = [r for r in skips if r.get("id") not in gone]
-            if left:
-                self.skipped.rewrite(left)
-            else:  # as a run that skipped nothing leaves it: no file
-                self.skipped.path.unlink()
-        return len(rows) - len(kept)
-
-    def in_order(self, order: dict[str, int]) -> bool:
-        """Put the manifest's rows in the order ``order`` gives their ids (the selection's),
-        when they are not (a run that drew changed items again appended them last); the
-        manifest is then the one a run from scratch writes. Returns whether it rewrote it."""
-        ids = self.manifest.ids()
-        positions = [order.get(i, len(order)) for i in ids]
-        if positions == sorted(positions):
-            return False
-        rows = self.manifest.read()
-        self.manifest.rewrite(sorted(rows, key=lambda row: order.get(str(row.get("id")),
-                                                                       len(order))))
-        return True
-
     def take(self, result: Result, on_error: str, *, item_id: str | None = None,
              stage: str | None = None, row_model: type | None = None) -> str:
         """The one sink of a worker's result, for render, sweep and transform alike: a made
@@ -632,7 +466,7 @@ class RunFolder:
         ``submit`` runs a side task on the cluster whose workers wrote their files into the
         spool (``Executor.submit``): it packs their shards there."""
         (self.path / SHARDS).mkdir(parents=True, exist_ok=True)
-        self._clear_spools()  # a stopped run's, never packed
+        self.clear_spools()  # a stopped run's, never packed
         self._shards = ShardWriter(self.path, rows, lambda made: self.manifest.append(*made),
                                    submit, new_spool())
         try:
@@ -642,7 +476,7 @@ class RunFolder:
             raise
         else:
             self._shards.finish()
-            self._clear_spools()
+            self.clear_spools()
         finally:
             self._shards = None
 
@@ -689,7 +523,8 @@ class RunFolder:
         if len(pending) >= GROUP_ROWS or time.monotonic() - self._since >= GROUP_SECONDS:
             self._flush()
 
-    def _clear_spools(self) -> None:
+    def clear_spools(self) -> None:
+        """Remove the spool a cluster's workers wrote into (a stopped run's, never packed)."""
         shutil.rmtree(self.path / SPOOL, ignore_errors=True)
 
     def _written(self, rel: str) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from . import resuming
 from .config import ApiOptions, ExecutionOptions, RunConfig, show_progress
 from .corpora import Corpus
 from .executors import executor_for
@@ -155,15 +156,16 @@ class Resumed:
 
 def resume(folder: RunFolder, selection: Selected, on_change: str, summary: RunSummary,
            log) -> Resumed:
-    """The folder's state against the selection (``RunFolder.resume``): repeated rows
+    """The folder's state against the selection (``resuming.resume``): repeated rows
     removed, rows outside the selection refused, the items changed in the source since
     forgotten so that they are drawn again (``--on-change refuse``: one line instead), and
     each thing done to the folder said."""
-    repaired, done, made = folder.resume(selection.ids)
-    changed = folder.refresh(selection.ids, on_change) if selection.ids is not None else []
+    repaired, done, made = resuming.resume(folder, selection.ids)
+    changed = resuming.refresh(folder, selection.ids, on_change) \
+        if selection.ids is not None else []
     if changed:
         if is_sharded(folder.path):  # the shards from the first changed one on go
-            repaired, done, made = folder.resume(selection.ids)
+            repaired, done, made = resuming.resume(folder, selection.ids)
         else:
             done, made = done - set(changed), made - set(changed)
         summary.said(f"{folder.path}: {len(changed)} item(s) changed in the source since "

@@ -19,11 +19,12 @@ LAYERS: list[tuple[str, str]] = [
     # what everything may use: errors, option models' base, items, the manifest's files,
     # registries, the standalone scorer (shipped inside exports, so it imports nothing)
     ("foundation", r"errors|options|seeds|items|registry|manifest|units|progress|_version|plots"
+                   r"|locks"
                    r"|scoring\.answers|scoring\.vcr_official|exporters\.templates(\..*)?"),
     # the run's records and settings: rows, run folders, configs, the job contract, executors,
     # the API client, prompts, token counting, the registries of parts by name
-    ("storage", r"rows|shards|runfolder|config|jobs|executors(\..*)?|api(\..*)?|prompts|tokens"
-                r"|vision_tokens|qa\.events|renderers|postprocess\.transforms"),
+    ("storage", r"rows|shards|runfolder|resuming|config|jobs|executors(\..*)?|api(\..*)?"
+                r"|prompts|tokens|vision_tokens|qa\.events|renderers|postprocess\.transforms"),
     # what a renderer draws with
     ("drawing", r"renderers\.(fonts|layout|shaping|drawing|pdfwriter|spans|scripts"
                 r"|style_files|styled|target|base|page_options)"

@@ -244,7 +244,8 @@ def small_source(tmp_path, count=3):
 
 
 def test_a_second_run_into_a_locked_folder_stops_with_one_line(tmp_path):
-    from mmconvert.runfolder import LOCK, locked
+    from mmconvert.locks import locked
+    from mmconvert.runfolder import LOCK
 
     source, out = small_source(tmp_path), tmp_path / "run"
     with locked(out / LOCK, out):
@@ -263,7 +264,8 @@ def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
     source, out = small_source(tmp_path), tmp_path / "run"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from mmconvert.runfolder import LOCK, locked; out = Path(sys.argv[1]); "
+         "from mmconvert.locks import locked; from mmconvert.runfolder import LOCK; "
+         "out = Path(sys.argv[1]); "
          "cm = locked(out / LOCK, out); cm.__enter__(); print('held', flush=True); "
          "time.sleep(60)", str(out)], stdout=subprocess.PIPE, text=True)
     try:
@@ -296,7 +298,8 @@ def test_repeated_manifest_rows_are_repaired_and_foreign_ones_refused(tmp_path):
 
 
 def test_a_sweep_or_export_into_a_target_in_use_stops(tmp_path):
-    from mmconvert.runfolder import LOCK, locked
+    from mmconvert.locks import locked
+    from mmconvert.runfolder import LOCK
 
     source, base = small_source(tmp_path), tmp_path / "base"
     assert run("render", source, "--out", base).exit_code == 0

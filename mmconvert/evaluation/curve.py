@@ -24,11 +24,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from ..locks import locked
 from ..manifest import write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
 from ..recipes import Resolved, resolve_config
-from ..runfolder import LOCK, locked, open_run
+from ..runfolder import LOCK, open_run
 from .results import (
     PRECISION,
     READ_NOTE,

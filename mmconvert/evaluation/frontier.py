@@ -26,11 +26,12 @@ from pydantic import Field, field_validator
 
 from ..counting import describe, item_tokens
 from ..errors import UsageError, did_you_mean
+from ..locks import locked
 from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
 from ..recipes import Resolved, resolve_config
-from ..runfolder import LOCK, locked, open_run, read_run_file
+from ..runfolder import LOCK, open_run, read_run_file
 from .results import (
     PRECISION,
     READ_NOTE,

@@ -22,10 +22,11 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..errors import MMConvertError, SourceError, UsageError, needs
 from ..executors import local_executor
+from ..locks import locked
 from ..manifest import JsonlLog, write_json
 from ..options import OPTIONS, cli
 from ..renderers import renderer_class
-from ..runfolder import LOCK, locked, open_run, read_recorded, read_run_file
+from ..runfolder import LOCK, open_run, read_recorded, read_run_file
 from ..scoring.spec import (
     Scored,
     free_form,

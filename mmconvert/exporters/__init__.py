@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MMConvertError, UsageError
+from ..locks import locked
 from ..manifest import JsonlLog, write_json
 from ..registry import Registry
-from ..runfolder import locked
 from .source import RunSource
 
 # each exporter: ``export(source: RunSource, staging: Path, out: Path, name: str, **options)

@@ -316,7 +316,7 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
     written = [task_yaml(task, config, source, image=image, harness=harness)
                for task, config in configs.items() for image in (True, False)]
     found = absolute_style(found)  # lm-eval may run from any folder
-    from ..runfolder import locked
+    from ..locks import locked
 
     record = {"mmconvert": __version__, "harness": harness, "recipe": found.name,
               "recipe_fingerprint": note or ("identical" if found.references else "none"),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import resuming
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..imaging import decode
@@ -84,9 +85,9 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
                     "items": len(folder.manifest.read())}
 
         folder.write_info(info_of("running"))
-        _, done, _ = folder.resume({row["id"] for row in rows})
+        _, done, _ = resuming.resume(folder, {row["id"] for row in rows})
         # a row of the base run drawn again since (its source changed) is transformed again
-        changed = folder.refresh(source_prints(rows))
+        changed = resuming.refresh(folder, source_prints(rows))
         done -= set(changed)
         todo = [row for row in rows if row["id"] not in done]
         summary.already_done = len(rows) - len(todo)
@@ -102,7 +103,7 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
             folder.mark_failed(info_of("failed"))
             raise
         if changed:
-            folder.in_order({row["id"]: n for n, row in enumerate(rows)})
+            resuming.in_order(folder, {row["id"]: n for n, row in enumerate(rows)})
         folder.write_info(info_of("complete"))
     return summary
 

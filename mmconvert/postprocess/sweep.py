@@ -27,9 +27,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from .. import resuming
 from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..imaging import Resampling, decode
+from ..locks import locked
 from ..manifest import MANIFEST, write_json
 from ..options import OPTIONS, cli
 from ..progress import progress_bar
@@ -43,7 +45,6 @@ from ..runfolder import (
     Output,
     RunFolder,
     identity_of,
-    locked,
     open_run,
     read_recorded,
     source_prints,
@@ -255,7 +256,7 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
     folders = {v.name: _variant_folder(base, out, info, v, options, overwrite) for v in work}
     # a row of the base run drawn again since (its source changed) is varied again
     prints = source_prints(rows)
-    changed = {v.name: folders[v.name].refresh(prints) for v in work}
+    changed = {v.name: resuming.refresh(folders[v.name], prints) for v in work}
     done = {v.name: folders[v.name].done_ids() for v in work}
     tasks = []
     for row in rows:
@@ -280,7 +281,7 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
         raise
     for v in work:
         if changed[v.name]:
-            folders[v.name].in_order({row["id"]: n for n, row in enumerate(rows)})
+            resuming.in_order(folders[v.name], {row["id"]: n for n, row in enumerate(rows)})
         _write_info(folders[v.name], base, info, v, options, "complete")
     _write_sweep(out, base, options, summary, "complete")
     return summary
