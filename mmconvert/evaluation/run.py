@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -26,7 +26,7 @@ from ..locks import locked
 from ..manifest import JsonlLog, write_json
 from ..options import OPTIONS, cli
 from ..renderers import renderer_class
-from ..runfolder import LOCK, open_run, read_recorded, read_run_file
+from ..runfolder import LOCK, open_run, read_recorded
 from ..scoring.spec import (
     Scored,
     free_form,
@@ -52,6 +52,13 @@ from .results import (
     option_order,
     scoring_summary,
     summarise,
+)
+from .transcribe import (
+    PAGE_MARK,
+    TRANSCRIBE_PROMPT,
+    pages_to_read,
+    read_by_page,
+    transcribed_text,
 )
 
 
@@ -168,42 +175,6 @@ def conditions_for(rows: list[dict[str, Any]], wanted: list[Condition], run: Pat
         raise UsageError(f"--modality text-image: the rows of {run} have no text-only image "
                          "(only occlusions do)")
     return [c for c in CONDITIONS if c in wanted]
-
-
-# what --probe transcribe asks of each item's shown pages
-TRANSCRIBE_PROMPT = ("Transcribe all the text in the image(s) exactly as it is written, line by "
-                     "line, in reading order. Write only the text: no comments, no formatting.")
-
-
-def transcribed_text(row: dict[str, Any]) -> str:
-    """The text an item's shown pages hold (its renderer's ``expected_text``); a renderer
-    that states none is one line."""
-    renderer = renderer_class(row["renderer"]["name"])
-    try:
-        return renderer.expected_text(row)
-    except NotImplementedError:
-        raise UsageError(f"--probe transcribe: the {renderer.name} renderer states no "
-                         "expected text for its pages, so a transcription has nothing to be "
-                         "scored against") from None
-
-
-# a page's request id: the item's id, PAGE_MARK and the page's number ("astronomy-000#2");
-# an item id never holds the mark (``items.is_safe_id``)
-PAGE_MARK = "#"
-
-
-def pages_to_read(run: Path, row: dict[str, Any]) -> list[str] | None:
-    """For ``--probe transcribe``: the text of each of an item's shown pages, when it has
-    more than one and its renderer records each page's text (``Renderer.page_texts``), so
-    that each page is asked and scored alone, as Fox's pages are; None: the item is asked
-    whole (one page, or pages whose own text is not recorded)."""
-    shown = images_of(row, "transcribe")
-    if len(shown) < 2:
-        return None
-    where = f"{run / 'manifest.jsonl'} item {row['id']}"
-    texts = renderer_class(row["renderer"]["name"]).page_texts(
-        row, lambda rel: read_run_file(run, rel, where=where, field="layout"))
-    return texts if texts is not None and len(texts) == len(shown) else None
 
 
 def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
@@ -597,26 +568,6 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
         if row["id"] in by_page:
             found[(row["id"], "transcribe")] = read_by_page(row, by_page[row["id"]])
     return [found[(row["id"], c)] for row in rows for c in CONDITIONS if (row["id"], c) in found]
-
-
-def read_by_page(row: dict[str, Any], pages: dict[int, Outcome]) -> Outcome:
-    """An item transcribed a page at a time, as one outcome: its replies joined in page
-    order, scored against the item's whole text, each page's own scores in ``pages``; a page
-    whose request failed fails the item (its error, with the page's number)."""
-    ordered = [pages[number] for number in sorted(pages)]
-    first = ordered[0]
-    response = "\n\n".join(o.response or "" for o in ordered)
-    failed = next(((n, o) for n, o in sorted(pages.items()) if o.scored is None), None)
-    if failed is not None:
-        number, outcome = failed
-        return replace(first, response=response, scored=None,
-                       error=f"page {number}: {outcome.error or 'no score'}")
-    read = transcription_scores(transcribed_text(row), response)
-    each = [{"page": number, "score": cast(Scored, o.scored).value,
-             **cast(Scored, o.scored).extra} for number, o in sorted(pages.items())]
-    return replace(first, response=response, error=None, scored=Scored(
-        read.precision or 0.0, None, read.recall is not None,
-        {**read.as_dict(), "pages": each}))
 
 
 _RETRIED = re.compile(r"RetryError\W+<Future at \w+ state=\w+ raised (\w+)>")

@@ -18,7 +18,7 @@ import json
 import pytest
 from PIL import Image
 
-from mmconvert.evaluation.run import TRANSCRIBE_PROMPT
+from mmconvert.evaluation.transcribe import TRANSCRIBE_PROMPT
 from mmconvert.manifest import JsonlLog
 from mmconvert.qa.checks import expected_text
 from tests.conftest import SAMPLE

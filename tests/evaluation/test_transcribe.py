@@ -116,7 +116,7 @@ def test_pages_are_transcribed_and_scored_one_at_a_time(tmp_path, monkeypatch):
 
     from PIL import Image
 
-    from mmconvert.evaluation.run import pages_to_read
+    from mmconvert.evaluation.transcribe import pages_to_read
 
     run_dir = tmp_path / "run"  # at 60 pt, two of the four items take two pages
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--font-size", "60", "--render",

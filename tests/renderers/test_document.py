@@ -708,7 +708,7 @@ def test_each_page_of_a_document_has_its_own_text_for_the_transcription_probe(tm
     shows, and none is empty."""
     import re
 
-    from mmconvert.evaluation.run import pages_to_read, transcribed_text
+    from mmconvert.evaluation.transcribe import pages_to_read, transcribed_text
     from mmconvert.scoring.transcription import transcription_scores
 
     context = "\n\n".join(f"Paragraph {i}: the quick brown fox number {i} jumps over the lazy "
