@@ -12,6 +12,7 @@ import click
 
 from ._version import __version__
 from .errors import BudgetReached, MMConvertError, UsageError
+from .registry import BUILT_IN
 
 
 def one_line(text: str) -> str:
@@ -368,7 +369,6 @@ def list_parts(kind):
     from .executors import EXECUTORS
     from .exporters import EXPORTERS
     from .postprocess.transforms import TRANSFORMS
-    from .registry import BUILT_IN
     from .renderers import RENDERERS
 
     def first(part) -> str:

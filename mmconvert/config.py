@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from .errors import UsageError
 from .executors import LOCAL
-from .options import OPTIONS, cli, first_error
+from .options import OPTIONS, cli, first_error, read_yaml
 
 
 def with_absolute_paths(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -315,8 +315,6 @@ def sections() -> set[str]:
 def load_yaml(path: Path) -> dict[str, Any]:
     """A ``--config`` file's options; one line naming the file for anything that is not a
     mapping of options (sections such as ``page:`` mappings too), UTF-8, or readable YAML."""
-    from .options import read_yaml
-
     try:
         data = read_yaml(path.read_text(encoding="utf-8")) or {}
     except OSError as err:

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import stages
-from ._version import __version__
+from ._version import __version__, installed_version
 from .config import (
     ApiOptions,
     ExecutionOptions,
@@ -298,8 +298,6 @@ def _run_tasks(tasks: Iterator, config: RunConfig, execution: ExecutionOptions, 
 
 
 def _versions() -> dict[str, str]:
-    from ._version import installed_version
-
     out = {"mmconvert": __version__, "python": platform.python_version()}
     for name in ("pymupdf", "pymupdf-fonts", "zlib-ng", "pillow", "pydantic", "datasets",
                  "spacy", "openai"):

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import click
 from pydantic import BaseModel
 
+from .errors import UsageError
+
 
 @dataclass(frozen=True)
 class Flag:
@@ -217,7 +219,6 @@ def corpus_flags(options_model: type[BaseModel] | None) -> list[Flag]:
     line naming the corpus's own (``corpora.base.check_corpus_options``), not click's "no
     such option". The corpus's model checks the values, so a choice takes text here."""
     from .corpora import CORPORA
-    from .errors import UsageError
 
     own = model_flags(options_model, ("corpus_options",), choices=False) \
         if options_model is not None else []

@@ -7,6 +7,8 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .errors import ItemError
+
 RenderPart = Literal["options", "context", "all"]
 
 LETTERS = string.ascii_uppercase
@@ -91,8 +93,6 @@ def plain(value: Any, where: str, field: str, level: int = 0) -> Any:
     surrogate (text that cannot be written as UTF-8) is an ItemError naming the field, and
     so is a value nested past ``MAX_DEPTH`` levels (``level``: how deep this one is)."""
     if level > MAX_DEPTH:
-        from .errors import ItemError
-
         raise ItemError(f"nested deeper than {MAX_DEPTH} levels", where=where,
                         field=field.split(".", 1)[0].split("[", 1)[0])
     if value is None or isinstance(value, (bool, int, float)):
@@ -100,8 +100,6 @@ def plain(value: Any, where: str, field: str, level: int = 0) -> Any:
     if isinstance(value, str):
         found = None if value.isascii() else _SURROGATE.search(value)
         if found:
-            from .errors import ItemError
-
             raise ItemError(f"a lone surrogate U+{ord(found.group()):04X} at character "
                             f"{found.start()} (not a character; the text was encoded wrongly)",
                             where=where, field=field)
@@ -143,7 +141,6 @@ def check_name(value: object, where: str, field: str) -> str:
     """``value`` if it can be part of a file name (an id, a subset), else an ItemError naming
     the field: letters, digits, '.', '_' and '-', starting with a letter or digit."""
     if not is_safe_id(value):  # type: ignore[arg-type]
-        from .errors import ItemError
 
         shown = repr(value) if isinstance(value, str) else f"a {type(value).__name__}"
         raise ItemError(f"{field} {shown} is not file-name safe (letters, digits, '.', '_', '-'; "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .errors import ItemError
 from .items import Item, RenderPart
 
 if TYPE_CHECKING:
@@ -131,8 +132,6 @@ class DrawJob(Job):
         renderer, output = self.renderer, Output()
         images = list(renderer.draw(item, part))
         if not images:
-            from .errors import ItemError
-
             raise ItemError(f"the {renderer.name} renderer drew no image", where=item.origin
                             or item.id, field=part, item_id=item.id, stage="render")
         entries = []

@@ -12,6 +12,8 @@ import inspect
 import click
 from pydantic import BaseModel
 
+from .registry import BUILT_IN
+
 HEAD = """# Reference
 
 Every command and its flags, then every key a `--config` YAML file takes. Written by
@@ -81,7 +83,6 @@ def _kind(annotation) -> str:
 
 def reference() -> str:
     from .cli import main
-    from .registry import BUILT_IN
     from .renderers import RENDERERS
 
     lines = [HEAD]
@@ -113,7 +114,6 @@ def _corpus_options(lines: list[str]) -> None:
     ``corpus_options:``."""
     from .corpora import CORPORA
     from .flags import meta, model_flags
-    from .registry import BUILT_IN
 
     lines += ["# Corpus options", "",
               "A corpus's own options are flags once it is named (`mmconvert render CORPUS "

@@ -15,6 +15,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from .errors import ItemError, UsageError
+from .manifest import open_regular, parse_row
+from .options import first_error
+
 SCHEMA = 1
 
 Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
@@ -155,8 +159,6 @@ class GeneratedRow(QuestionRow):
 
 def problem(err: ValidationError) -> tuple[str, str]:
     """(field, message) of a validation error's first problem: ``images[0].sha256``."""
-    from .options import first_error
-
     first = first_error(err)
     field = ""
     for part in first["loc"]:
@@ -175,9 +177,6 @@ def manifest_entries(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, A
     names and records an item not seen before; (line number, None, the ``ItemError`` naming the
     line and field) for any other. The one reader of a run's rows (``RunFolder.rows``, the
     exporters' source)."""
-    from .errors import ItemError
-    from .manifest import open_regular, parse_row
-
     seen: dict[str, int] = {}
     with open_regular(path) as handle:
         for number, raw in enumerate(handle, start=1):
@@ -209,7 +208,6 @@ def manifest_entries(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, A
 def row_problem(row: Any, model: type[BaseModel] | None = None) -> tuple[str, str] | None:
     """Why ``row`` is not a manifest row of ``model`` (else of the renderer it names), as
     (field, message), or None when it is one."""
-    from .errors import UsageError
     from .renderers import row_renderer
 
     if not isinstance(row, dict):

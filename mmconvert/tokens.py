@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError, first_line, needs
+from .errors import UsageError, did_you_mean, first_line, needs
+from .manifest import atomic_write, user_cache
 
 FILE = "tokenizer.json"
 # the largest tokenizer.json read (the largest models' are about 30 MB)
@@ -119,8 +120,6 @@ _TIKTOKEN_FILES: dict[str, Path] = {}  # each encoding's cache file, once read
 
 def _load_tiktoken(spec: str) -> TextTokenizer:
     """A tiktoken encoding from tiktoken's cache; its download refused while it loads."""
-    from .errors import did_you_mean
-
     name = spec[len(TIKTOKEN):]
     try:
         import tiktoken
@@ -174,8 +173,6 @@ def _load_tiktoken(spec: str) -> TextTokenizer:
 
 
 def _tiktoken_kept(name: str) -> Path:
-    from .manifest import user_cache
-
     return user_cache() / "tiktoken" / f"{name}.marshal"
 
 
@@ -219,8 +216,6 @@ def _kept_tiktoken(name: str, cache: str, tiktoken) -> tuple[Path, str, Any] | N
 def _keep_tiktoken(name: str, source: Path, digest: str, encoding, tiktoken) -> None:
     """Keep the encoding's ranks in mmconvert's cache folder for the next process."""
     import marshal
-
-    from .manifest import atomic_write
 
     key = _file_key(source)
     if key is None:

@@ -13,6 +13,8 @@ import functools
 import math
 from typing import Any
 
+from .errors import UsageError, did_you_mean
+
 
 def qwen2_vl(width: int, height: int, *, factor: int = 28, min_pixels: int = 56 * 56,
              max_pixels: int = 16384 * 28 * 28) -> int | None:
@@ -424,8 +426,6 @@ def width_step(name: str) -> int | None:
 
 def token_rule(name: str):
     """The vision-token rule of model ``name``; one line naming the known ones otherwise."""
-    from .errors import UsageError, did_you_mean
-
     key = RULE_ALIASES.get(name, name)
     if key in TOKEN_RULES:
         return TOKEN_RULES[key]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import ItemError, MMConvertError, SourceError, UsageError, first_line
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
 from ..options import OPTIONS, first_error, flag_of
+from ..registry import Registry
 from ..seeds import rng
 from .sources import (
     Row,
@@ -460,8 +461,6 @@ class SubsetCorpus(Corpus[OptionsT]):
     def check_subsets(self, request: LoadRequest) -> None:
         unknown = [s for s in request.subsets or () if s not in self.subsets]
         if unknown and request.source is None and self.subsets:
-            from ..registry import Registry
-
             names: Registry[str] = Registry("subset")
             for s in self.subsets:
                 names.register(s, s)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..cli import CONFIG, command, progress_option, read_config
+from ..manifest import write_json
 
 
 @functools.cache
@@ -32,7 +33,6 @@ def dedup_command(corpus_options=None) -> click.Command:
           mmconvert dedup logiqa2 --source LogiQA2.0 --embedding-model path/to/bge-m3
         """
         from ..config import build, show_progress
-        from ..manifest import write_json
         from ..selection import load_selection
 
         values, origin = read_config(config_file)

@@ -35,8 +35,10 @@ from typing import Any
 
 from pydantic import Field
 
+from .._version import installed_version
 from ..errors import ItemError, SourceError, UsageError, did_you_mean, first_line, needs
 from ..items import LETTERS, Item, RenderPart, safe_name
+from ..manifest import atomic_write, user_cache
 from ..options import cli
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, options_field
 
@@ -107,9 +109,6 @@ def task_index() -> dict[str, tuple[str, str | None, tuple[str, ...]]]:
     upgraded lm-eval indexes again."""
     import json
     from importlib.util import find_spec
-
-    from .._version import installed_version
-    from ..manifest import atomic_write, user_cache
 
     # found, not imported: importing lm_eval.tasks (datasets, pandas) takes a second, which a
     # name the index has not (a typo) need not wait for

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..manifest import JsonlLog
+from ..manifest import JsonlLog, write_json
 from ..plots import pyplot, save_plot
 from .compare import load
 from .paired import bootstrap_mean, paired_bootstrap
@@ -164,8 +164,6 @@ def decompose_table(result: dict[str, Any]) -> str:
 def write(result: dict[str, Any], out: Path) -> list[str]:
     """``decompose.json`` and, with matplotlib, ``decompose.png`` (each figure per group, with
     its interval) into ``out``; the names written."""
-    from ..manifest import write_json
-
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "decompose.json", result, indent=1)
     written = ["decompose.json"]

@@ -12,7 +12,7 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING
 
-from ..errors import MMConvertError, UsageError
+from ..errors import MMConvertError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from .run import EvalOptions
@@ -107,8 +107,6 @@ def check_endpoint(options: EvalOptions, key: str) -> None:
     names = [str(m.get("id")) for m in data if isinstance(m, dict)] \
         if isinstance(data, list) else []
     if names and options.model not in names:
-        from ..errors import did_you_mean
-
         raise UsageError(f"{options.base_url} serves no model {options.model!r} (it serves "
                          f"{', '.join(names[:8])}{'…' if len(names) > 8 else ''})"
                          f"{did_you_mean(options.model, names)}")

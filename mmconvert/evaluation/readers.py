@@ -23,7 +23,7 @@ import base64
 import threading
 from typing import Any
 
-from ..errors import UsageError, needs
+from ..errors import UsageError, did_you_mean, needs
 
 PREFIX = "ocr/"
 # the item metrics a transcription is scored by as it is: a needle counts when its value can
@@ -42,8 +42,6 @@ def engine_of(model: str) -> tuple[str, str | None]:
     name = model[len(PREFIX):]
     engine, _, langs = name.partition(":")
     if engine not in ENGINES:
-        from ..errors import did_you_mean
-
         raise UsageError(f"--model {model}: no such reader (readers: "
                          f"{', '.join(PREFIX + e for e in ENGINES)})" + did_you_mean(engine,
                                                                                       ENGINES))

@@ -7,6 +7,7 @@ import os
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
+from ..errors import UsageError
 from ..registry import Registry
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ def backends() -> list[str]:
 def use(name: str, address: str | None = None) -> None:
     """Run this invocation's work on ``name`` (``local``, or a cluster executor)."""
     if name not in backends():
-        from ..errors import UsageError
-
         raise UsageError(f"unknown executor {name!r} (choose from {', '.join(backends())})")
     BACKEND.set((name, address))
 
@@ -67,7 +66,6 @@ def executor_for(workers: int, tasks: int, *, threads: int | None = None,
         if gpu:
             return EXECUTORS.get("inline")(1)
         return local_executor(workers, tasks, threads=threads)
-    from ..errors import UsageError
     from .base import ClusterExecutor
 
     chosen = EXECUTORS.get(name)

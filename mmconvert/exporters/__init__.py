@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import MMConvertError, UsageError
+from .._version import __version__
+from ..errors import MMConvertError, UsageError, first_line
 from ..locks import locked
 from ..manifest import JsonlLog, write_json
 from ..registry import Registry
@@ -130,8 +131,6 @@ def _written(fmt: str, writer, source: RunSource, staging: Path, out: Path, name
     """The exporter's count of items written; a count that is not a whole number, or (a
     plugin's) a failure other than mmconvert's own error, is one line naming the format and
     its package."""
-    from ..errors import first_line
-
     label = f"export format {fmt!r} from package {EXPORTERS.provider(fmt)!r}"
     try:
         count = writer(source, staging, out, name, paths=paths)
@@ -150,8 +149,6 @@ def _written(fmt: str, writer, source: RunSource, staging: Path, out: Path, name
 
 def _record(source: RunSource, summary: ExportSummary, name: str,
             paths: str) -> dict[str, Any]:
-    from .._version import __version__
-
     return {"format": summary.format, "name": name, "run": str(source.run.resolve()),
             "mmconvert": __version__, "items": summary.exported,
             "left_out": dict(sorted(summary.left_out.items())),

@@ -25,8 +25,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import SourceError, UsageError
+from .._version import __version__
+from ..errors import SourceError, UsageError, did_you_mean
 from ..items import safe_name
+from ..manifest import atomic_write
 
 PREFIX = "mmconvert_"
 LM_EVAL, LMMS_EVAL = "lm-eval", "lmms-eval"
@@ -60,7 +62,6 @@ def task_names(given: str) -> list[str]:
     """The leaf tasks ``given`` (comma-separated tasks, groups or tags) names, as lm-eval's
     index knows them; an unknown name is one line with a did-you-mean."""
     from ..corpora.lmeval import task_config, task_index
-    from ..errors import did_you_mean
 
     index = task_index()
     out: list[str] = []
@@ -291,9 +292,7 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
                 ) -> dict[str, Any]:
     """Write the ``harness`` tasks (lm-eval's or lmms-eval's) for ``tasks`` drawn with
     ``recipe`` into ``out``; returns ``harness.json``'s record."""
-    from .._version import __version__
     from ..corpora.lmeval import TAKES, task_config, task_index
-    from ..manifest import atomic_write
     from ..recipes import dump, resolve_config
 
     resolved = resolve_config([], recipe=recipe)  # the recipe, and its fingerprint's note

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..items import safe_name
 from . import MULTIMODAL_BACKENDS, PREFIX, untested
 
 
@@ -281,8 +282,6 @@ class Harness:
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - one object per task, for the process
     def _item(self, key: str):
-        from ..items import safe_name
-
         doc = json.loads(key)
         number = self.docs.get(key)
         if number is None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UsageError
+from ..manifest import atomic_write
 
 if TYPE_CHECKING:
     from ..recipes import Drawn
@@ -119,8 +120,6 @@ class RenderedDataset(_Base):
     def dump_image(self, line: Any) -> list[str]:
         """The item's pages as PNG files under ``cache_dir``, named by their content's hash
         (written atomically; a file already there is that same content)."""
-        from ..manifest import atomic_write
-
         paths = []
         for page in self.drawn(line).pages:
             path = self.cache_dir / f"{hashlib.sha256(page).hexdigest()}.png"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import MMConvertError, UsageError, first_line
 from ..imaging import decode, encode
 from ..seeds import rng
 from .transforms.base import Transform
@@ -59,7 +60,6 @@ def _applied(step: Transform, image, params: dict[str, Any]):
     with other than mmconvert's own error) one line naming the transform and its package."""
     from PIL import Image
 
-    from ..errors import MMConvertError, UsageError, first_line
     from .transforms import TRANSFORMS
 
     try:

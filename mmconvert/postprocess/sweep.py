@@ -28,12 +28,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from .. import resuming
-from ..errors import ItemError, MMConvertError, UsageError
+from ..errors import ItemError, MMConvertError, UsageError, did_you_mean
 from ..executors import executor_for
 from ..imaging import Resampling, decode
 from ..locks import locked
 from ..manifest import MANIFEST, write_json
-from ..options import OPTIONS, cli
+from ..options import OPTIONS, cli, first_error
 from ..progress import progress_bar
 from ..renderers import row_renderer, run_renderer
 from ..renderers.base import Redraws, Restyles
@@ -291,9 +291,6 @@ def _check_style_axes(base: Path, renderer, options: SweepOptions) -> None:
     """Style axes need a renderer that draws its rows again (``renderers.base.Restyles``) and
     name its options' fields, with values they take: one line otherwise."""
     from pydantic import ValidationError
-
-    from ..errors import did_you_mean
-    from ..options import first_error
 
     if not issubclass(renderer, Restyles):
         raise UsageError(f"--vary-style draws a run's items again; {base} was made by the "

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
-from ..errors import MMConvertError, UsageError
+from .._version import __version__, installed_version
+from ..errors import ItemError, MMConvertError, UsageError, did_you_mean
 from ..items import Item, RenderPart
 from ..options import MAX_OPTIONS_BYTES, OPTIONS, first_error, read_yaml
 
@@ -418,8 +419,6 @@ def load_recipe(name: str | Path) -> Recipe:
     known = shipped()
     path = known.get(text) or Path(text)
     if not path.is_file():
-        from ..errors import did_you_mean
-
         raise UsageError(f"no recipe {text!r}: not a shipped recipe ({', '.join(known)}) nor "
                          f"a file{did_you_mean(text, list(known))}")
     stat = path.stat()
@@ -478,8 +477,6 @@ class Drawer:
     def draw(self, item: dict[str, Any] | Item, index: int = 0, corpus=None) -> Drawn:
         """``item`` drawn as a run of ``corpus`` (the generic files' by default: its part
         and prompt keys) draws it."""
-        from ..errors import ItemError
-
         corpus = corpus or self.corpus
         made = item_from(item, index)
         part = self.job.part(made, corpus)
@@ -543,8 +540,6 @@ def made_with(drawer: Drawer) -> dict[str, Any]:
     """What a recipe's pages were made with here: the canonical config and its digest,
     mmconvert's version, the renderer's, the libraries that draw and encode, the fonts
     (sha256) and, for documents, Chromium."""
-    from .._version import __version__, installed_version
-
     job = drawer.job
     config = drawing_config(drawer)
     record: dict[str, Any] = {

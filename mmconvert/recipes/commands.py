@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from ..cli import OneLineError, reports_errors
+from ..errors import MMConvertError, UsageError
+from ..manifest import atomic_write
 
 
 @click.group()
@@ -32,7 +34,6 @@ def verify_command(names, allow_paid):
       mmconvert recipe verify my-recipe.yaml
     """
     from ..cli import one_line
-    from ..errors import MMConvertError, UsageError
     from . import load_recipe, verify
 
     differ = failed = 0
@@ -78,7 +79,6 @@ def make_command(spec, out):
     Example:
       mmconvert recipe make my-spec.yaml --out my-recipe.yaml
     """
-    from ..manifest import atomic_write
     from . import dump, load_recipe, make
 
     made = make(load_recipe(spec))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
+from ..manifest import MANIFEST, RUN_INFO, JsonlLog
 from ..registry import Registry
 
 if TYPE_CHECKING:
@@ -26,8 +28,6 @@ DEFAULT = "page"
 def renderer_class(name: Any, where: str = "") -> type[Renderer]:
     """The registered renderer called ``name``; an unknown one is a one-line error (naming
     ``where``, e.g. the manifest line) with a did-you-mean."""
-    from ..errors import UsageError
-
     if not isinstance(name, str) or name not in RENDERERS:
         message = RENDERERS.unknown_message(str(name))
         raise UsageError(f"{where}: {message}" if where else message)
@@ -45,8 +45,6 @@ def run_renderer(folder: Path, info: dict[str, Any]) -> type[Renderer]:
     """The renderer a run was made with: the one its run.json names, or, in a folder written
     before run.json named it, the one its first manifest row names."""
     import json
-
-    from ..manifest import MANIFEST, RUN_INFO, JsonlLog
 
     name = (info.get("config") or {}).get("renderer")
     if name is not None:

@@ -8,6 +8,8 @@ import zlib
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ..units import is_gray, rgb
+
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
@@ -50,8 +52,6 @@ def fill_black(device, text) -> None:
 def fill_text(device, text, colour: str, gray: bool) -> None:
     """Draw ``text`` in ``colour`` (#rrggbb; on a gray device, a gray's level) on ``device``
     and finish the device."""
-    from ..units import rgb
-
     m = mupdf()
     values = list(rgb(colour))
     space, values = (m.fz_device_gray(), values[:1]) if gray else (m.fz_device_rgb(), values)
@@ -61,8 +61,6 @@ def fill_text(device, text, colour: str, gray: bool) -> None:
 
 def paint(pix, colour: str, gray: bool) -> None:
     """Fill a new pixmap with the page's colour (#rrggbb)."""
-    from ..units import is_gray
-
     m = mupdf()
     if is_gray(colour):
         m.fz_clear_pixmap_with_value(pix, int(colour[1:3], 16))

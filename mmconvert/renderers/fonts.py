@@ -22,7 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, overload
 
-from ..errors import ItemError
+from .._version import installed_version
+from ..errors import ItemError, UsageError, did_you_mean, first_line
 
 FONT_DIR = Path(__file__).parent / "fonts"
 
@@ -275,15 +276,12 @@ def load_font_file(path: str):
     file when it is missing or not a font."""
     import pymupdf
 
-    from ..errors import UsageError
-
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"{path}: no such font file")
     try:
         font = pymupdf.Font(fontfile=str(file))
     except Exception as err:  # noqa: BLE001 - MuPDF says why: not a font, damaged, …
-        from ..errors import first_line
 
         raise UsageError(f"{path}: not a font file MuPDF can read ({first_line(err)})") \
             from None
@@ -297,8 +295,6 @@ def page_font(ref: str) -> FontSpec:
     if ref in PAGE_FONTS:
         return PAGE_FONTS[ref]
     if not any(sep in ref for sep in "/\\."):
-        from ..errors import UsageError, did_you_mean
-
         raise UsageError(f"font {ref!r} is neither a file nor a shipped face (shipped: "
                          f"{', '.join(PAGE_FONTS)}){did_you_mean(ref, PAGE_FONTS, 0.5)}")
     resolved = str(Path(ref).expanduser().resolve())
@@ -361,8 +357,6 @@ PINNED_SHA256 = {
 def pinned_installed() -> bool:
     """Whether the installed PyMuPDF and pymupdf-fonts are the pinned ones."""
     import pymupdf
-
-    from .._version import installed_version
 
     return (pymupdf.VersionBind, installed_version("pymupdf-fonts")) == PINNED
 
@@ -437,8 +431,6 @@ def caption_font(name: str) -> FontSpec:
     try:
         return CAPTION_FONTS[name]
     except KeyError:
-        from ..errors import UsageError, did_you_mean
-
         raise UsageError(f"unknown font {name!r} (shipped: {', '.join(CAPTION_FONTS)})"
                          f"{did_you_mean(name, CAPTION_FONTS, 0.5)}") from None
 

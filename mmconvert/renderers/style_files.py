@@ -21,8 +21,8 @@ from typing import Any, Literal, cast, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, create_model, model_validator
 
-from ..errors import UsageError, did_you_mean
-from ..options import MAX_OPTIONS_BYTES, OPTIONS, first_error
+from ..errors import UsageError, did_you_mean, first_line
+from ..options import MAX_OPTIONS_BYTES, OPTIONS, first_error, read_yaml
 from ..seeds import rng
 
 STYLE_DIR = Path(__file__).parent / "styles"
@@ -122,11 +122,8 @@ def _read(path: Path, raw: bytes) -> dict[str, Any]:
         if path.suffix.lower() == ".json":
             data = json.loads(raw)
         else:
-            from ..options import read_yaml
-
             data = read_yaml(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
     except Exception as err:  # noqa: BLE001 - any parser's complaint, as its first line
-        from ..errors import first_line
 
         raise UsageError(f"{path}: not a style file ({first_line(err)})") from None
     if data is None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..items import base_language
 from . import answers as scorer
 from .answers import LETTERS
 
@@ -55,7 +56,6 @@ def spec_of(row: dict[str, Any], protocol: str = "official") -> dict[str, Any]:
     """The scoring spec of the item of manifest ``row`` (``scoring.answers``): what its
     exports carry beside it, and what ``eval`` scores it by."""
     from ..corpora import CORPORA
-    from ..items import base_language
     from ..renderers import row_renderer
 
     language = base_language(row.get("language"))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
-from ...errors import ItemError, MMConvertError, UsageError
+from ...errors import ItemError, MMConvertError, UsageError, did_you_mean, first_line
 from ...items import Item, RenderPart
 from ...jobs import question_fields, row_head
 from ...options import OPTIONS
@@ -100,8 +100,6 @@ class _DocumentBase(BaseModel):
 
         known = sorted(get_all_styles())
         if name not in known:
-            from ...errors import did_you_mean
-
             raise ValueError(f"no Pygments style {name!r}{did_you_mean(name, known)}")
         return name
 
@@ -278,7 +276,6 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
             raise ItemError(str(err), where=item.origin or item.id, field=part,
                             item_id=item.id, stage="render") from None
         except Exception as err:  # noqa: BLE001 - Playwright's errors: one line, this item
-            from ...errors import first_line
 
             raise ItemError(f"Chromium could not draw the item ({first_line(err, 200)})",
                             where=item.origin or item.id, field=part, item_id=item.id,

@@ -15,7 +15,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ...errors import UsageError, needs
+from ...errors import UsageError, first_line, needs
 from .css import HOST
 
 NO_PLAYWRIGHT = needs("the document renderer", "Playwright", "document")
@@ -100,7 +100,6 @@ class Browser:
         one is gone."""
         from playwright.sync_api import sync_playwright
 
-        from ...errors import first_line
         from ..fonts import FONT_DIR
 
         playwright = None

@@ -12,7 +12,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
-from ...errors import ItemError
+from ...errors import ItemError, first_line
 from ...items import Item, RenderPart
 from ..layout import control_characters, normalise
 from ..page import image_fields, label_fields
@@ -76,8 +76,6 @@ def latex_html(latex: str, display: bool, errors: list[dict[str, str]]) -> str:
     converter does not know (it would draw ``\\notacommand`` as letters), is drawn as its
     source in the code face and recorded in ``errors``."""
     from latex2mathml.converter import convert
-
-    from ...errors import first_line
 
     try:
         mathml = convert(latex.strip(), display="block" if display else "inline")

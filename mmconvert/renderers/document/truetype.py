@@ -19,6 +19,9 @@ import functools
 import hashlib
 import io
 
+from ..._version import installed_version
+from ...manifest import atomic_write, user_cache
+
 # the largest distance between a cubic curve and its quadratic approximation, in font units
 # (Fira Mono has 1,000 an em: 0.02 of a pixel at 12 pt and 92.9 PPI)
 MAX_ERROR = 1.0
@@ -31,8 +34,6 @@ def truetype(data: bytes) -> bytes:
     when it has none. Read from the user's cache folder, else converted and kept there."""
     if data[:4] != b"OTTO":
         return data
-    from ..._version import installed_version
-    from ...manifest import atomic_write, user_cache
 
     folder = user_cache() / "faces"
     stem = (f"{hashlib.sha256(data).hexdigest()[:16]}-fonttools{installed_version('fonttools')}"
