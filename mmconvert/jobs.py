@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ItemError
 from .items import Item, RenderPart
+from .prompts import Prompts
+from .runfolder import Output, item_file
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -115,8 +117,6 @@ class DrawJob(Job):
     config: Any  # the renderer's config model (``Renderer.config_model``)
 
     def __init__(self, renderer: Any, config: Any):
-        from .prompts import Prompts
-
         self.config = config
         self.renderer = renderer(getattr(config, renderer.name.replace("-", "_")))
         self.prompts = Prompts(config.prompt_dir)
@@ -126,8 +126,6 @@ class DrawJob(Job):
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         import io
-
-        from .runfolder import Output, item_file
 
         renderer, output = self.renderer, Output()
         images = list(renderer.draw(item, part))

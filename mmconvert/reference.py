@@ -12,6 +12,7 @@ import inspect
 import click
 from pydantic import BaseModel
 
+from .config import submodel
 from .registry import BUILT_IN
 
 HEAD = """# Reference
@@ -48,8 +49,6 @@ def _command(lines: list[str], path: str, command: click.Command, ctx: click.Con
 
 
 def _keys(lines: list[str], model: type[BaseModel], prefix: str = "") -> None:
-    from .config import submodel
-
     for name, info in model.model_fields.items():
         inner = submodel(model, name)
         if inner is not None:

@@ -35,6 +35,7 @@ from .manifest import (
     sync,
     write_json,
 )
+from .rows import manifest_entries, recorded_files, row_problem
 from .shards import (
     SHARD_ROWS,
     SHARDS,
@@ -379,8 +380,6 @@ class RunFolder:
     def _recorded(self) -> set[str]:
         """The run-relative paths the manifest's rows record (a line that does not parse
         records nothing)."""
-        from .rows import recorded_files
-
         found: set[str] = set()
         if not self.manifest.path.is_file():
             return found
@@ -496,8 +495,6 @@ class RunFolder:
         """The sink: an item's files (atomically, inside the folder), then its manifest row,
         so a row never names a file that is not there. The row is checked first against
         ``row_model`` (the job's), or the row model of the renderer it names."""
-        from .rows import row_problem
-
         found = row_problem(output.row, row_model)
         if found:
             raise RunFolderError(f"{self.path / MANIFEST}: item {output.row.get('id')!r}: "
@@ -537,8 +534,6 @@ class RunFolder:
     def rows(self) -> list[dict[str, Any]]:
         """The manifest's rows, each parsed with its renderer's row model: a row that does not
         fit is a one-line error naming the file, line and field."""
-        from .rows import manifest_entries
-
         if not self.manifest.path.exists():
             return []
         self.manifest.cut_torn_line()

@@ -41,6 +41,7 @@ from typing import Any
 
 from .errors import ItemError, first_line
 from .manifest import dumps
+from .rows import recorded_files
 
 SHARDS = "shards"
 SHARD_ROWS = 1000  # rows a shard (``--shard-rows``)
@@ -315,8 +316,6 @@ def holds(path: Path, lines: list[bytes]) -> bool:
     never recorded, or changed since (an image's bytes, a row edited in the shard or in the
     manifest) does not."""
     import hashlib
-
-    from .rows import recorded_files
 
     try:
         shard = open_shard(path)

@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 from ..errors import MMConvertError, UsageError
 from .cache import CachedResponse, ResponseCache, default_cache_dir, request_key
 from .errors import ApiFailure, ApiFatal, ApiMalformed, ApiRefusal
+from .inflate import ENCODINGS, Inflater
 from .prices import Budget, Cost, PriceTable
 
 if TYPE_CHECKING:
@@ -80,8 +81,6 @@ def bounded(response) -> None:
     steps, and refused past ``MAX_RESPONSE_BYTES``, so that no reader after this one inflates
     a gzip bomb whole (it ended as "TypeError: 'NoneType' object is not iterable" or "no
     data[0]", nothing naming the cause)."""
-    from .inflate import ENCODINGS, Inflater
-
     length = response.headers.get("content-length")
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if length and length.isdigit() and int(length) > MAX_RESPONSE_BYTES:

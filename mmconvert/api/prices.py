@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BudgetReached, UsageError
+from ..vision_tokens import openai_patches, openai_tiles
 
 MILLION = 1_000_000
 
@@ -81,8 +82,6 @@ class PriceTable:
         tile rule with the model's ``image_tiles`` (base and tile tokens), or its patch rule
         with its ``image_patches`` multiplier (the billed tokens rounded up); None when the
         table gives the model no image rule."""
-        from ..vision_tokens import openai_patches, openai_tiles
-
         entry = self.models.get(model) or {}
         if entry.get("image_tiles"):
             tiles = entry["image_tiles"]

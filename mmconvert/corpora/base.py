@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
 
+from ..config import legacy_corpus_options
 from ..errors import ItemError, MMConvertError, SourceError, UsageError, first_line
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
 from ..options import OPTIONS, first_error, flag_of
@@ -81,8 +82,6 @@ class CorpusOptions(BaseModel):
 def load_request(corpus: Corpus, values: dict[str, Any]) -> LoadRequest:
     """The request to load ``corpus`` with ``values`` (a selection's fields): the request's
     own fields, and its ``corpus_options`` as the corpus' own model."""
-    from ..config import legacy_corpus_options
-
     values = legacy_corpus_options(values)
     own = {f.name for f in fields(LoadRequest)} - {"options"}
     return LoadRequest(**{k: v for k, v in values.items() if k in own},
@@ -134,8 +133,6 @@ def corpus_identity(corpus: Corpus, given: dict[str, Any]) -> dict[str, Any]:
 def upgraded_identity(recorded: dict[str, Any], corpus: Corpus) -> dict[str, Any]:
     """A run's recorded identity as this version records it: a run folder made when the
     selection held the corpus options itself (or before it recorded them) resumes."""
-    from ..config import legacy_corpus_options
-
     upgraded = legacy_corpus_options(recorded)
     if upgraded is recorded and "corpus_options" in recorded:
         return recorded

@@ -8,13 +8,13 @@ from pathlib import Path
 import click
 
 from ..cli import CONFIG, command, progress_option, read_config
+from ..config import Selection, build, show_progress
 from ..manifest import write_json
 
 
 @functools.cache
 def dedup_command(corpus_options=None) -> click.Command:
     """``dedup``, with the flags of CORPUS's options (``corpus_options``, its options model)."""
-    from ..config import Selection
     from ..flags import corpus_flags, fill, flag_names, model_flags
 
     flags = model_flags(Selection) + corpus_flags(corpus_options)
@@ -32,7 +32,6 @@ def dedup_command(corpus_options=None) -> click.Command:
           mmconvert dedup logiqa --source LogiQA-dataset
           mmconvert dedup logiqa2 --source LogiQA2.0 --embedding-model path/to/bge-m3
         """
-        from ..config import build, show_progress
         from ..selection import load_selection
 
         values, origin = read_config(config_file)

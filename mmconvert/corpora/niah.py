@@ -42,6 +42,7 @@ from ..errors import SourceError, UsageError
 from ..items import Item, RenderPart
 from ..options import cli
 from ..seeds import rng
+from ..tokens import load_tokenizer
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest
 from .files import turn_text
 
@@ -198,8 +199,6 @@ class Counter:
     def __init__(self, spec: str | None):
         self.tokenizer = None
         if spec:
-            from ..tokens import load_tokenizer
-
             self.tokenizer = load_tokenizer(spec, "--length-tokenizer")
         self.unit = "tokens" if spec else "words"
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from ..counting import describe, item_tokens
 from ..errors import UsageError
+from ..vision_tokens import rules_for
 
 Cut = Literal["head", "tail", "ends"]
 FIELD = "text_budget"  # the row's in-memory key: the cut prompt and its record
@@ -37,8 +38,6 @@ def check(tokenizer: str | None, models: list[str] | None) -> str:
 def budgeted(row: dict[str, Any], tokenizer, model: str, cut: Cut) -> dict[str, Any]:
     """``row`` with its text baseline: the prompt (the text twin with the context cut) and a
     record of the budget and what was kept."""
-    from ..vision_tokens import rules_for
-
     counted = item_tokens(row, rules_for([model]), tokenizer)
     vision, drawn = counted["tokens"][model], counted["text_tokens"]
     text_prompt = row["text_prompt"]

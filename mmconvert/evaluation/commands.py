@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..cli import command, progress_option
+from ..config import build, show_progress
 from ..errors import UsageError
 
 
@@ -105,8 +106,6 @@ def eval_command() -> click.Command:
           mmconvert eval runs/demo --model gpt-4o-mini --limit 50 --dry-run
           mmconvert eval compare runs/demo-eval-a runs/demo-eval-b
         """
-        from ..config import build, show_progress
-
         values = fill(flags, given, {})
         if values.get("probe") and "modality" in values:
             raise UsageError("--probe transcribe asks its own condition (the pages, to be "
@@ -153,7 +152,6 @@ def frontier_command() -> click.Command:
           mmconvert frontier mmlu-pro --tokenizer tok.json --ratio-model qwen2.5-vl \\
               --points 24 --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
         """
-        from ..config import build, show_progress
         from .curve import safe
         from .frontier import frontier, table
 
@@ -201,7 +199,6 @@ def curve_command() -> click.Command:
           mmconvert curve longbench --model Q,I --base-url URL --tokenizer tok.json \\
               --ratio-model qwen2.5-vl,internvl2.5 --ratios 1,2,4 --recipe vtcbench
         """
-        from ..config import build, show_progress
         from .curve import curve, safe, table
 
         values = fill(flags, given, {})

@@ -30,6 +30,8 @@ from ..options import cli
 from ..plots import pyplot, save_plot
 from ..recipes import Resolved, resolve_config
 from ..runfolder import LOCK, open_run
+from ..tokens import load_tokenizer
+from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES, token_rule
 from .results import (
     PRECISION,
     READ_NOTE,
@@ -80,8 +82,6 @@ class CurveOptions(EvalOptions):
 
     @model_validator(mode="after")
     def _points(self) -> CurveOptions:
-        from ..vision_tokens import token_rule
-
         for rule in self.rules:
             token_rule(rule)  # an unknown model: one line with a did-you-mean
         if len(self.rules) not in (1, len(self.models)):
@@ -167,8 +167,6 @@ def curve(corpus: str, out: Path, options: CurveOptions, *, display: str = "none
           echo=print) -> dict[str, Any]:
     """Render and score every model's points into ``out``; write and return curve.json: a
     curve per model (``curves``), each with its rule named."""
-    from ..tokens import load_tokenizer
-
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
     if options.recipe is not None:  # its fingerprint's note, once
         resolve_config([], recipe=options.recipe, warn=echo)
@@ -190,7 +188,6 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
     """One model's points: the renders for its rule (shared by the models of one rule), its
     evaluations (``OUT/evals/<model>/<point>``), the response cache shared by all."""
     from ..converter import convert
-    from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES
     from .run import evaluate
     from .sweeps import image_interval
 

@@ -12,6 +12,7 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING
 
+from ..api.inflate import ENCODINGS, Inflater
 from ..errors import MMConvertError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
@@ -176,8 +177,6 @@ def _capped_transport_class():
     """A transport class over httpx2's (imported here: only ``eval`` needs it) that reads no
     reply body past its ``cap``."""
     import httpx2
-
-    from ..api.inflate import ENCODINGS, Inflater
 
     class CappedStream(httpx2.AsyncByteStream):
         """The reply's body, its gzip or deflate encoding undone here in steps (httpx would

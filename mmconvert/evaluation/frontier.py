@@ -30,8 +30,11 @@ from ..locks import locked
 from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
+from ..qa.ocr import errors, ocr, ocr_languages, readable, tesseract_path
 from ..recipes import Resolved, resolve_config
 from ..runfolder import LOCK, open_run, read_run_file
+from ..tokens import load_tokenizer
+from ..vision_tokens import rules_for, token_rule
 from .results import (
     PRECISION,
     READ_NOTE,
@@ -104,8 +107,6 @@ class FrontierOptions(EvalOptions):
     @field_validator("ratio_model")
     @classmethod
     def _rule(cls, name: str) -> str:
-        from ..vision_tokens import token_rule
-
         token_rule(name)  # an unknown model: one line with a did-you-mean
         return name
 
@@ -211,8 +212,6 @@ def point_compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict
     """The point's compression for ``model``: its items' text tokens over their vision tokens
     (``counting.item_tokens``, as ``mmconvert stats`` counts them), pooled (the sample's
     totals) and per item (the median)."""
-    from ..vision_tokens import rules_for
-
     rules = rules_for([model])
     items = [item_tokens(row, rules, tokenizer) for row in rows]
     counted = [i for i in items if i["tokens"][model]]
@@ -253,7 +252,6 @@ def read_item(run: Path, row: dict[str, Any]) -> dict[str, Any]:
     """One item's character accuracy: its images read in the item's script(s) at their own
     size, against the text they should show; None when that text has nothing to read."""
     from ..qa.checks import expected_text, ocr_images
-    from ..qa.ocr import errors, ocr, ocr_languages, readable
     from ..renderers import row_renderer
 
     language = row.get("language") or "en"
@@ -323,8 +321,6 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
              echo=print) -> dict[str, Any]:
     """Render, cost and score every point into ``out``; write and return frontier.json."""
     from ..converter import convert
-    from ..qa.ocr import tesseract_path
-    from ..tokens import load_tokenizer
 
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
     if options.model is None:

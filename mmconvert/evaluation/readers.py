@@ -24,6 +24,7 @@ import threading
 from typing import Any
 
 from ..errors import UsageError, did_you_mean, needs
+from ..qa.ocr import ocr, require_languages, tesseract_version
 
 PREFIX = "ocr/"
 # the item metrics a transcription is scored by as it is: a needle counts when its value can
@@ -62,8 +63,6 @@ def check_reader(model: str) -> None:
             raise UsageError(needs("--model ocr/rapidocr", "rapidocr-onnxruntime", "ocr")) \
                 from None
     else:
-        from ..qa.ocr import require_languages, tesseract_version
-
         tesseract_version()
         require_languages(langs or "eng")
 
@@ -75,8 +74,6 @@ _RAPID_LOCK = threading.Lock()
 def read_page(engine: str, langs: str | None, data: bytes) -> str:
     """One page's text, as ``engine`` reads it: lines joined by newlines."""
     if engine == "tesseract":
-        from ..qa.ocr import ocr
-
         return ocr(data, langs or "eng", psm=TESSERACT_PSM).text.strip()
     global _RAPID
     with _RAPID_LOCK:  # one engine a process: its sessions are not safe to share in threads

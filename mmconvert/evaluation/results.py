@@ -16,6 +16,8 @@ from ..scoring.spec import (
     Scored,
     metric_name,
 )
+from ..tokens import load_tokenizer
+from ..vision_tokens import rules_for
 from .paired import mcnemar_exact, paired_bootstrap
 
 if TYPE_CHECKING:
@@ -131,9 +133,6 @@ def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
     under each model's rule and, with ``--tokenizer``, text tokens and the ratio (text tokens
     over vision tokens), overall and per subset, as ``mmconvert stats`` counts them, and the
     image score by ratio: the items in four bins of equal count per model."""
-    from ..tokens import load_tokenizer
-    from ..vision_tokens import rules_for
-
     tokenizer = load_tokenizer(options.tokenizer) if options.tokenizer else None
     rules = rules_for(options.ratio_models)
     items = [item_tokens(row, rules, tokenizer) for row in rows]

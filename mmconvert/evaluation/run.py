@@ -20,6 +20,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, field_validator
 
+from ..api.prices import BudgetReached, PriceTable, estimate_tokens
 from ..errors import MMConvertError, SourceError, UsageError, needs
 from ..executors import local_executor
 from ..locks import locked
@@ -35,6 +36,8 @@ from ..scoring.spec import (
     unscorable,
 )
 from ..scoring.transcription import transcription_scores
+from ..tokens import load_tokenizer
+from ..vision_tokens import TOKEN_RULES, image_tokens, token_rule
 from .budget import FIELD as BUDGET
 from .budget import Cut
 from .decompose import decomposition, is_nonce
@@ -125,8 +128,6 @@ class EvalOptions(BaseModel):
     @field_validator("ratio_models")
     @classmethod
     def _known(cls, names: list[str] | None) -> list[str] | None:
-        from ..vision_tokens import token_rule
-
         for name in names or []:
             token_rule(name)  # an unknown model: one line with a did-you-mean
         return names
@@ -214,9 +215,6 @@ def prompt_of(row: dict[str, Any], condition: Condition) -> str:
 def plan(run: Path, options: EvalOptions) -> Plan:
     """Requests, vision tokens under each stats rule, and the estimated cost (the shipped
     price table; None for a model it does not list)."""
-    from ..api.prices import PriceTable, estimate_tokens
-    from ..vision_tokens import TOKEN_RULES, image_tokens
-
     rows, unscored = [], []
     for row in select_rows(run, options):
         why = unscorable(row) if options.probe is None else (
@@ -242,7 +240,6 @@ def plan(run: Path, options: EvalOptions) -> Plan:
         if is_reader(options.model):
             check_readable(run, rows, conditions, options)
     if "text-budget" in conditions:  # each item's text cut to its pages' vision tokens
-        from ..tokens import load_tokenizer
         from .budget import budgeted, check
 
         model = check(options.tokenizer, options.ratio_models)
@@ -397,7 +394,6 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
         import inspect_ai  # noqa: F401
     except ImportError:
         raise UsageError(needs("mmconvert eval", "inspect_ai", "eval")) from None
-    from ..api.prices import BudgetReached
 
     todo = plan(run, options)
     if options.budget is not None:
@@ -415,7 +411,6 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
                 f"max tokens), over --budget ${options.budget:.2f}; nothing was sent: lower "
                 "--limit or raise --budget")
     if options.tokenizer:  # a tokenizer that cannot be read stops before any request
-        from ..tokens import load_tokenizer
 
         load_tokenizer(options.tokenizer)
     if is_reader(options.model):  # a reader on this machine: no endpoint, no key
@@ -468,7 +463,6 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     if options.tokenizer or options.ratio_models:
         results["compression"] = compression_of(todo.rows, options, outcomes)
     if "text-budget" in todo.conditions:
-        from ..tokens import load_tokenizer
         from .budget import summary
 
         results["text_budget"] = summary(todo.rows, load_tokenizer(cast(str, options.tokenizer)),

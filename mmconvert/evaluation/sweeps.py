@@ -13,6 +13,7 @@ from ..errors import SourceError
 from ..manifest import JsonlLog, write_json
 from ..plots import write_figure
 from ..postprocess.sweep import SWEEP
+from ..runfolder import open_run
 from .paired import bootstrap_mean
 from .results import unparsed_shares, unparsed_warnings, worst_unparsed
 from .run import EvalOptions, evaluate, plan
@@ -84,7 +85,6 @@ def base_values(base: Path, rows: list[dict[str, Any]]) -> dict[str, float | Non
     from ..postprocess.transforms import in_order
     from ..renderers import run_renderer
     from ..renderers.base import Redraws
-    from ..runfolder import open_run
 
     info = open_run(base).info()
     values: dict[str, float | None] = {}

@@ -22,6 +22,7 @@ from ..renderers import row_renderer, run_renderer
 from ..renderers.base import Renderer
 from ..rows import manifest_entries
 from ..runfolder import inside, open_run, read_recorded
+from ..scoring.spec import spec_of
 
 
 @dataclass
@@ -46,8 +47,6 @@ class Record:
     @property
     def scoring(self) -> dict[str, Any]:
         """The item's scoring spec: what ``mmconvert_answers.score`` scores a reply by."""
-        from ..scoring.spec import spec_of
-
         return spec_of(self.row)
 
     @property

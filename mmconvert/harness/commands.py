@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from ..cli import reports_errors
+from ..tokens import load_tokenizer
+from ..vision_tokens import rules_for
 from . import LM_EVAL, LMMS_EVAL
 
 COMMON = [
@@ -85,12 +87,8 @@ def write(harness, tasks, recipe, source, out, prompt_style, tokenizer, models):
     names = task_names(tasks)
     wanted = [m.strip() for m in models.split(",") if m.strip()] if models else None
     if wanted:
-        from ..vision_tokens import rules_for
-
         rules_for(wanted)  # an unknown model: one line, now
     if tokenizer:
-        from ..tokens import load_tokenizer
-
         load_tokenizer(tokenizer)
     record = write_tasks(names, recipe, out, harness=harness, source=source,
                          prompt_style=prompt_style, tokenizer=tokenizer, models=wanted)

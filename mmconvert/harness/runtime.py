@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..items import safe_name
+from ..tokens import load_tokenizer
+from ..vision_tokens import image_tokens, rules_for
 from . import MULTIMODAL_BACKENDS, PREFIX, untested
 
 
@@ -409,15 +411,10 @@ class Harness:
 
     @functools.cached_property
     def counters(self):
-        from ..tokens import load_tokenizer
-        from ..vision_tokens import rules_for
-
         spec = self.record.get("tokenizer")
         return rules_for(self.record.get("models")), load_tokenizer(spec) if spec else None
 
     def tokens(self, doc: dict[str, Any], item, drawn) -> None:
-        from ..vision_tokens import image_tokens
-
         rules, tokenizer = self.counters
         sizes = [{"width": e["width"], "height": e["height"]} for e in drawn.row["images"]
                  if e["role"] in self.drawer.job.renderer.profile.shown]

@@ -27,8 +27,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..config import Selection
 from ..errors import UsageError
 from ..manifest import atomic_write
+from ..scoring.spec import score_row, unscorable
 
 if TYPE_CHECKING:
     from ..recipes import Drawn
@@ -65,7 +67,6 @@ class RenderedDataset(_Base):
                  **selection: Any):
         import pandas
 
-        from ..config import Selection
         from ..corpora import resolve
         from ..corpora.files import InMemory
         from ..recipes import Drawer, load_recipe
@@ -140,8 +141,6 @@ class RenderedDataset(_Base):
         """The kit's predictions file (xlsx, tsv, csv or jsonl: ``index`` or ``id``, and
         ``prediction``) scored as ``mmconvert eval`` scores each item: the score (percent)
         over the items scored; an item that cannot be scored is counted as unscored."""
-        from ..scoring.spec import score_row, unscorable
-
         table = _table(Path(eval_file))
         by_index = {str(row["index"]): str(row["id"]) for _, row in self.data.iterrows()}
         items: dict[str, dict[str, Any]] = {}

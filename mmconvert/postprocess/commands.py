@@ -15,6 +15,7 @@ from ..cli import (
     read_config,
     run_and_report,
 )
+from ..config import ExecutionOptions, Selection, build, show_progress
 from ..errors import UsageError
 
 
@@ -23,7 +24,6 @@ def sweep_command(corpus_options=None) -> click.Command:
     """Its axes, the base render's flags (one a sweep axis also names gets ``--base-``), the
     flags of a corpus SOURCE's options (``corpus_options``, its options model) and where it
     runs."""
-    from ..config import Selection
     from ..flags import corpus_flags, fill, flag_names, given_names, model_flags
     from ..renderers import DEFAULT, renderer_class
     from .sweep import SweepOptions, parse_vary
@@ -52,7 +52,6 @@ def sweep_command(corpus_options=None) -> click.Command:
           mmconvert sweep runs/redux --vary-style font_size:9,10,14 --vary-style align:justify
           mmconvert sweep runs/demo --config sweep.yaml   (sweep: {ppi: [72, 150], rotate: [90]})
         """
-        from ..config import ExecutionOptions, build, show_progress
         from .sweep import sweep as make
 
         source = target
@@ -112,7 +111,6 @@ def transform_command() -> click.Command:
           mmconvert transform runs/demo --apply blur:1.5 --apply jpeg:75
           mmconvert transform runs/vcr --apply augraphy:scanner --out runs/vcr-scanned
         """
-        from ..config import ExecutionOptions, build, show_progress
         from ..flags import fill, flag_names
         from .chain import transform_run
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..cli import backend_options, reject_votes_option, reports_errors, use_backend
+from ..config import show_progress
 
 
 @click.group()
@@ -54,7 +55,6 @@ def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress, exec
 
     from tqdm import tqdm
 
-    from ..config import show_progress
     from .checks import Checker, ocr_statistics
 
     use_backend(executor, address)

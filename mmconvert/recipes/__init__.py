@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, field_validator
 
 from .._version import __version__, installed_version
+from ..config import run_config, submodel, unknown_key_hint
 from ..errors import ItemError, MMConvertError, UsageError, did_you_mean
 from ..items import Item, RenderPart
 from ..options import MAX_OPTIONS_BYTES, OPTIONS, first_error, read_yaml
@@ -259,8 +260,6 @@ class Recipe(BaseModel):
         return values
 
     def run_config(self, corpus: str = "items.jsonl", **more: Any) -> RunConfig:
-        from ..config import run_config
-
         return run_config(resolve_config([("call", more)], recipe=self, corpus=corpus,
                                   checked=False).values, f"recipe {self.name}")
 
@@ -292,8 +291,6 @@ class Recipe(BaseModel):
 
 def options_section(renderer) -> str:
     """The field of ``renderer``'s config that holds its options (``page``, ``document``)."""
-    from ..config import submodel
-
     model = renderer.config_model
     for name in model.model_fields:
         if submodel(model, name) is renderer.options_model:
@@ -404,8 +401,6 @@ def _read(path: str, size: int, mtime: int) -> Recipe:
     try:
         return Recipe.model_validate(values)
     except ValidationError as err:
-        from ..config import unknown_key_hint
-
         first = first_error(err)
         field = ".".join(str(p) for p in first["loc"]) or "recipe"
         hint = unknown_key_hint(Recipe, first["loc"]) if first["type"] == "extra_forbidden" else ""

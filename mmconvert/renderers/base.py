@@ -27,7 +27,9 @@ from typing import (
 
 from pydantic import BaseModel
 
+from ..config import RunConfig
 from ..items import Item
+from ..jobs import DrawJob
 from ..rows import QuestionRow
 
 if TYPE_CHECKING:
@@ -260,8 +262,6 @@ class Renderer(Generic[OptionsT]):
         """What a worker does with each item of a run made with ``config``; ``api`` and
         ``dry_run`` for a renderer that is ``paid``. A renderer that draws images
         (``draw``) has ``jobs.DrawJob``."""
-        from ..jobs import DrawJob
-
         return DrawJob(cls, config)
 
     @classmethod
@@ -318,8 +318,6 @@ def default_config_model(renderer: type[Renderer]) -> type[RunConfig]:
     from typing import Literal
 
     from pydantic import Field, create_model
-
-    from ..config import RunConfig
 
     section = renderer.name.replace("-", "_")
     fields: dict[str, Any] = {

@@ -213,8 +213,6 @@ class ImageApiRenderer(Renderer[GenerateOptions]):
     def from_params(cls, params: dict[str, Any]) -> ImageApiRenderer:
         """Without an API client: what it can do is plan and estimate; a row's image comes
         back from the response cache with one (``GenerateJob``)."""
-        from ..prompts import Prompts
-
         return cls(cls.options_from(params), Prompts(None), None)
 
     def sample(self, item: Item, seed: int) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from ..config import RunConfig
 from ..errors import ItemError
 from ..jobs import Job
 from ..options import cli, first_error
+from ..tokens import load_tokenizer
+from ..vision_tokens import image_tokens, token_rule
 from .style_files import Style
 from .target import TOLERANCE, TargetOptions, close_enough, fit, fit_pages, fit_width
 
@@ -111,9 +113,6 @@ class StyledJob(Job):
         self.target = target if target.wanted else None
         self.tokenizer = None
         if self.target is not None and target.ratio_model:
-            from ..tokens import load_tokenizer
-            from ..vision_tokens import token_rule
-
             self.rule = token_rule(target.ratio_model)
             if target.tokenizer:
                 self.tokenizer = load_tokenizer(target.tokenizer)
@@ -156,8 +155,6 @@ class StyledJob(Job):
         """The item's renderer at the font size that meets the run's target, and the row's
         record of it (the target, what was met, the layouts it took; a reason when the
         bounds keep it off target, which ``--on-error skip`` skips)."""
-        from ..vision_tokens import image_tokens
-
         base = renderer.options
         text_tokens = (self.tokenizer.count(renderer.shown_text(item, part))
                        if self.tokenizer else None)

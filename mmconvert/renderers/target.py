@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from ..options import OPTIONS
+from ..vision_tokens import RULE_ALIASES, WHY_NOT_EXACT, token_rule, width_step
 
 TOLERANCE = 0.05  # the share of the target a result may be off and count as on target
 MAX_LAYOUTS = 8
@@ -79,8 +80,6 @@ class TargetOptions(BaseModel):
             raise ValueError(f"min_font_size {self.min_font_size:g} is over max_font_size "
                              f"{self.max_font_size:g}")
         if self.ratio_model:
-            from ..vision_tokens import token_rule
-
             token_rule(self.ratio_model)  # an unknown model: one line with a did-you-mean
         return self
 
@@ -209,8 +208,6 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
     the ratio model's steps too: the widths nearest the style's first, each with its own
     font size search; the first exact one is kept, else the closest (``found`` if none is
     closer). The record says what moved, or why the rule cannot be met exactly."""
-    from ..vision_tokens import RULE_ALIASES, WHY_NOT_EXACT, width_step
-
     model = options.ratio_model or ""
     step = width_step(model)
     if step is None:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
+from ...config import build
 from ...options import OPTIONS
 
 
@@ -61,8 +62,6 @@ class Transform(Generic[OptionsT]):
     @classmethod
     def build(cls, values: dict[str, Any], where: str = "") -> Transform[Any]:
         """The transform with ``values`` as options; a bad value is a one-line error."""
-        from ...config import build
-
         return cls(cast(OptionsT, build(cls.options_model, values, where or cls.name,
                                        whole=cls.primary)))
 
