@@ -34,6 +34,7 @@ from .config import (
 )
 from .corpora import Corpus, resolve
 from .corpora.base import corpus_identity, upgraded_identity
+from .corpora.files import InMemory
 from .errors import BudgetReached, ItemError, MMConvertError, UsageError
 from .executors import BACKEND, draws_here, executor_for, runs_here
 from .items import Item, RenderPart
@@ -132,8 +133,6 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
     where and how it runs. Bad options are mmconvert's own one-line ``UsageError``.
     ``resolved``: the config as a caller put it together itself (``recipes.resolve_config``:
     the CLI, a curve's or frontier's point), for run.json's recipe and sources."""
-    from .corpora.files import InMemory
-
     if items is not None and not isinstance(items, list):
         raise UsageError(f"items: a list of item dicts, not {type(items).__name__}")
     if config is not None and not isinstance(config, (RunConfig, dict)):

@@ -34,6 +34,8 @@ from .corpora import Corpus
 from .executors import executor_for
 from .items import Item, RenderPart
 from .manifest import MANIFEST
+from .postprocess.sweep import post
+from .postprocess.transforms import parse_step
 from .renderers import job_for
 from .runfolder import DEDUP, Result, RunFolder
 from .scoring.spec import unscorable
@@ -191,7 +193,6 @@ def make_job(config: RunConfig, api: ApiOptions | None = None):
     if not config.transforms:
         return job
     # lazy, as the transforms' modules are: about 15 ms of every render's start
-    from .postprocess.transforms import parse_step
 
     return TransformedJob(job, [parse_step(step, "transforms:") for step in config.transforms])
 
@@ -209,7 +210,6 @@ class TransformedJob:
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]):
         from .imaging import decode
-        from .postprocess.sweep import post
 
         output = self._job.run(item, part, prompt_keys)
         row = output.row if isinstance(output.row, dict) else \

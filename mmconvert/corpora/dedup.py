@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Literal
 
 from ..config import DedupField, DedupOptions
 from ..errors import UsageError, needs
+from ..executors import executor_for
 from ..items import Item
+from .sources import hub_reachable, offline
 
 if TYPE_CHECKING:
     import numpy as np
@@ -141,8 +143,6 @@ def embed(texts: Iterable[str], options: DedupOptions, *,
 
     import numpy as np
 
-    from ..executors import executor_for
-
     texts = iter(texts)
     blocks = iter(lambda: list(itertools.islice(texts, EMBED_BLOCK)), [])
     first = next(blocks, [])
@@ -194,8 +194,6 @@ def load_model(name: str, device: str | None, *, progress: bool = False):
         raise UsageError(needs("deduplication", "sentence-transformers", "dedup",
                                then=" (install torch first: pip install torch)")) from None
     from contextlib import nullcontext
-
-    from .sources import hub_reachable, offline
 
     if not progress:
         import transformers

@@ -41,6 +41,7 @@ from ..items import LETTERS, Item, RenderPart, safe_name
 from ..manifest import atomic_write, user_cache
 from ..options import cli
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, options_field
+from .sources import hub_reachable, offline
 
 TAKES = ("multiple_choice", "generate_until")
 NOT_INSTALLED = needs("lm-eval:TASK", "lm-evaluation-harness", "lm-eval")
@@ -291,7 +292,6 @@ def dataset_source(source: Path | None):
                 raise SourceError(f"--source {source}: {label}: {first_line(err, 200)}") \
                     from None
             return _named_splits(loaded, f"--source {source}: {label}")
-        from .sources import hub_reachable, offline
 
         try:
             if hub_reachable():

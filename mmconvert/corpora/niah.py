@@ -43,6 +43,7 @@ from ..items import Item, RenderPart
 from ..options import cli
 from ..seeds import rng
 from ..tokens import load_tokenizer
+from . import resolve
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest
 from .files import turn_text
 
@@ -274,7 +275,6 @@ class Niah(Corpus[NiahOptions]):
             if path.suffix.lower() in (".txt", ".md") and path.is_file():
                 parts.append(haystack_text(path))
                 continue
-            from . import resolve
             from .base import load_items
 
             if name == self.name:
@@ -289,8 +289,6 @@ class Niah(Corpus[NiahOptions]):
     def turns(self, options: NiahOptions, request: LoadRequest) -> tuple[list[dict], list[str]]:
         """The chat turns of the haystack's dialogues (items whose context is a list of
         turns, ``metadata.turns``); one line when it holds none."""
-        from . import resolve
-
         found: list[dict[str, str]] = []
         text = any(Path(n).suffix.lower() in (".txt", ".md") for n in options.haystack)
         for name in [] if text else options.haystack:  # text has no turns

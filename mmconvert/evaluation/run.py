@@ -39,7 +39,7 @@ from ..scoring.transcription import transcription_scores
 from ..tokens import load_tokenizer
 from ..vision_tokens import TOKEN_RULES, image_tokens, token_rule
 from .budget import FIELD as BUDGET
-from .budget import Cut
+from .budget import Cut, budgeted, check, summary
 from .decompose import decomposition, is_nonce
 from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
 from .judge import judge_prompt, read_judgement
@@ -240,7 +240,6 @@ def plan(run: Path, options: EvalOptions) -> Plan:
         if is_reader(options.model):
             check_readable(run, rows, conditions, options)
     if "text-budget" in conditions:  # each item's text cut to its pages' vision tokens
-        from .budget import budgeted, check
 
         model = check(options.tokenizer, options.ratio_models)
         tokenizer = load_tokenizer(cast(str, options.tokenizer))
@@ -463,8 +462,6 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     if options.tokenizer or options.ratio_models:
         results["compression"] = compression_of(todo.rows, options, outcomes)
     if "text-budget" in todo.conditions:
-        from .budget import summary
-
         results["text_budget"] = summary(todo.rows, load_tokenizer(cast(str, options.tokenizer)),
                                          options.budget_cut)
     if "grid" in results:

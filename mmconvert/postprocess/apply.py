@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import MMConvertError, UsageError, first_line
 from ..imaging import decode, encode
 from ..seeds import rng
+from .transforms import TRANSFORMS
 from .transforms.base import Transform
 
 
@@ -59,8 +60,6 @@ def _applied(step: Transform, image, params: dict[str, Any]):
     """``step.apply``: an image, or (a plugin's transform that gives anything else, or fails
     with other than mmconvert's own error) one line naming the transform and its package."""
     from PIL import Image
-
-    from .transforms import TRANSFORMS
 
     try:
         made = step.apply(image, params)

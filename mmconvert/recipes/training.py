@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from . import Drawer, Recipe, load_recipe
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -48,8 +49,6 @@ class ItemTransform:
     @property
     def drawer(self) -> Drawer:
         if self._drawer is None:
-            from . import Drawer
-
             self._drawer = Drawer(self.recipe, seed=self.seed)
         return self._drawer
 
@@ -90,8 +89,6 @@ class RenderedDataset:
 
     def __init__(self, rows: Sequence[Mapping[str, Any]], recipe: Recipe | str, *,
                  seed: int = 0, column: str = "images", fields: Mapping[str, str] | None = None):
-        from . import Recipe, load_recipe
-
         self.rows = rows
         self.transform = ItemTransform(recipe if isinstance(recipe, Recipe)
                                        else load_recipe(recipe),

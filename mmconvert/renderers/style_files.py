@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model, model_vali
 from ..errors import UsageError, did_you_mean, first_line
 from ..options import MAX_OPTIONS_BYTES, OPTIONS, first_error, read_yaml
 from ..seeds import rng
+from .page_options import PageOptions
 
 STYLE_DIR = Path(__file__).parent / "styles"
 KINDS = ("choice", "uniform", "int", "log_uniform")
@@ -136,8 +137,6 @@ def _read(path: Path, raw: bytes) -> dict[str, Any]:
 @lru_cache(maxsize=64)
 def _field_model(name: str):
     """A model of one page style field (its type and bounds), to check a value alone."""
-    from .page_options import PageOptions
-
     info = PageOptions.model_fields[name]
     return create_model(f"One_{name}", __config__=OPTIONS,
                         value=(cast(Any, info.annotation), info))
@@ -199,8 +198,6 @@ def _parse_field(where: str, name: str, spec: Any, is_list: bool) -> Draw | Any:
 def load(ref: str) -> tuple[Style, dict[str, Any]]:
     """A style named by a preset name or a file path: the Style (its draws) and its fixed
     values. One line naming the file and the field on any problem."""
-    from .page_options import PageOptions
-
     shipped = presets()
     if ref in shipped:
         path, name = shipped[ref], ref
@@ -247,8 +244,6 @@ _WORST = {"font_size": max, "line_spacing": max, "line_pitch": max, "margin": ma
 
 def _room_at_worst(where: str, style: Style, fixed: dict[str, Any]) -> None:
     """Refuse, before drawing, a style whose tightest page has no room for text."""
-    from .page_options import PageOptions
-
     values = dict(fixed)
     for name, draw in style.draws.items():
         pick = _WORST.get(name)

@@ -20,7 +20,7 @@ from ..jobs import Job
 from ..options import cli, first_error
 from ..tokens import load_tokenizer
 from ..vision_tokens import image_tokens, token_rule
-from .style_files import Style
+from .style_files import Style, load
 from .target import TOLERANCE, TargetOptions, close_enough, fit, fit_pages, fit_width
 
 if TYPE_CHECKING:
@@ -57,7 +57,6 @@ class StyledConfig(RunConfig):
         renderer's field, for the document) is left out, and the style records it."""
         if not isinstance(data, dict) or not isinstance(data.get("style"), str):
             return data
-        from .style_files import load
 
         style, fixed = load(data["style"])
         section = cls.STYLED

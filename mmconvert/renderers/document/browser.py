@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from ...errors import UsageError, first_line, needs
+from ..fonts import FONT_DIR
 from .css import HOST
 
 NO_PLAYWRIGHT = needs("the document renderer", "Playwright", "document")
@@ -99,8 +100,6 @@ class Browser:
         that item's error; the next one gets a fresh page, in a fresh Chromium when the old
         one is gone."""
         from playwright.sync_api import sync_playwright
-
-        from ..fonts import FONT_DIR
 
         playwright = None
         try:  # whatever stops the start is told to the caller, who waits for it
