@@ -334,7 +334,7 @@ def test_grouped_writes_append_rows_in_groups_after_their_files(tmp_path, monkey
         made.file(f"images/item-{n:03d}.png", b"png %d" % n)
         return made
 
-    monkeypatch.setattr("mmconvert.rows.row_problem", lambda row, model=None: None)
+    monkeypatch.setattr(runfolder, "row_problem", lambda row, model=None: None)
     with pytest.raises(KeyboardInterrupt), folder.grouped():
         for n in range(GROUP_ROWS + 5):
             folder.write(output(n))
