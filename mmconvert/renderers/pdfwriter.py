@@ -113,9 +113,9 @@ def _actual(text: str) -> bytes:
     return b"/Span<</ActualText<" + _hex(text) + b">>>BDC\n"
 
 
-def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: FontChain,
-                   face_of) -> bytes:
-    """A page's text: glyph ids as two-byte codes, y up from the page's bottom."""
+def _paper(page: PdfPage) -> list[bytes]:
+    """What a page draws before its text: its paper's colour, its horizontal scale, its
+    boxes, and the text's ink."""
     out = []
     if page.paper != "#ffffff":
         out.append(b"%s %s %s rg 0 0 %s %s re f\n" % (*map(_num, rgb(page.paper)),
@@ -129,6 +129,13 @@ def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: F
             _num(right - left), _num(bottom - top)))
     if page.ink != "#000000" or page.boxes:
         out.append(b"%s %s %s rg\n" % tuple(map(_num, rgb(page.ink))))
+    return out
+
+
+def content_stream(page: PdfPage, size: float, fonts: dict[int, _Font], chain: FontChain,
+                   face_of) -> bytes:
+    """A page's text: glyph ids as two-byte codes, y up from the page's bottom."""
+    out = _paper(page)
     out.append(b"BT\n")
     inked = page.ink
 
