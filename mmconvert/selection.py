@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .config import DedupOptions, Selection
 from .corpora import Corpus, LoadReport, resolve
-from .corpora.base import load_items, load_request, shuffle_options
+from .corpora.base import load_items, load_request
+from .corpora.choices import shuffle_options
 from .corpora.dedup import DedupReport, dedup_positions
 from .corpora.nonce import nonce_item
 from .errors import ItemError

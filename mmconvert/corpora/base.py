@@ -7,7 +7,7 @@ import functools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
@@ -18,7 +18,6 @@ from ..errors import ItemError, MMConvertError, SourceError, UsageError, first_l
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
 from ..options import OPTIONS, first_error, flag_of
 from ..registry import Registry
-from ..seeds import rng
 from .sources import (
     Row,
     SourceFile,
@@ -584,26 +583,3 @@ def check_columns(data: dict, schemas: tuple[tuple[str, ...], ...], where: str,
         raise SourceError(f"{where}: missing column(s) {', '.join(missing)} "
                           f"({corpus} expects {', '.join(best)}; found "
                           f"{', '.join(map(str, data)) or 'none'})")
-
-
-# --- multiple-choice helpers -------------------------------------------------------------
-
-
-def lettered_options(data: dict, where: str, letters: str = "ABCD") -> list[str]:
-    """Options held in one column per letter (``A``, ``B``…), as exam CSVs keep them."""
-    return [text_field(data, letter, where) for letter in letters]
-
-
-def shuffle_options(item: Item, seed: int, stage: str = "shuffle-options",
-                    key: str | None = None) -> Item:
-    """The item with its options in an order drawn from (run seed, item id): the same on every
-    machine and run. The manifest keeps the original order and answer in metadata."""
-    if not item.options or not isinstance(item.answer, str):
-        return item
-    order = list(range(len(item.options)))
-    rng(seed, stage, key or item.id).shuffle(order)
-    old = LETTERS.index(item.answer)
-    metadata = {**item.metadata, "original_options": list(item.options),
-                "original_answer": item.answer}
-    return replace(item, options=[item.options[i] for i in order],
-                   answer=LETTERS[order.index(old)], metadata=metadata)

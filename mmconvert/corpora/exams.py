@@ -11,9 +11,9 @@ from .base import (
     CorpusOptions,
     SubsetCorpus,
     answer_letter,
-    lettered_options,
     text_field,
 )
+from .choices import lettered_options
 
 CMMLU_SUBJECTS = (
     "agronomy", "anatomy", "ancient_chinese", "arts", "astronomy", "business_ethics",

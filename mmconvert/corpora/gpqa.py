@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..errors import ItemError
 from ..items import Item, is_safe_id
-from .base import CorpusOptions, SubsetCorpus, shuffle_options, text_field
+from .base import CorpusOptions, SubsetCorpus, text_field
+from .choices import shuffle_options
 
 ANSWER_COLUMNS = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2",
                   "Incorrect Answer 3")

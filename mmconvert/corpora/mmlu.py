@@ -17,10 +17,10 @@ from .base import (
     Rows,
     SubsetCorpus,
     answer_letter,
-    lettered_options,
     options_field,
     text_field,
 )
+from .choices import lettered_options
 from .sources import load_hub
 
 MMLU_SUBJECTS = (

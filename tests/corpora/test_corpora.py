@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 
 from mmconvert.corpora import CORPORA, LoadReport, resolve
-from mmconvert.corpora.base import load_request, shuffle_options
+from mmconvert.corpora.base import load_request
+from mmconvert.corpora.choices import shuffle_options
 from mmconvert.errors import ItemError, SourceError
 from tests.conftest import FIXTURES, make_item
 

@@ -66,7 +66,7 @@ def test_shuffle_options_takes_its_own_seed(tmp_path):
     """``--shuffle-options SEED`` draws each permutation from SEED and the item's id, apart
     from ``--seed``: the sample stays the run seed's while the options' order changes, and a
     bare ``--shuffle-options`` is ``--shuffle-options <--seed>``."""
-    from mmconvert.corpora.base import shuffle_options
+    from mmconvert.corpora.choices import shuffle_options
     from mmconvert.items import Item
 
     def rendered(*flags):
