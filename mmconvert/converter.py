@@ -42,7 +42,7 @@ from .manifest import sync, write_json
 from .progress import progress_bar
 from .recipes import Resolved, resolve_config
 from .renderers import renderer_class
-from .resuming import in_order
+from .resuming import reorder
 from .rows import SCHEMA
 from .runfolder import DEDUP, Failed, Made, Result, RunFolder, Stopped
 from .selection import load_selection
@@ -191,7 +191,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
     # a folder with rows: the selection's ids are kept, to check its manifest against
     resuming = not execution.overwrite and folder.manifest.path.is_file() and \
         folder.manifest.path.stat().st_size > 0
-    selection, at_sink = stages.select(config, corpus, execution, job.renderer.drops_items,
+    selection, at_sink = stages.select_items(config, corpus, execution, job.renderer.drops_items,
                                        resuming, summary, log)
     for note in job.notes():
         summary.said(note, log)
@@ -199,7 +199,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
     with folder.lock():  # one run at a time per folder; nothing is written before this
         _open_folder(folder, config, execution, api, job, selection, resuming, summary, log,
                      upgrade)
-        resumed = stages.resume(folder, selection, execution.on_change, summary, log)
+        resumed = stages.resume_folder(folder, selection, execution.on_change, summary, log)
         wanted = at_sink - len(resumed.made) if at_sink is not None else None
         if wanted is not None and wanted <= 0:
             stages.passed_to_limit(selection.items, resumed, summary)
@@ -219,7 +219,7 @@ def _convert(config: RunConfig, execution: ExecutionOptions, api: ApiOptions | N
             folder.mark_failed(_run_info(config, summary, job, folder, status="failed"))
             raise
         if order is not None and not is_sharded(execution.out):
-            in_order(folder, order)  # the changed items' rows were appended last
+            reorder(folder, order)  # the changed items' rows were appended last
         summary.skipped += len(selection.report.skipped)
         summary.seconds = time.perf_counter() - started
         # every write of this run is in place: a temporary file left now is a killed run's

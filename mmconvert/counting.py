@@ -51,7 +51,7 @@ def image_words(run: Path, row: dict[str, Any]) -> list[int]:
     return [total // len(shown)] * len(shown)  # no layout: the words spread evenly
 
 
-def describe(given: list[float | None]) -> dict[str, float]:
+def figures_of(given: list[float | None]) -> dict[str, float]:
     """Count, min, median, mean, max of the values there are (None: none to count)."""
     values = [v for v in given if v is not None]
     if not values:
@@ -87,9 +87,9 @@ def ratio_summary(per_item: list[dict[str, Any]], tokenizer, names: list[str]) -
     subsets = sorted({i["subset"] or "" for i in per_item})
     return {
         "tokenizer": tokenizer.record(),
-        "text_tokens_per_item": describe([i["text_tokens"] for i in per_item]),
-        "ratio": {name: describe(ratios(per_item, name)) for name in names},
-        "ratio_by_subset": {subset: {name: describe(ratios(
+        "text_tokens_per_item": figures_of([i["text_tokens"] for i in per_item]),
+        "ratio": {name: figures_of(ratios(per_item, name)) for name in names},
+        "ratio_by_subset": {subset: {name: figures_of(ratios(
             [i for i in per_item if (i["subset"] or "") == subset], name))
             for name in names} for subset in subsets},
     }

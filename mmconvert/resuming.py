@@ -1,8 +1,8 @@
 """Where a run folder stands against a selection, for render, chains and sweeps alike: the
-ids it has done (``resume``: rows past a sharded run's shards cut, repeated rows removed, rows
+ids it has done (``take_stock``: rows past a sharded run's shards cut, repeated rows removed, rows
 outside the selection refused), the items changed at the source since they were made
 (``changed``; ``refresh`` forgets them, so that they are made again) and the manifest put
-back in the selection's order (``in_order``). The folder itself (its lock, its files, its
+back in the selection's order (``reorder``). The folder itself (its lock, its files, its
 manifest) is ``runfolder.RunFolder``."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .shards import check as check_shards
 from .shards import is_sharded
 
 
-def resume(folder: RunFolder, selected: Collection[str] | None
+def take_stock(folder: RunFolder, selected: Collection[str] | None
            ) -> tuple[int, set[str], set[str]]:
     """Where a run into this folder stands, from the manifest's ids (read a line at a
     time): in a sharded run, rows past the shards that hold them are cut (made again);
@@ -88,7 +88,7 @@ def refresh(folder: RunFolder, current: dict[str, str],
 def forget(folder: RunFolder, ids: list[str]) -> int:
     """Remove the records of ``ids`` (their manifest rows and skips), so that a resumed
     run makes them again; in a sharded run, the manifest is cut at the first of them (the
-    shard that holds it, and every later one, are then removed by ``resume``). Returns
+    shard that holds it, and every later one, are then removed by ``take_stock``). Returns
     how many manifest rows were removed."""
     gone = set(ids)
     rows = folder.manifest.read()
@@ -109,7 +109,7 @@ def forget(folder: RunFolder, ids: list[str]) -> int:
     return len(rows) - len(kept)
 
 
-def in_order(folder: RunFolder, order: dict[str, int]) -> bool:
+def reorder(folder: RunFolder, order: dict[str, int]) -> bool:
     """Put the manifest's rows in the order ``order`` gives their ids (the selection's),
     when they are not (a run that drew changed items again appended them last); the
     manifest is then the one a run from scratch writes. Returns whether it rewrote it."""

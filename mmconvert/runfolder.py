@@ -282,7 +282,7 @@ class RunFolder:
         self._pending: list[dict[str, Any]] | None = None
         self._since = 0.0
         self._shards: ShardWriter | None = None  # inside ``sharded``
-        self.shards_removed = 0  # by ``resuming.resume``: torn or unrecorded shards
+        self.shards_removed = 0  # by ``resuming.take_stock``: torn or unrecorded shards
 
     def check(self, identity: dict[str, Any], overwrite: bool,
               upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:

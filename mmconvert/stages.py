@@ -1,10 +1,10 @@
 """A render run's stages, each a unit with its own tests (``tests/test_stages.py``), which
 ``converter._convert`` runs in this order:
 
-1. **selection** (``select``): the items, streamed, sampled and limited; past the limit when
+1. **selection** (``select_items``): the items, streamed, sampled and limited; past the limit when
    the renderer may leave an item out while it draws it (the limit is then counted at the
    sink);
-2. **resume** (``resume``): where the folder stands: the ids that need no more work, the ids
+2. **resume** (``resume_folder``): where the folder stands: the ids that need no more work, the ids
    its manifest holds, the items changed in the source since they were drawn (forgotten, so
    that they are drawn again) and the repeated rows removed;
 3. **drawing** (``make_job``, ``tasks``): the job that draws each item (its images put
@@ -122,7 +122,7 @@ class RunSummary:
 
 # --- 1. selection --------------------------------------------------------------------------
 
-def select(config: RunConfig, corpus: Corpus, execution: ExecutionOptions, drops_items: bool,
+def select_items(config: RunConfig, corpus: Corpus, execution: ExecutionOptions, drops_items: bool,
            resuming: bool, summary: RunSummary, log) -> tuple[Selected, int | None]:
     """The selection streamed (its ids kept when ``resuming``, to check the manifest against)
     and the limit the sink counts: ``--limit`` when the renderer ``drops_items`` (the
@@ -156,18 +156,18 @@ class Resumed:
     changed: list[str]
 
 
-def resume(folder: RunFolder, selection: Selected, on_change: str, summary: RunSummary,
+def resume_folder(folder: RunFolder, selection: Selected, on_change: str, summary: RunSummary,
            log) -> Resumed:
-    """The folder's state against the selection (``resuming.resume``): repeated rows
+    """The folder's state against the selection (``resuming.take_stock``): repeated rows
     removed, rows outside the selection refused, the items changed in the source since
     forgotten so that they are drawn again (``--on-change refuse``: one line instead), and
     each thing done to the folder said."""
-    repaired, done, made = resuming.resume(folder, selection.ids)
+    repaired, done, made = resuming.take_stock(folder, selection.ids)
     changed = resuming.refresh(folder, selection.ids, on_change) \
         if selection.ids is not None else []
     if changed:
         if is_sharded(folder.path):  # the shards from the first changed one on go
-            repaired, done, made = resuming.resume(folder, selection.ids)
+            repaired, done, made = resuming.take_stock(folder, selection.ids)
         else:
             done, made = done - set(changed), made - set(changed)
         summary.said(f"{folder.path}: {len(changed)} item(s) changed in the source since "

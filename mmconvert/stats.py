@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .counting import describe, image_words, item_tokens, ratio_summary, shown_images
+from .counting import figures_of, image_words, item_tokens, ratio_summary, shown_images
 from .manifest import no_links_in
 from .plots import pyplot, save_plot
 from .qa.checks import BUCKETS, DENSITY, density
@@ -52,14 +52,14 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
         "run": str(run), "renderer": name,
         "unit": (renderer_class(name).unit if name else "image") + "s",
         "items": len(rows), "images": len(per_image),
-        "images_per_item": describe([i["images"] for i in per_item]),
+        "images_per_item": figures_of([i["images"] for i in per_item]),
         "images_per_item_counts": dict(sorted(Counter(i["images"] for i in per_item).items())),
-        "words_per_image": describe([i["words"] for i in per_image]),
+        "words_per_image": figures_of([i["words"] for i in per_image]),
         "density": {name: buckets.get(name, 0) for name in BUCKETS},
-        "width": describe([i["width"] for i in per_image]),
-        "height": describe([i["height"] for i in per_image]),
-        "megapixels": describe([round(i["width"] * i["height"] / 1e6, 3) for i in per_image]),
-        "vision_tokens_per_item": {name: describe([i["tokens"][name] for i in per_item])
+        "width": figures_of([i["width"] for i in per_image]),
+        "height": figures_of([i["height"] for i in per_image]),
+        "megapixels": figures_of([round(i["width"] * i["height"] / 1e6, 3) for i in per_image]),
+        "vision_tokens_per_item": {name: figures_of([i["tokens"][name] for i in per_item])
                                    for name in rules},
         "token_rules": {name: " ".join((rule.__doc__ or "").split())
                         + " Source: {}; checked {}.".format(

@@ -21,8 +21,8 @@ from mmconvert.stages import (
     Resumed,
     RunSummary,
     passed_to_limit,
-    resume,
-    select,
+    resume_folder,
+    select_items,
     sink,
     storage,
     tasks,
@@ -45,7 +45,7 @@ def test_select_stops_at_the_limit_or_leaves_it_to_the_sink(tmp_path):
     corpus = resolve("mmlu-redux")
     for drops, count, at_sink in ((False, 2, None), (True, 2, 2)):
         summary = RunSummary(out=tmp_path)
-        selection, limit = select(config, corpus, execution, drops, False, summary, print)
+        selection, limit = select_items(config, corpus, execution, drops, False, summary, print)
         assert (selection.count, limit, summary.selected) == (count, at_sink, count)
         # the renderer that may drop an item reads on past the limit; the other stops at it
         assert len(list(selection.items)) == (9 if drops else 2)
@@ -61,7 +61,7 @@ def test_resume_forgets_the_items_changed_at_the_source(tmp_path):
     config = run_config({"corpus": str(path)})
     selection = stream_selection(config, LocalFile(path), ids=True)
     summary, said = RunSummary(out=out), []
-    found = resume(RunFolder(out), selection, "redraw", summary, said.append)
+    found = resume_folder(RunFolder(out), selection, "redraw", summary, said.append)
     assert found.changed == ["q-2"] and summary.changed == 1
     assert found.made == found.done == {"q-0", "q-1", "q-3"}
     assert said == [f"{out}: 1 item(s) changed in the source since they were drawn (the "
@@ -80,7 +80,7 @@ def test_resume_removes_repeated_rows_and_says_so(tmp_path):
     summary, said = RunSummary(out=out), []
     selection = stream_selection(run_config({"corpus": str(source(tmp_path))}),
                                  LocalFile(tmp_path / "items.jsonl"), ids=True)
-    found = resume(RunFolder(out), selection, "redraw", summary, said.append)
+    found = resume_folder(RunFolder(out), selection, "redraw", summary, said.append)
     assert found.made == {f"q-{n}" for n in range(4)} and not found.changed
     assert said == [f"{manifest}: removed 1 repeated row(s) (two runs once wrote into this "
                     "folder)"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..counting import describe, item_tokens
+from ..counting import figures_of, item_tokens
 from ..errors import UsageError
 from ..vision_tokens import rules_for
 
@@ -79,9 +79,9 @@ def summary(rows: list[dict[str, Any]], tokenizer, cut: Cut) -> dict[str, Any]:
     cut_items = [r for r in records if "kept_context_tokens" in r]
     return {"model": records[0]["model"] if records else None, "tokenizer": tokenizer.record(),
             "cut": cut, "items": len(records), "cut_items": len(cut_items),
-            "vision_tokens": describe([r["vision_tokens"] for r in records]),
-            "kept_tokens": describe([r["kept_tokens"] for r in records]),
-            "kept_share": describe([r["kept_share"] for r in records]),
+            "vision_tokens": figures_of([r["vision_tokens"] for r in records]),
+            "kept_tokens": figures_of([r["kept_tokens"] for r in records]),
+            "kept_share": figures_of([r["kept_share"] for r in records]),
             "whole": {reason: sum(1 for r in records if r.get("reason") == reason)
                       for reason in sorted({r["reason"] for r in records if "reason" in r
                                             and "kept_context_tokens" not in r})}}

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ..counting import describe, item_tokens
+from ..counting import figures_of, item_tokens
 from ..errors import UsageError, did_you_mean
 from ..locks import locked
 from ..manifest import atomic_write, write_json
@@ -218,7 +218,7 @@ def point_compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict
     text = sum(i["text_tokens"] for i in counted)
     vision = sum(i["tokens"][model] for i in counted)
     return {"compression": round(text / vision, 4) if vision else None,
-            "compression_median": describe([i["ratio"][model] for i in items]).get("median"),
+            "compression_median": figures_of([i["ratio"][model] for i in items]).get("median"),
             "text_tokens": text, "vision_tokens": vision, "items": len(rows)}
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..counting import describe, item_tokens, ratio_summary
+from ..counting import figures_of, item_tokens, ratio_summary
 from ..plots import write_figure
 from ..scoring.spec import (
     Scored,
@@ -137,7 +137,7 @@ def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
     rules = rules_for(options.ratio_models)
     items = [item_tokens(row, rules, tokenizer) for row in rows]
     out: dict[str, Any] = {"vision_tokens_per_item": {
-        name: describe([i["tokens"][name] for i in items]) for name in rules}}
+        name: figures_of([i["tokens"][name] for i in items]) for name in rules}}
     if tokenizer is not None:
         out.update(ratio_summary(items, tokenizer, list(rules)))
         scores = {o.id: o.scored.value for o in outcomes

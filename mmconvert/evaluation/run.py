@@ -535,7 +535,7 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
     for log in logs:
         if log.status == "error" and not log.samples:
             message = (log.error.message if log.error else "the evaluation failed")
-            raise MMConvertError(one_line(message))
+            raise MMConvertError(squeezed(message))
         for sample in log.samples or []:
             condition = sample.metadata.get("condition")
             error = (request_error(sample.error.message, timeout, sample.error.traceback)
@@ -570,19 +570,21 @@ def request_error(message: str, timeout: int | None, traceback: str = "") -> str
     and the error itself, not tenacity's wrapper round it ("RetryError(<Future at 0x…
     raised InternalServerError>)" said nothing of the server's answer): its line from the
     traceback, after the retries."""
-    text = one_line(message)
+    text = squeezed(message)
     retried = _RETRIED.search(text)
     if retried:
         raised = retried.group(1)
         found = [line.strip() for line in (traceback or "").splitlines()
                  if re.match(rf"^[\w.]*\b{re.escape(raised)}: ", line.strip())]
         text = found[0] if found else raised
-        text = f"{one_line(text)[:240]} (after the retries)"
+        text = f"{squeezed(text)[:240]} (after the retries)"
     if timeout is not None and "TimeoutError" in text:
         return f"no complete answer within --timeout {timeout} s ({text[:160]})"
     return text
 
 
-def one_line(message: str) -> str:
+def squeezed(message: str) -> str:
+    """A message's words on one line, cut to 300 characters (an error of the harness's
+    logs, for results.json and the one-line error)."""
     text = " ".join(str(message).split())
     return text[:300]

@@ -85,7 +85,7 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
                     "items": len(folder.manifest.read())}
 
         folder.write_info(info_of("running"))
-        _, done, _ = resuming.resume(folder, {row["id"] for row in rows})
+        _, done, _ = resuming.take_stock(folder, {row["id"] for row in rows})
         # a row of the base run drawn again since (its source changed) is transformed again
         changed = resuming.refresh(folder, source_prints(rows))
         done -= set(changed)
@@ -103,7 +103,7 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
             folder.mark_failed(info_of("failed"))
             raise
         if changed:
-            resuming.in_order(folder, {row["id"]: n for n, row in enumerate(rows)})
+            resuming.reorder(folder, {row["id"]: n for n, row in enumerate(rows)})
         folder.write_info(info_of("complete"))
     return summary
 

@@ -281,7 +281,7 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
         raise
     for v in work:
         if changed[v.name]:
-            resuming.in_order(folders[v.name], {row["id"]: n for n, row in enumerate(rows)})
+            resuming.reorder(folders[v.name], {row["id"]: n for n, row in enumerate(rows)})
         _write_info(folders[v.name], base, info, v, options, "complete")
     _write_sweep(out, base, options, summary, "complete")
     return summary

@@ -1,0 +1,74 @@
+"""Public names (issue 56 part 6): no two modules define a public function or class of one
+name unless it means the same thing in both (a command's ``plot``, ``table``), or it is a
+collision already known, listed below with its meanings, to be renamed. A new collision fails
+here; so does a listed one that no longer collides (the list only shrinks)."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import mmconvert
+
+# the same meaning in each module that defines it
+SAME_MEANING = {
+    "plot": "each command's plot of its result (stats, curve, frontier, a sweep's eval)",
+    "table": "each command's text table of its result",
+    "point_config": "the render config of a curve's or a frontier's point",
+    "convert": "mmconvert.convert is converter.convert, imported when called "
+               "(document/truetype's converts a font; see KNOWN)",
+    "load_recipe": "mmconvert.load_recipe is recipes.load_recipe, imported when called",
+    "main": "the CLI's entry point, and the shipped score.py's",
+}
+# different meanings under one name, known, to be renamed: name -> the modules' meanings
+KNOWN = {
+    "Drawn": "a recipe drawer's pages in memory; the document renderer's PDF and pages",
+    "Plan": "an evaluation's requests and cost; generate's per-item drawing plan",
+    "RenderedDataset": "the training dataset of rows; VLMEvalKit's dataset class",
+    "Row": "a manifest row's model (rows); a source file's row (corpora.sources)",
+    "as_text": "stats' figures as text; qa's summary as text",
+    "check": "shards' check of a folder; a text budget's check of its options",
+    "check_fewshot": "the harness's one-line notice; lm-eval task's few-shot check",
+    "check_name": "an id or subset checked file-name safe; a harness task name checked",
+    "compare": "eval compare of folders; a recipe's fingerprint compared",
+    "convert": "converter.convert (a run); document.truetype.convert (a font)",
+    "dataset_folder": "the harness's data folder of a task; lm-eval's local dataset folder",
+    "decode": "an image's bytes decoded (imaging); a source cell decoded (sources)",
+    "export": "the exporters' function; the export command",
+    "harness": "the harness runtime's cache; the harness command",
+    "item_metric": "a row's scoring metric (spec); a file item's metric field (files)",
+    "load": "an eval folder's results and responses; a style file",
+    "make": "a recipe made from its spec; a chain's run made",
+    "normalise": "dedup's normalised text; layout's normalised text for drawing",
+    "page_html": "the review page's HTML; a document's page HTML",
+    "read_jsonl": "VCR predictions read; a source JSONL read",
+    "score": "the score command; an answer scored",
+    "shown": "a recipe value shown in a message; rotate's shown box",
+    "tokens": "VCR's tokens of a span, strict and official",
+    "write": "decompose.json and its plot; the harness's task files",
+}
+STANDALONE = "exporters/templates/"  # shipped files, copied out as they are
+
+
+def public_names() -> dict[str, list[str]]:
+    package = Path(mmconvert.__file__).parent
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith(STANDALONE):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) \
+                    and not node.name.startswith("_"):
+                found[node.name].append(rel)
+    return {name: where for name, where in found.items() if len(set(where)) > 1}
+
+
+def test_no_new_public_name_means_two_things():
+    shared = public_names()
+    new = {name: where for name, where in shared.items()
+           if name not in SAME_MEANING and name not in KNOWN}
+    assert not new, new
+    gone = sorted(set(KNOWN) - set(shared))
+    assert not gone, f"no longer shared, take them off KNOWN: {gone}"
