@@ -418,6 +418,7 @@ def test_a_limit_starts_no_paid_request_past_it(fake, tmp_path):
     assert len(image_requests(fake)) == 2
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_refused_by_name_and_gzip_is_read(fake, tmp_path):
     """A response of 1 MiB of gzip that inflates to 1 GiB was read whole and ended as "no
     data[0]" (or a TypeError elsewhere), nothing naming the cause; an ordinary gzip-encoded

@@ -112,6 +112,7 @@ def test_items_without_the_field_are_kept_and_listed():
     assert [i.id for i in kept] == ["a"]
 
 
+@pytest.mark.slow
 def test_a_missing_model_is_one_line():
     with pytest.raises(UsageError, match=r"^cannot load embedding model '/nonexistent/model' "):
         deduplicate(items_with_duplicates(), DedupOptions(model="/nonexistent/model"))

@@ -60,6 +60,7 @@ def lm_eval_own(task, doc, reply: str) -> dict[str, float]:
             for metric, value in task.process_results(doc, [kept]).items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_each_reply_scores_what_lm_eval_s_own_objects_give(name, tmp_path):
     from mmconvert.corpora.lmeval import dataset_source, task_manager

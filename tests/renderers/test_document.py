@@ -661,6 +661,7 @@ def test_a_converted_face_is_kept_checked_and_the_same_each_time(tmp_path, monke
         truetype.cache_clear()
 
 
+@pytest.mark.slow
 def test_the_browser_starts_while_run_json_is_made_and_only_where_items_are_drawn(
         docs, tmp_path, monkeypatch):
     """One worker: Chromium (about 0.9 s to start) is started while run.json is made (its

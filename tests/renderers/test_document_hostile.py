@@ -203,6 +203,7 @@ def test_a_document_that_would_move_the_page_leaves_it_where_it_is(monkeypatch):
     assert after.pages and after.refused == []
 
 
+@pytest.mark.slow
 def test_nesting_past_what_the_parsers_build_and_control_characters_are_item_errors(
         tmp_path):
     rows = [

@@ -53,6 +53,7 @@ def test_a_latin_text_loads_no_other_face_and_its_manifest_names_them_all():
     assert [font_sha256(spec) for spec in FONT_CHAIN] == [e["sha256"] for e in manifest]
 
 
+@pytest.mark.slow
 def test_the_coverage_table_is_each_faces_own_and_the_search_finds_what_loading_finds():
     """``coverage.json`` is MuPDF's own answer for every code point of each pymupdf-fonts
     face of the chain, at the pinned versions; so the first face with a glyph is the one a

@@ -56,6 +56,7 @@ def replies(rng: random.Random, page: str) -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_fox_s_metrics_agree_with_fox_s_code_and_the_truth():
     rng = random.Random(5)
     pages = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 40))) for _ in range(40)]
