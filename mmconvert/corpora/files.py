@@ -61,7 +61,7 @@ def turn_text(turn: dict[str, str]) -> str:
     return f"{turn['role']}: {turn['content']}"
 
 
-def item_metric(value: Any, options: list[str], answer: Any, where: str) -> str | None:
+def metric_field(value: Any, options: list[str], answer: Any, where: str) -> str | None:
     """The metric a row names for its free-form answer (None when it names none), checked:
     a known one, on an item without options, and ``numeric`` only when every accepted answer
     is a number; else an ItemError naming the row and field."""
@@ -211,7 +211,7 @@ class LocalFile(Corpus[CorpusOptions]):
             raise ItemError("neither question nor context", where=where, field="question")
         kept = data.get("metadata")
         metadata = dict(kept) if isinstance(kept, dict) else {}
-        metric = item_metric(data.get("metric"), options, answer, where)
+        metric = metric_field(data.get("metric"), options, answer, where)
         if metric:
             metadata["metric"] = metric
         if turns:
@@ -229,7 +229,7 @@ class LocalFile(Corpus[CorpusOptions]):
                      reader) -> Item:
         """A row in one of the hub's MCQ schemas (``schemas``), its source recorded."""
         read = reader(data, where)
-        item_metric(data.get("metric"), read.options, read.answer, where)
+        metric_field(data.get("metric"), read.options, read.answer, where)
         used = source_columns(read)
         metadata = dict(data["metadata"]) if isinstance(data.get("metadata"), dict) else {}
         metadata.update({k: v for k, v in data.items()

@@ -126,10 +126,10 @@ def qa_summary(run_dir, as_json, reject_votes):
     """Counts by status and reason, the acceptance rate and per-check figures of RUN_DIR."""
     import json
 
-    from .summary import as_text, review_summary
+    from .summary import review_summary, review_text
 
     result = review_summary(run_dir, reject_votes)
-    click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else as_text(result))
+    click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else review_text(result))
 
 
 def qa_command() -> click.Command:

@@ -151,7 +151,7 @@ class ReviewState:
         return run_file_or_none(self.run, rel)
 
 
-def page_html() -> bytes:
+def review_page() -> bytes:
     return resources.files("mmconvert.qa").joinpath("review.html").read_bytes()
 
 
@@ -223,7 +223,7 @@ class Handler(BaseHTTPRequestHandler):
         state = self.server.state
         try:
             if url.path in ("/", "/index.html"):
-                self._send(200, page_html(), "text/html; charset=utf-8", {
+                self._send(200, review_page(), "text/html; charset=utf-8", {
                     "Content-Security-Policy": "default-src 'self'; style-src 'self' "
                     "'unsafe-inline'; script-src 'self' 'unsafe-inline'; img-src 'self'"})
             elif url.path == "/api/state":

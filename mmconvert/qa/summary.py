@@ -64,7 +64,7 @@ def review_summary(run: Path, reject_votes: int = 1) -> dict[str, Any]:
     }
 
 
-def as_text(s: dict[str, Any]) -> str:
+def review_text(s: dict[str, Any]) -> str:
     rate = "n/a" if s["acceptance_rate"] is None else f"{100 * s['acceptance_rate']:.1f} %"
     lines = [f"{s['items']} items: {s['accepted']} accepted, {s['rejected']} rejected, "
              f"{s['pending']} pending; acceptance rate {rate} of decided items",

@@ -186,7 +186,7 @@ class Group:
         return out
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict]]:
+def read_lines(path: Path) -> list[tuple[int, dict]]:
     """(line number, object) of each non-blank line; one-line errors naming file and line."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -216,7 +216,7 @@ def _text_or_texts(value: Any) -> bool:
 def read_predictions(path: Path) -> dict[str, tuple[int, str | list[str] | None]]:
     """id -> (line, prediction); a null prediction is no prediction."""
     found: dict[str, tuple[int, str | list[str] | None]] = {}
-    for number, row in read_jsonl(path):
+    for number, row in read_lines(path):
         where = f"{path} line {number}"
         for name in ("id", "prediction"):
             if name not in row:
@@ -244,7 +244,7 @@ def read_key(path: Path) -> list[KeyItem]:
     """An answer-key JSONL: rows {id, answers: [span, ...], language: en|zh, difficulty?}."""
     items: list[KeyItem] = []
     seen: dict[str, int] = {}
-    for number, row in read_jsonl(path):
+    for number, row in read_lines(path):
         where = f"{path} line {number}"
         for name in ("id", "answers"):
             if name not in row:
