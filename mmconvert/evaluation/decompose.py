@@ -125,13 +125,14 @@ class Scores:
 
 
 def is_nonce(run: Path) -> bool:
-    """Whether ``run``'s rows were drawn with ``--nonce`` (its first row says)."""
+    """Whether ``run``'s rows were drawn with ``--nonce``."""
     manifest = run / "manifest.jsonl"
-    if not manifest.is_file():
-        return False
-    for row in JsonlLog(manifest).read():
-        return "nonce" in (row.get("metadata") or {})
-    return False
+    return manifest.is_file() and drawn_nonce(JsonlLog(manifest).read())
+
+
+def drawn_nonce(rows: list[dict[str, Any]]) -> bool:
+    """Whether these rows of a run were drawn with ``--nonce`` (its first row says)."""
+    return bool(rows) and "nonce" in (rows[0].get("metadata") or {})
 
 
 def decompose_table(result: dict[str, Any]) -> str:

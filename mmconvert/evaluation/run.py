@@ -40,7 +40,7 @@ from ..tokens import load_tokenizer
 from ..vision_tokens import TOKEN_RULES, image_tokens, token_rule
 from .budget import FIELD as BUDGET
 from .budget import Cut, budgeted, check, summary
-from .decompose import decomposition, is_nonce
+from .decompose import decomposition, drawn_nonce
 from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
 from .judge import judge_prompt, read_judgement
 from .readers import READABLE, check_reader, is_reader, reader_model
@@ -58,10 +58,11 @@ from .results import (
 )
 from .transcribe import (
     PAGE_MARK,
+    PAGES,
     TRANSCRIBE_PROMPT,
-    pages_to_read,
     read_by_page,
     transcribed_text,
+    with_pages,
 )
 
 
@@ -240,14 +241,13 @@ def plan(run: Path, options: EvalOptions) -> Plan:
         if is_reader(options.model):
             check_readable(run, rows, conditions, options)
     if "text-budget" in conditions:  # each item's text cut to its pages' vision tokens
-
         model = check(options.tokenizer, options.ratio_models)
         tokenizer = load_tokenizer(cast(str, options.tokenizer))
         rows = [budgeted(row, tokenizer, model, options.budget_cut) for row in rows]
-    # requests per item and condition: --probe transcribe asks a page at a time where each
-    # page's text is recorded
-    asked = {row["id"]: len(pages_to_read(run, row) or [row]) for row in rows} \
-        if options.probe == "transcribe" else {}
+    if options.probe == "transcribe":  # a page at a time where each page's text is recorded
+        rows = [with_pages(run, row) for row in rows]
+    # requests per item and condition
+    asked = {row["id"]: len(row[PAGES]) for row in rows if PAGES in row}
     prompt_tokens = sum(estimate_tokens(prompt_of(row, condition)) * asked.get(row["id"], 1)
                         for row in rows for condition in conditions)
     # every image sent, over every request; a rule's total is None when that model's
@@ -313,9 +313,6 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
     from inspect_ai.solver import generate
 
     by_id = {row["id"]: row for row in rows}
-    # --probe transcribe: an item of several recorded pages is asked a page at a time
-    page_texts = {row["id"]: texts for row in rows
-                  if "transcribe" in conditions and (texts := pages_to_read(run, row))}
 
     judge = inspect_model(options.judge_model, options.base_url) if options.judge_model \
         else None
@@ -327,7 +324,7 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
             row = by_id[item]
             response = state.output.completion or ""
             if state.metadata.get("condition") == "transcribe":
-                truth = page_texts[item][int(page) - 1] if page else transcribed_text(row)
+                truth = row[PAGES][int(page) - 1] if page else transcribed_text(row)
                 read = transcription_scores(truth, response)
                 return Score(value=read.precision or 0.0, answer=None,
                              metadata={"parsed": read.recall is not None, **read.as_dict()})
@@ -355,7 +352,7 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
                     data, "blank.png" if condition == "blank" else image["path"])))
             metadata = {"condition": condition, "subset": row.get("subset") or "",
                         "max_tokens": max_tokens(row, options)}
-            pages = page_texts.get(row["id"]) if condition == "transcribe" else None
+            pages = row.get(PAGES) if condition == "transcribe" else None
             if pages is not None:  # one request a page, its own text its truth
                 samples += [Sample(id=f"{row['id']}{PAGE_MARK}{number}",
                                    input=[ChatMessageUser(content=[
@@ -410,7 +407,6 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
                 f"max tokens), over --budget ${options.budget:.2f}; nothing was sent: lower "
                 "--limit or raise --budget")
     if options.tokenizer:  # a tokenizer that cannot be read stops before any request
-
         load_tokenizer(options.tokenizer)
     if is_reader(options.model):  # a reader on this machine: no endpoint, no key
         check_reader(options.model)
@@ -449,11 +445,12 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     if outcomes and all(o.scored is None for o in outcomes):
         raise MMConvertError(f"every request to {options.base_url} failed (the first: "
                              f"{outcomes[0].error}); see inspect view --log-dir {out / 'logs'}")
-    JsonlLog(out / "responses.jsonl").rewrite([o.as_row() for o in outcomes])
+    answered = [o.as_row() for o in outcomes]
+    JsonlLog(out / "responses.jsonl").rewrite(answered)
     results = summarise(outcomes, todo.conditions, options, run, todo.unscored)
     results["scoring"] = scoring_summary(todo.rows, outcomes, options)
-    found_why = decomposition(results["model"], [o.as_row() for o in outcomes],
-                              is_nonce(run), options.seed)
+    found_why = decomposition(results["model"], answered, drawn_nonce(todo.rows),
+                              options.seed)
     if found_why is not None:  # two or more of blank, image, text, text-budget
         results["decomposition"] = found_why
     order = option_order(todo.rows, outcomes)

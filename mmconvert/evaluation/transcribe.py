@@ -38,6 +38,18 @@ def transcribed_text(row: dict[str, Any]) -> str:
 PAGE_MARK = "#"
 
 
+# the evaluated row's field holding each of its pages' own text (``with_pages``), read once
+# when the evaluation is planned
+PAGES = "page_texts"
+
+
+def with_pages(run: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its pages' own texts (``PAGES``) when it is to be asked a page at a time
+    (``pages_to_read``); as it is otherwise."""
+    texts = pages_to_read(run, row)
+    return row if texts is None else {**row, PAGES: texts}
+
+
 def pages_to_read(run: Path, row: dict[str, Any]) -> list[str] | None:
     """For ``--probe transcribe``: the text of each of an item's shown pages, when it has
     more than one and its renderer records each page's text (``Renderer.page_texts``), so
