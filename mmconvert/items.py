@@ -141,7 +141,6 @@ def check_name(value: object, where: str, field: str) -> str:
     """``value`` if it can be part of a file name (an id, a subset), else an ItemError naming
     the field: letters, digits, '.', '_' and '-', starting with a letter or digit."""
     if not is_safe_id(value):  # type: ignore[arg-type]
-
         shown = repr(value) if isinstance(value, str) else f"a {type(value).__name__}"
         raise ItemError(f"{field} {shown} is not file-name safe (letters, digits, '.', '_', '-'; "
                         "starting with a letter or digit; at most 200 characters)",

@@ -282,7 +282,6 @@ def load_font_file(path: str):
     try:
         font = pymupdf.Font(fontfile=str(file))
     except Exception as err:  # noqa: BLE001 - MuPDF says why: not a font, damaged, …
-
         raise UsageError(f"{path}: not a font file MuPDF can read ({first_line(err)})") \
             from None
     if not font.this or not font.this.m_internal or font.glyph_count == 0:

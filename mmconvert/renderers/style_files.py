@@ -125,7 +125,6 @@ def _read(path: Path, raw: bytes) -> dict[str, Any]:
         else:
             data = read_yaml(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
     except Exception as err:  # noqa: BLE001 - any parser's complaint, as its first line
-
         raise UsageError(f"{path}: not a style file ({first_line(err)})") from None
     if data is None:
         data = {}

@@ -276,7 +276,6 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
             raise ItemError(str(err), where=item.origin or item.id, field=part,
                             item_id=item.id, stage="render") from None
         except Exception as err:  # noqa: BLE001 - Playwright's errors: one line, this item
-
             raise ItemError(f"Chromium could not draw the item ({first_line(err, 200)})",
                             where=item.origin or item.id, field=part, item_id=item.id,
                             stage="render") from None
