@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from .errors import UsageError
-from .executors import LOCAL
 from .options import OPTIONS, cli, first_error, read_yaml
+from .parts import DEFAULT, LOCAL, RENDERERS, backends, renderer_class, use
 
 
 def with_absolute_paths(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -194,8 +194,6 @@ class RunConfig(Stored):
 def run_config(values: dict[str, Any], origin: str = "config") -> RunConfig:
     """A config dict (as run.json or YAML holds it) as the model of the renderer it names
     (the default renderer's when it names none); a problem is one line naming ``origin``."""
-    from .renderers import DEFAULT, renderer_class
-
     if not isinstance(values, dict):
         raise UsageError(f"{origin}: expected a mapping of option names to values")
     name = values.get("renderer", DEFAULT)
@@ -225,8 +223,6 @@ class Backend(BaseModel):
     @field_validator("executor")
     @classmethod
     def _known(cls, value: str) -> str:
-        from .executors import backends
-
         if value not in backends():
             raise ValueError(f"unknown executor {value!r} (choose from "
                              f"{', '.join(backends())})")
@@ -240,8 +236,6 @@ class Backend(BaseModel):
 
     def use(self) -> None:
         """Run this invocation's work there (``executors.use``)."""
-        from .executors import use
-
         use(self.executor, self.address)
 
 
@@ -305,8 +299,6 @@ def submodel(model: type[BaseModel], name: Any) -> type[BaseModel] | None:
 def sections() -> set[str]:
     """The option names whose value is itself a mapping of options (``page``, ``dedup``), in
     any renderer's config."""
-    from .renderers import RENDERERS
-
     return {name for renderer in RENDERERS.usable() for name in
             renderer.config_model.model_fields
             if submodel(renderer.config_model, name) is not None}

@@ -319,5 +319,5 @@ def _run_info(config: RunConfig, summary: RunSummary, job, folder: RunFolder,
         **({"recipe": summary.recipe} if summary.recipe is not None else {}),
         **({"sources": summary.sources} if summary.sources else {}),
     }
-    info.update(job.report(folder.manifest.read))
+    info.update(job.report(folder.rows))
     return info

@@ -17,33 +17,35 @@ from typing import Any
 from .errors import ItemError
 from .qa.checks import word_count
 from .renderers import row_renderer
+from .rows import ImageEntry, Row
 from .runfolder import read_run_file
 from .vision_tokens import image_tokens
 
 
-def _page_words(run: Path, row: dict[str, Any]) -> list[int] | None:
-    layout = row.get("layout") or {}
+def _page_words(run: Path, row: Row) -> list[int] | None:
+    layout = getattr(row, "layout", None)
+    if layout is None:
+        return None
     try:
-        record = json.loads(read_run_file(run, layout["path"]).decode("utf-8"))
+        record = json.loads(read_run_file(run, layout.path).decode("utf-8"))
     except (KeyError, ItemError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     return [word_count("\n".join("".join(run_[2] for run_ in line) for line in page))
             for page in record["pages"]]
 
 
-def shown_images(row: dict[str, Any]) -> list[dict[str, Any]]:
+def shown_images(row: Row) -> list[ImageEntry]:
     """The images the model is shown (not text-only twins): its ``profile.shown``."""
-    roles = row_renderer(row).profile.shown
-    return [img for img in row.get("images") or [] if img.get("role") in roles]
+    return row.images_in(row_renderer(row).profile.shown)
 
 
-def image_words(run: Path, row: dict[str, Any]) -> list[int]:
+def image_words(run: Path, row: Row) -> list[int]:
     """Words in each image the model is shown."""
     renderer = row_renderer(row)
     shown = shown_images(row)
     if not shown:
         return []
-    if row.get("layout"):  # a stored layout: the words of each page
+    if getattr(row, "layout", None):  # a stored layout: the words of each page
         pages = _page_words(run, row)
         if pages is not None and len(pages) == len(shown):
             return pages
@@ -61,18 +63,18 @@ def figures_of(given: list[float | None]) -> dict[str, float]:
             "mean": round(statistics.fmean(ordered), 2), "max": ordered[-1]}
 
 
-def item_tokens(row: dict[str, Any], rules: dict[str, Any], tokenizer=None) -> dict[str, Any]:
+def item_tokens(row: Row, rules: dict[str, Any], tokenizer=None) -> dict[str, Any]:
     """One item's vision tokens under ``rules`` for the images it shows and, with a
     tokenizer, its text tokens, its prompts' tokens and its ratio per model."""
     shown = shown_images(row)
     tokens = {name: image_tokens(rule, shown) for name, rule in rules.items()}
-    item = {"id": row["id"], "subset": row.get("subset"), "images": len(shown),
+    item = {"id": row.id, "subset": row.subset, "images": len(shown),
             "tokens": tokens}
     if tokenizer is not None:
         text = tokenizer.count(row_renderer(row).expected_text(row))
         item["text_tokens"] = text
-        item["prompt_tokens"] = {"image": tokenizer.count(row.get("prompt")),
-                                 "text": tokenizer.count(row.get("text_prompt"))}
+        item["prompt_tokens"] = {"image": tokenizer.count(row.prompt),
+                                 "text": tokenizer.count(row.text_prompt)}
         item["ratio"] = {name: round(text / count, 4) if count else None
                          for name, count in tokens.items()}
     return item

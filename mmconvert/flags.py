@@ -20,6 +20,7 @@ import click
 from pydantic import BaseModel
 
 from .errors import UsageError
+from .parts import CORPORA
 
 
 @dataclass(frozen=True)
@@ -218,8 +219,6 @@ def corpus_flags(options_model: type[BaseModel] | None) -> list[Flag]:
     every other registered corpus: given to a corpus that does not take them, they are one
     line naming the corpus's own (``corpora.base.check_corpus_options``), not click's "no
     such option". The corpus's model checks the values, so a choice takes text here."""
-    from .corpora import CORPORA
-
     own = model_flags(options_model, ("corpus_options",), choices=False) \
         if options_model is not None else []
     names = {flag.name for flag in own}

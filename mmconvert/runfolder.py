@@ -35,7 +35,7 @@ from .manifest import (
     sync,
     write_json,
 )
-from .rows import manifest_entries, recorded_files, row_problem
+from .rows import FileRef, ImageEntry, Row, manifest_entries, read_row, recorded_files
 from .shards import (
     SHARD_ROWS,
     SHARDS,
@@ -168,11 +168,13 @@ def run_file_or_none(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def read_recorded(root: Path, entry: dict[str, Any], *, where: str, field: str,
-                  hashed: bool = False, **context: str) -> bytes:
-    """The bytes of a file a manifest row records (``entry["path"]`` in the run ``root``,
+def read_recorded(root: Path, entry: ImageEntry | FileRef | dict[str, Any], *, where: str,
+                  field: str, hashed: bool = False, **context: str) -> bytes:
+    """The bytes of a file a manifest row records (the entry's ``path`` in the run ``root``,
     ``read_run_file``), and (always with ``hashed``, else when the entry has one) the same
     as its recorded sha256; otherwise an ItemError naming ``where`` and ``field``."""
+    if not isinstance(entry, dict):
+        entry = {"path": entry.path, "sha256": entry.sha256}
     path = root / str(entry.get("path"))
     data = read_run_file(root, entry.get("path"), where=where, field=field, **context)
     if (hashed or entry.get("sha256")) and \
@@ -201,6 +203,7 @@ class Output:
         self.row: dict[str, Any] = {}
         self.files: list[tuple[str, bytes]] = []
         self.written: list[str] = []  # files a worker elsewhere already wrote (``write_into``)
+        self.typed: Row | None = None  # the row as the sink checked it (``RunFolder.write``)
 
     def write_into(self, root: Path, *, under: str = "", durable: bool = True) -> None:
         """Write the files here, where the worker runs (a cluster node that reaches the run
@@ -267,10 +270,10 @@ class Stopped:
 
 Result = Made | Failed | Stopped
 
-def source_prints(rows: list[dict[str, Any]]) -> dict[str, str]:
+def source_prints(rows: list[Row]) -> dict[str, str]:
     """The ``source_sha256`` of each row that records one, by id: what a run made from
     these rows (a sweep's variant, a transform) checks its own rows against."""
-    return {row["id"]: row["source_sha256"] for row in rows if row.get("source_sha256")}
+    return {row.id: row.source_sha256 for row in rows if row.source_sha256}
 
 
 class RunFolder:
@@ -495,8 +498,9 @@ class RunFolder:
         """The sink: an item's files (atomically, inside the folder), then its manifest row,
         so a row never names a file that is not there. The row is checked first against
         ``row_model`` (the job's), or the row model of the renderer it names."""
-        found = row_problem(output.row, row_model)
-        if found:
+        output.typed, found = read_row(output.row, row_model)
+        if output.typed is None:
+            found = found or ("row", "not a row")
             raise RunFolderError(f"{self.path / MANIFEST}: item {output.row.get('id')!r}: "
                                  f"field {found[0]}: {found[1]} (a row made by this version "
                                  "of mmconvert does not fit its schema: please report it)")
@@ -531,7 +535,7 @@ class RunFolder:
                                  "not there (does every worker reach the run folder at the "
                                  "same path?)")
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Row]:
         """The manifest's rows, each parsed with its renderer's row model: a row that does not
         fit is a one-line error naming the file, line and field."""
         if not self.manifest.path.exists():

@@ -77,9 +77,10 @@ class RunSummary:
     def took(self, fate: str, result: Result) -> None:
         """What the sink made of one result (``RunFolder.take``'s answer)."""
         if fate == "made":
-            row = result.output.row  # type: ignore[union-attr]
+            row = result.output.typed  # type: ignore[union-attr]
+            assert row is not None  # the sink checked it
             self.rendered += 1
-            self.images += len(row["images"])
+            self.images += len(row.images)
             self.no_answer += unscorable(row) is not None
         elif fate == "stopped":
             self.not_done += 1

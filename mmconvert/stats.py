@@ -34,7 +34,8 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
     run = Path(run)
     folder = open_run(run)
     rows, info = folder.rows(), folder.info()
-    per_item, per_image = [], []
+    per_item: list[dict[str, Any]] = []
+    per_image: list[dict[str, Any]] = []
     for row in rows:
         shown = shown_images(row)
         words = image_words(run, row)
@@ -42,12 +43,12 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
         item = {key: figures.pop(key) for key in ("id", "subset", "images")}
         per_item.append({**item, "words": sum(words), **figures})
         for img, count in zip(shown, words, strict=True):
-            per_image.append({"id": row["id"], "path": img["path"], "width": img["width"],
-                              "height": img["height"], "words": count,
+            per_image.append({"id": row.id, "path": img.path, "width": img.width,
+                              "height": img.height, "words": count,
                               "density": density(count)})
     buckets = Counter(image["density"] for image in per_image)
     config = info.get("config") or {}
-    name = config.get("renderer", rows[0]["renderer"]["name"] if rows else None)
+    name = config.get("renderer", rows[0].renderer.name if rows else None)
     return {
         "run": str(run), "renderer": name,
         "unit": (renderer_class(name).unit if name else "image") + "s",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import UsageError, did_you_mean
@@ -436,9 +437,9 @@ def token_rule(name: str):
                      f"{did_you_mean(name, known, 0.5)}")
 
 
-def image_tokens(rule, images: list[dict[str, Any]]) -> int | None:
-    """The vision tokens of ``images`` under ``rule``; None when the model's processor refuses
-    one of them (it has no count, not 0)."""
+def image_tokens(rule, images: Sequence[Any]) -> int | None:
+    """The vision tokens of ``images`` (a row's entries, or ``{"width", "height"}``) under
+    ``rule``; None when the model's processor refuses one of them (it has no count, not 0)."""
     counts = [rule(image["width"], image["height"]) for image in images]
     return None if None in counts else sum(counts)
 

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mmconvert"
 LAYERS: list[tuple[str, str]] = [
     # what everything may use: errors, option models' base, items, the manifest's files,
     # registries, the standalone scorer (shipped inside exports, so it imports nothing)
-    ("foundation", r"errors|options|seeds|items|registry|manifest|units|progress|_version|plots"
+    ("foundation", r"errors|options|seeds|items|registry|parts|manifest|units|progress|_version|plots"
                    r"|locks"
                    r"|scoring\.answers|scoring\.vcr_official|exporters\.templates(\..*)?"),
     # the run's records and settings: rows, run folders, configs, the job contract, executors,
@@ -180,3 +180,21 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _shape():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("shape", PACKAGE.parent / "bench" / "shape.py")
+    assert spec is not None and spec.loader is not None
+    shape = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shape)
+    return shape
+
+
+def test_under_the_strict_map_only_the_declared_imports_go_up():
+    """Issue 56's stricter map (``bench/shape.py``): at most three imports go up, each declared
+    with its reason; a new one, or one no longer there, fails here."""
+    shape = _shape()
+    assert set(shape.upward()) == set(shape.DECLARED) and len(shape.DECLARED) <= 3
+    assert not shape.cycles({(a, b) for a, b, _, _ in shape.edges()})

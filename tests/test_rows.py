@@ -103,3 +103,72 @@ def test_not_a_run_folder_is_one_line_everywhere(tmp_path):
         assert result.exit_code == 1, (command, result.output)
         assert result.output == (f"Error: {folder} has no manifest.jsonl: not an mmconvert "
                                  "run folder\n"), (command, result.output)
+
+
+def test_a_reader_gets_the_typed_row_and_its_line_s_own_json(demo):
+    """Every reader's row is the renderer's model (attributes a type checker sees); the line's
+    JSON stays with it byte for byte, which is what a row written again is written from."""
+    from mmconvert.manifest import dumps
+    from mmconvert.rows import ImageEntry, PageRow, manifest_entries
+    from mmconvert.runfolder import open_run
+
+    rows = open_run(demo).rows()
+    entries = [row for _, row, _ in manifest_entries(demo / "manifest.jsonl")]
+    assert [r.id for r in rows] == [r.id for r in entries] == [
+        json.loads(line)["id"] for line in lines(demo)]
+    for row, line in zip(rows, lines(demo), strict=True):
+        assert type(row) is PageRow and isinstance(row.images[0], ImageEntry)
+        assert row.params == json.loads(line)["renderer"]["params"] and row.params["ppi"]
+        assert row.layout is not None and row.pdf == json.loads(line)["pdf"]
+        assert dumps(row.raw) == line  # written again, the same bytes
+        # a hook written for dict rows reads it as the JSON object it came from
+        assert (row["id"], row.get("question"), row.get("target", "none")) == (
+            row.id, row.question, "none")
+        assert "pdf" in row and "target" not in row and "bogus" not in row
+        with pytest.raises(KeyError):
+            row["target"]
+
+
+def test_what_a_pipeline_carries_with_a_row_is_never_written(demo):
+    from mmconvert.manifest import dumps
+    from mmconvert.runfolder import open_run
+
+    row = open_run(demo).rows()[0]
+    carrying = row.carrying("text_budget", {"prompt": "cut"})
+    assert carrying.carried("text_budget") == {"prompt": "cut"}
+    assert row.carried("text_budget") is None  # the row read stays as it was
+    assert dumps(carrying.raw) == dumps(row.raw) == lines(demo)[0]
+    assert carrying.model_dump(mode="json", exclude_unset=True) == row.raw
+
+
+def test_a_renderer_whose_row_model_is_not_a_row_is_refused_at_load():
+    from pydantic import BaseModel
+
+    from mmconvert.registry import contract_breach
+    from mmconvert.renderers.base import Renderer
+    from mmconvert.renderers.page import PageRenderer
+
+    class Loose(BaseModel):
+        id: str
+
+    class Plugin(PageRenderer):
+        row_model = Loose  # type: ignore[assignment]
+
+    assert contract_breach(Plugin, Renderer) == "row_model is not a subclass of mmconvert.rows.Row"
+
+
+def test_manifest_rows_are_read_by_attribute_not_by_key():
+    """``row["…"]`` reads in the package stay at most 30 (``bench/shape.py`` counts them):
+    the ones left read a line's JSON on purpose (a row written again, a damaged line, the
+    shipped standalone templates, which cannot import mmconvert)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "bench" / "shape.py"
+    spec = importlib.util.spec_from_file_location("shape", path)
+    assert spec is not None and spec.loader is not None
+    shape = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shape)
+    reads = sum(len(shape.ROW_READ.findall(p.read_text(encoding="utf-8")))
+                for p in shape.modules().values())
+    assert reads <= 30, reads

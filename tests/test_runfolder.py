@@ -19,6 +19,7 @@ from mmconvert.items import Item, check_name, content_id
 from mmconvert.runfolder import inside, item_file, write_file
 from tests.conftest import FIXTURES
 from tests.test_cli import run
+from tests.typed import typed
 
 TRAVERSING = ("../../../../{victim}/PWNED", "a/b", "..", "/{victim}/abs", "x\\..\\y", ".hidden")
 
@@ -334,7 +335,7 @@ def test_grouped_writes_append_rows_in_groups_after_their_files(tmp_path, monkey
         made.file(f"images/item-{n:03d}.png", b"png %d" % n)
         return made
 
-    monkeypatch.setattr(runfolder, "row_problem", lambda row, model=None: None)
+    monkeypatch.setattr(runfolder, "read_row", lambda row, model=None: (typed(row), None))
     with pytest.raises(KeyboardInterrupt), folder.grouped():
         for n in range(GROUP_ROWS + 5):
             folder.write(output(n))

@@ -9,11 +9,11 @@ from click.testing import CliRunner
 from PIL import Image
 
 from mmconvert.cli import main
-from mmconvert.manifest import JsonlLog
 from mmconvert.qa.checks import expected_text, word_count
 from mmconvert.stats import gather
 from mmconvert.vision_tokens import claude, gpt_4o, internvl, qwen2_vl
 from tests.conftest import REDUX_CSV
+from tests.typed import typed_rows
 
 
 def run(*args):
@@ -45,7 +45,7 @@ def test_words_per_page_come_from_the_stored_layout(tmp_path):
     out = tmp_path / "run"
     assert run("render", items, "--render", "context", "--out", out).exit_code == 0
     figures = gather(out)
-    row = JsonlLog(out / "manifest.jsonl").read()[0]
+    row = typed_rows(out)[0]
     pages = [image["words"] for image in figures["per_image"]]
     assert len(pages) == len(row["images"]) > 1
     assert sum(pages) == word_count(expected_text(row)) == 3400
@@ -103,7 +103,7 @@ def test_text_tokens_and_compression_match_transformers_own_tokenizer(tmp_path):
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
     reference = AutoTokenizer.from_pretrained(str(minilm_folder()))
-    rows = {row["id"]: row for row in JsonlLog(run / "manifest.jsonl").read()}
+    rows = {row.id: row for row in typed_rows(run)}
     for item in figures["per_item"]:
         row = rows[item["id"]]
         text = row_renderer(row).expected_text(row)
@@ -238,8 +238,7 @@ def test_stats_counts_text_tokens_with_a_tiktoken_encoding(monkeypatch, tmp_path
                                      "--out", str(out)]).exit_code == 0
     figures = gather(out, load_tokenizer("tiktoken:o200k_base"), ["gpt-4o"])
     encoding = load_tokenizer("tiktoken:o200k_base")
-    for item, row in zip(figures["per_item"], JsonlLog(out / "manifest.jsonl").read(),
-                         strict=True):
+    for item, row in zip(figures["per_item"], typed_rows(out), strict=True):
         assert item["text_tokens"] == len(encoding.tokenizer.encode_ordinary(
             expected_text(row)))
     assert figures["tokenizer"]["name"] == "tiktoken:o200k_base"

@@ -5,28 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..registry import Registry
+from ..parts import CORPORA
 from .base import Corpus, LoadReport, LoadRequest
-
-CORPORA: Registry[type[Corpus]] = Registry("corpus", "mmconvert.corpora",
-                                           "mmconvert.corpora.base:Corpus")
-for _name, _target in (
-    ("mmlu", "mmlu:MMLU"),
-    ("mmlu-redux", "mmlu:MMLURedux"),
-    ("mmlu-pro", "mmlu:MMLUPro"),
-    ("gpqa", "gpqa:GPQA"),
-    ("babilong", "babilong:BABILong"),
-    ("longbench", "longbench:LongBench"),
-    ("logiqa", "logiqa:LogiQA"),
-    ("logiqa2", "logiqa:LogiQA2"),
-    ("cmmlu", "exams:CMMLU"),
-    ("ceval-zhtw", "exams:CEvalZhTW"),
-    ("tmmluplus", "exams:TMMLUPlus"),
-    ("captions", "captions:Captions"),
-    ("lm-eval", "lmeval:LmEval"),
-    ("niah", "niah:Niah"),
-):
-    CORPORA.register(_name, f"mmconvert.corpora.{_target}")
 
 
 def resolve(name: str) -> Corpus:

@@ -10,9 +10,12 @@ import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import ItemError, SourceError
 from ..items import Item, row_id
+from ..rows import QuestionRow
+from ..rows import Row as ManifestRow
 from .base import (
     Corpus,
     CorpusOptions,
@@ -54,10 +57,11 @@ class BABILong(Corpus[CorpusOptions]):
     def prompt_keys(self, item: Item) -> tuple[str, ...]:
         return (f"babilong/{item.metadata['task']}", "babilong")
 
-    def scoring(self, row):
+    def scoring(self, row: ManifestRow) -> dict[str, Any]:
         """The BABILong paper's rule (``scoring.answers.babilong``)."""
-        return {"kind": "free", "metric": "babilong", "question": row.get("question") or "",
-                "task": (row.get("metadata") or {}).get("task", row.get("split", ""))}
+        question = row.question if isinstance(row, QuestionRow) else None
+        return {"kind": "free", "metric": "babilong", "question": question or "",
+                "task": row.metadata.get("task", row.split)}
 
     def wanted(self, request: LoadRequest, available=None) -> list[tuple[str, str]]:
         """``--subset`` takes a length (``4k``), a task (``qa3``) or both (``4k-qa3``);

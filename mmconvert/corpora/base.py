@@ -18,6 +18,7 @@ from ..errors import ItemError, MMConvertError, SourceError, UsageError, first_l
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
 from ..options import OPTIONS, first_error, flag_of
 from ..registry import Registry
+from ..rows import Row as ManifestRow
 from .sources import (
     Row,
     SourceFile,
@@ -180,7 +181,7 @@ class Corpus(Generic[OptionsT]):
     def part_for(self, item: Item) -> RenderPart:
         return self.render_part
 
-    def scoring(self, row: dict[str, Any]) -> dict[str, Any] | None:
+    def scoring(self, row: ManifestRow) -> dict[str, Any] | None:
         """How the corpus' benchmark scores the item of manifest ``row``: the parts of its
         scoring spec (``scoring.answers``) beyond the answers (``kind``, ``metric`` and what
         the metric reads), or None for the generic rules (the option letter; SQuAD's exact

@@ -40,6 +40,7 @@ from ..errors import ItemError, SourceError, UsageError, did_you_mean, first_lin
 from ..items import LETTERS, Item, RenderPart, safe_name
 from ..manifest import atomic_write, user_cache
 from ..options import cli
+from ..rows import Row
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, options_field
 from .sources import hub_reachable, offline
 
@@ -525,11 +526,11 @@ class LmEval(Corpus[LmEvalOptions]):
                     language=language, context=context, question=question, options=options,
                     answer=answer, metadata=metadata, origin=where)
 
-    def scoring(self, row: dict[str, Any]) -> dict[str, Any] | None:
+    def scoring(self, row: Row) -> dict[str, Any] | None:
         """A generation task is scored by the task's own filters and metrics (lm-eval's
         ``process_results`` on the stored doc), every filter reported and the task's first
         filter and metric its score; multiple choice by the option letter."""
-        source = (row.get("metadata") or {}).get("lm_eval") or {}
+        source = row.metadata.get("lm_eval") or {}
         if source.get("output_type") != "generate_until" or "doc_fields" not in source:
             return None
         return {"kind": "lm-eval", "metric": f"lm-eval:{source['task']}",

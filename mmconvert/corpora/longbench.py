@@ -6,13 +6,14 @@ default only rows below 8k (through the 4k–8k bin, ReadBench's choice) are kep
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ..errors import ItemError
 from ..items import Item, is_safe_id
 from ..options import cli
+from ..rows import Row
 from .base import CorpusOptions, LoadReport, LoadRequest, SubsetCorpus, text_field
 
 # (upper bound, label): a row falls in the first bin whose bound exceeds its length
@@ -104,16 +105,17 @@ class LongBench(SubsetCorpus[LongBenchOptions]):
                     language=language, context=context, question=question, answer=answers,
                     metadata=metadata, origin=where)
 
-    def scoring(self, row):
+    def scoring(self, row: Row) -> dict[str, Any]:
         """LongBench's own metric for the item's subset (its ``dataset2metric``: token F1 for
         the English QA tasks, jieba's words for multifieldqa_zh, ROUGE-L on jieba's words for
         dureader, ...), on the reply's answer line (the whole reply for a direct prompt)."""
         from ..scoring.answers import LONGBENCH_METRICS
 
-        subset = (row.get("subset") or "").removesuffix("_e")
+        subset = row.subset.removesuffix("_e")
         metric = LONGBENCH_METRICS.get(subset, "qa_f1")
-        spec = {"kind": "free", "metric": f"longbench:{metric}", "subset": subset}
-        classes = (row.get("metadata") or {}).get("all_classes")
+        spec: dict[str, Any] = {"kind": "free", "metric": f"longbench:{metric}",
+                                "subset": subset}
+        classes = row.metadata.get("all_classes")
         if classes:
             spec["all_classes"] = list(classes)
         return spec

@@ -41,6 +41,7 @@ from pydantic import Field, field_validator
 from ..errors import SourceError, UsageError
 from ..items import Item, RenderPart
 from ..options import cli
+from ..rows import Row
 from ..seeds import rng
 from ..tokens import load_tokenizer
 from . import resolve
@@ -385,7 +386,7 @@ class Niah(Corpus[NiahOptions]):
     def _value(draw) -> str:
         return str(draw.randint(1_000_000, 9_999_999))
 
-    def scoring(self, row: dict[str, Any]) -> dict[str, Any]:
+    def scoring(self, row: Row) -> dict[str, Any]:
         """RULER's string_match_all: the share of the asked values the answer holds."""
         return {"kind": "free", "metric": "ruler:string_match_all"}
 

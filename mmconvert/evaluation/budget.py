@@ -16,10 +16,12 @@ from typing import Any, Literal
 
 from ..counting import figures_of, item_tokens
 from ..errors import UsageError
+from ..rows import Row
 from ..vision_tokens import rules_for
 
 Cut = Literal["head", "tail", "ends"]
-FIELD = "text_budget"  # the row's in-memory key: the cut prompt and its record
+# what the row carries in memory (``Row.carried``): the cut prompt and its record
+FIELD = "text_budget"
 
 
 def check(tokenizer: str | None, models: list[str] | None) -> str:
@@ -35,16 +37,16 @@ def check(tokenizer: str | None, models: list[str] | None) -> str:
     return models[0]
 
 
-def budgeted(row: dict[str, Any], tokenizer, model: str, cut: Cut) -> dict[str, Any]:
-    """``row`` with its text baseline: the prompt (the text twin with the context cut) and a
-    record of the budget and what was kept."""
+def budgeted(row: Row, tokenizer, model: str, cut: Cut) -> Row:
+    """``row`` carrying its text baseline (``FIELD``): the prompt (the text twin with the
+    context cut) and a record of the budget and what was kept."""
     counted = item_tokens(row, rules_for([model]), tokenizer)
     vision, drawn = counted["tokens"][model], counted["text_tokens"]
-    text_prompt = row["text_prompt"]
+    text_prompt = row.text_prompt
     record: dict[str, Any] = {"model": model, "cut": cut, "vision_tokens": vision,
                               "drawn_tokens": drawn}
-    context = row.get("context") or ""
-    part = (row.get("renderer") or {}).get("params", {}).get("render")
+    context = getattr(row, "context", None) or ""
+    part = row.params.get("render")
     prompt = text_prompt
     if vision is None:
         record["reason"] = f"{model}'s processor refuses these pages: asked whole"
@@ -68,14 +70,14 @@ def budgeted(row: dict[str, Any], tokenizer, model: str, cut: Cut) -> dict[str, 
         if "kept_context_tokens" in record else drawn
     record["kept_tokens"] = kept_tokens
     record["kept_share"] = round(kept_tokens / drawn, 4) if drawn else None
-    return {**row, FIELD: {"prompt": prompt, **record}}
+    return row.carrying(FIELD, {"prompt": prompt, **record})
 
 
-def summary(rows: list[dict[str, Any]], tokenizer, cut: Cut) -> dict[str, Any]:
+def summary(rows: list[Row], tokenizer, cut: Cut) -> dict[str, Any]:
     """results.json's account of the baseline: the model and tokenizer, the cut, and the
     budgets and what was kept, over the items."""
 
-    records = [row[FIELD] for row in rows if FIELD in row]
+    records = [row.carried(FIELD) for row in rows if row.carried(FIELD) is not None]
     cut_items = [r for r in records if "kept_context_tokens" in r]
     return {"model": records[0]["model"] if records else None, "tokenizer": tokenizer.record(),
             "cut": cut, "items": len(records), "cut_items": len(cut_items),

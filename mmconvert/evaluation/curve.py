@@ -29,6 +29,7 @@ from ..manifest import write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
 from ..recipes import Resolved, resolve_config
+from ..rows import Row
 from ..runfolder import LOCK, open_run
 from ..tokens import load_tokenizer
 from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES, token_rule
@@ -150,13 +151,13 @@ def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | No
                           drop=("target",), checked=False)
 
 
-def measured(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any]:
+def measured(rows: list[Row], tokenizer, model: str) -> dict[str, Any]:
     """The point's pages for ``model``: mean vision tokens, the pooled ratio, and how many
     items met the target exactly and within 5 %."""
     from .frontier import point_compression
 
     figures = point_compression(rows, tokenizer, model)
-    targets = [row["target"] for row in rows if row.get("target")]
+    targets = [t for t in (getattr(row, "target", None) for row in rows) if t]
     return {"vision_tokens": round(figures["vision_tokens"] / len(rows), 2) if rows else None,
             "ratio": figures["compression"], "items": len(rows),
             **({"exact": sum(bool(t.get("exact")) for t in targets),

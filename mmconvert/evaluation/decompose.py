@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..manifest import JsonlLog, write_json
+from ..manifest import write_json
 from ..plots import pyplot, save_plot
+from ..rows import Row, manifest_entries
 from .compare import load
 from .paired import bootstrap_mean, paired_bootstrap
 
@@ -83,8 +84,8 @@ class Scores:
 
     def add(self, responses: list[dict[str, Any]], nonce: bool, where: str) -> None:
         """The scored rows of ``responses`` (a transcription is ``nonce`` on a nonce run)."""
-        for row in responses:
-            condition, score = row["condition"], row.get("score")
+        for response in responses:
+            condition, score = response["condition"], response.get("score")
             if score is None:
                 continue
             name = ("nonce" if nonce else "transcription") if condition == "transcribe" \
@@ -92,11 +93,11 @@ class Scores:
             if name not in FIGURES:
                 continue
             held = self.by_figure.setdefault(name, {})
-            if held.get(row["id"], score) != score:
-                raise UsageError(f"{where}: item {row['id']}'s {name} is scored in two "
+            if held.get(response["id"], score) != score:
+                raise UsageError(f"{where}: item {response['id']}'s {name} is scored in two "
                                  "folders, differently: give each figure once")
-            held[row["id"]] = float(score)
-            self.subsets.setdefault(row["id"], row.get("subset") or "")
+            held[response["id"]] = float(score)
+            self.subsets.setdefault(response["id"], response.get("subset") or "")
 
     def table(self, seed: int) -> dict[str, Any]:
         """``figures``, and the ``overall`` row and each subset's."""
@@ -127,12 +128,15 @@ class Scores:
 def is_nonce(run: Path) -> bool:
     """Whether ``run``'s rows were drawn with ``--nonce``."""
     manifest = run / "manifest.jsonl"
-    return manifest.is_file() and drawn_nonce(JsonlLog(manifest).read())
+    if not manifest.is_file():
+        return False
+    first = next((row for _, row, _ in manifest_entries(manifest) if row is not None), None)
+    return first is not None and drawn_nonce([first])
 
 
-def drawn_nonce(rows: list[dict[str, Any]]) -> bool:
+def drawn_nonce(rows: list[Row]) -> bool:
     """Whether these rows of a run were drawn with ``--nonce`` (its first row says)."""
-    return bool(rows) and "nonce" in (rows[0].get("metadata") or {})
+    return bool(rows) and "nonce" in rows[0].metadata
 
 
 def decompose_table(result: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from ..options import cli
 from ..plots import pyplot, save_plot
 from ..qa.ocr import errors, ocr, ocr_languages, readable, tesseract_path
 from ..recipes import Resolved, resolve_config
+from ..rows import Row
 from ..runfolder import LOCK, open_run, read_run_file
 from ..tokens import load_tokenizer
 from ..vision_tokens import rules_for, token_rule
@@ -208,7 +209,7 @@ def write_style(path: Path, point: Point, options: FrontierOptions) -> None:
 
 # --- measuring a point -----------------------------------------------------------------------
 
-def point_compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict[str, Any]:
+def point_compression(rows: list[Row], tokenizer, model: str) -> dict[str, Any]:
     """The point's compression for ``model``: its items' text tokens over their vision tokens
     (``counting.item_tokens``, as ``mmconvert stats`` counts them), pooled (the sample's
     totals) and per item (the median)."""
@@ -222,7 +223,7 @@ def point_compression(rows: list[dict[str, Any]], tokenizer, model: str) -> dict
             "text_tokens": text, "vision_tokens": vision, "items": len(rows)}
 
 
-def ocr_accuracy(run: Path, rows: list[dict[str, Any]], folder: Path, workers: int,
+def ocr_accuracy(run: Path, rows: list[Row], folder: Path, workers: int,
                  seed: int) -> dict[str, Any]:
     """Tesseract's character accuracy on the point's images as they are (no enlarging: a
     small page reads worse, which is the point), per item 1 - CER of its readable
@@ -248,21 +249,21 @@ def ocr_reader(run: Path):
     return functools.partial(read_item, run)
 
 
-def read_item(run: Path, row: dict[str, Any]) -> dict[str, Any]:
+def read_item(run: Path, row: Row) -> dict[str, Any]:
     """One item's character accuracy: its images read in the item's script(s) at their own
     size, against the text they should show; None when that text has nothing to read."""
     from ..qa.checks import expected_text, ocr_images
     from ..renderers import row_renderer
 
-    language = row.get("language") or "en"
+    language = row.language or "en"
     reference = readable(expected_text(row), language)
     if not reference:
-        return {"id": row["id"], "accuracy": None, "reason": "no text to read"}
+        return {"id": row.id, "accuracy": None, "reason": "no text to read"}
     langs = ocr_languages(language, row_renderer(row).ocr_text(row))
     read_back = " ".join(ocr(read_run_file(run, image["path"]), langs).text
                          for image in ocr_images(row))
     wrong = errors(reference, readable(read_back, language))
-    return {"id": row["id"], "accuracy": round(max(0.0, 1 - wrong / len(reference)), 6)}
+    return {"id": row.id, "accuracy": round(max(0.0, 1 - wrong / len(reference)), 6)}
 
 
 def summary_of(items: list[dict[str, Any]], seed: int) -> dict[str, Any]:

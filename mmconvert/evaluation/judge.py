@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from ..rows import QuestionRow, Row
 from ..scoring.spec import Scored, accepted
 
 RUBRIC = """You are grading a model's answer to a question against the reference answer.
@@ -24,8 +24,9 @@ Score the answer from 0 to 10: 10 when it is correct and complete, 5 when it is 
 Reply with one line of the form "SCORE: N"."""
 
 
-def judge_prompt(row: dict[str, Any], response: str) -> str:
-    return RUBRIC.format(question=row.get("question") or row.get("text_prompt") or "",
+def judge_prompt(row: Row, response: str) -> str:
+    question = row.question if isinstance(row, QuestionRow) else None
+    return RUBRIC.format(question=question or row.text_prompt or "",
                          reference=" / ".join(accepted(row)) or "(none given)",
                          answer=response)
 

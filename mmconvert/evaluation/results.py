@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..counting import figures_of, item_tokens, ratio_summary
 from ..plots import write_figure
+from ..rows import Row
 from ..scoring.spec import (
     Scored,
     metric_name,
@@ -96,17 +97,17 @@ def unparsed_warnings(label: str, shares: dict[str, float | None] | None) -> lis
             if share is not None and share > UNPARSED_WARNING]
 
 
-def scoring_summary(rows: list[dict[str, Any]], outcomes: list[Outcome],
+def scoring_summary(rows: list[Row], outcomes: list[Outcome],
                     options: EvalOptions) -> dict[str, Any]:
     """What the items were scored by: the extractor's version, each metric and its items,
     the metric of each subset; for lm-eval generation tasks, every filter's metrics per
     condition (percent) and the task's primary one, as lm-eval's own table has them."""
     from ..scoring.answers import VERSION
 
-    names = {row["id"]: metric_name(row, options.protocol) for row in rows}
+    names = {row.id: metric_name(row, options.protocol) for row in rows}
     by_subset: dict[str, set[str]] = defaultdict(set)
     for row in rows:
-        by_subset[row.get("subset") or ""].add(names[row["id"]])
+        by_subset[row.subset].add(names[row.id])
     out: dict[str, Any] = {
         "extractor": f"mmconvert.scoring.answers {VERSION}",
         "metrics": dict(sorted(Counter(names.values()).items())),
@@ -127,7 +128,7 @@ def scoring_summary(rows: list[dict[str, Any]], outcomes: list[Outcome],
     return out
 
 
-def compression_of(rows: list[dict[str, Any]], options: EvalOptions,
+def compression_of(rows: list[Row], options: EvalOptions,
                    outcomes: Sequence[Outcome] = ()) -> dict[str, Any]:
     """What the evaluated items' images cost beside what they score: vision tokens per item
     under each model's rule and, with ``--tokenizer``, text tokens and the ratio (text tokens
@@ -165,9 +166,9 @@ def score_by_ratio(items: list[dict[str, Any]], scores: dict[str, float], name: 
 
 
 
-def grid_cell(row: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]] | None:
+def grid_cell(row: Row) -> tuple[tuple[str, str], tuple[str, str]] | None:
     """((row name, value), (column name, value)) of an item's ``metadata.grid``, or None."""
-    grid = (row.get("metadata") or {}).get("grid")
+    grid = row.metadata.get("grid")
     if not isinstance(grid, dict) or len(grid) != 2:
         return None
     return tuple((str(name), f"{value:g}" if isinstance(value, float) else str(value))
@@ -277,17 +278,17 @@ def summarise(outcomes: list[Outcome], conditions: list[Condition], options: Eva
             **({"grid": grid_of(by_cell, group)} if by_cell else {})}
 
 
-def option_order(rows: list[dict[str, Any]], outcomes: list[Outcome]) -> dict[str, Any] | None:
+def option_order(rows: list[Row], outcomes: list[Outcome]) -> dict[str, Any] | None:
     """For a run rendered with ``--shuffle-options``: of the items whose gold option the
     shuffle moved to another letter, how often the model chose the gold option's content (at
     its new letter), the letter the gold had before the shuffle (now another option: a choice
     that follows the letter, as a memorised answer would), or another; per condition. None
     for a run with no shuffled item."""
-    if not any("original_answer" in (row.get("metadata") or {}) for row in rows):
+    if not any("original_answer" in row.metadata for row in rows):
         return None
-    moved = {row["id"]: (row["answer"], row["metadata"]["original_answer"]) for row in rows
-             if isinstance((row.get("metadata") or {}).get("original_answer"), str)
-             and row["metadata"]["original_answer"] != row["answer"]}
+    moved = {row.id: (row.answer, row.metadata["original_answer"]) for row in rows
+             if isinstance(row.metadata.get("original_answer"), str)
+             and row.metadata["original_answer"] != row.answer}
     out: dict[str, Any] = {"moved": len(moved)}
     for condition in dict.fromkeys(o.condition for o in outcomes):
         chosen = [(o.scored.answer, moved[o.id]) for o in outcomes

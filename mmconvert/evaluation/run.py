@@ -27,6 +27,7 @@ from ..locks import locked
 from ..manifest import JsonlLog, write_json
 from ..options import OPTIONS, cli
 from ..renderers import renderer_class
+from ..rows import ImageEntry, Row, asks_direct
 from ..runfolder import LOCK, open_run, read_recorded
 from ..scoring.spec import (
     Scored,
@@ -138,7 +139,7 @@ class EvalOptions(BaseModel):
 class Plan:
     """The items and requests of an evaluation, before any is sent."""
 
-    rows: list[dict[str, Any]]
+    rows: list[Row]
     conditions: list[Condition]
     requests: int
     vision_tokens: dict[str, int | None]  # None: the model refuses one of the images
@@ -152,25 +153,25 @@ class Plan:
     image_tokens: int | None = None
 
 
-def select_rows(run: Path, options: EvalOptions) -> list[dict[str, Any]]:
+def select_rows(run: Path, options: EvalOptions) -> list[Row]:
     rows = open_run(run).rows()
     if options.subsets:
-        unknown = [s for s in options.subsets if s not in {r.get("subset") for r in rows}]
+        unknown = [s for s in options.subsets if s not in {r.subset for r in rows}]
         if unknown:
             raise UsageError(f"--subset {unknown[0]}: no item of {run} is in it")
-        rows = [r for r in rows if r.get("subset") in options.subsets]
+        rows = [r for r in rows if r.subset in options.subsets]
     if options.limit:
         rows = rows[:options.limit]
     if not rows:
         raise SourceError(f"{run}: no items to evaluate")
-    if any(not r.get("text_prompt") for r in rows):
+    if any(not r.text_prompt for r in rows):
         raise SourceError(f"{run}: its rows have no text_prompt, the text-only twin the "
                           "comparison needs; render the corpus again with this mmconvert "
                           "(every renderer writes one)")
     return rows
 
 
-def conditions_for(rows: list[dict[str, Any]], wanted: list[Condition], run: Path
+def conditions_for(rows: list[Row], wanted: list[Condition], run: Path
                    ) -> list[Condition]:
     twins = all(renderer_class(r["renderer"]["name"]).profile.twins for r in rows)
     if "text-image" in wanted and not twins:
@@ -179,12 +180,12 @@ def conditions_for(rows: list[dict[str, Any]], wanted: list[Condition], run: Pat
     return [c for c in CONDITIONS if c in wanted]
 
 
-def images_of(row: dict[str, Any], condition: Condition) -> list[dict[str, Any]]:
-    renderer = renderer_class(row["renderer"]["name"])
+def images_of(row: Row, condition: Condition) -> list[ImageEntry]:
+    renderer = renderer_class(row.renderer.name)
     roles = {"image": renderer.profile.shown, "blank": renderer.profile.shown,
              "transcribe": renderer.profile.shown,
              "text-image": renderer.profile.twins}.get(condition, ())
-    return [image for image in row["images"] if image.get("role") in roles]
+    return row.images_in(roles)
 
 
 def blank_page(data: bytes) -> bytes:
@@ -205,25 +206,26 @@ def blank_page(data: bytes) -> bytes:
     return out.getvalue()
 
 
-def prompt_of(row: dict[str, Any], condition: Condition) -> str:
+def prompt_of(row: Row, condition: Condition) -> str:
     if condition == "text-budget":
-        return row[BUDGET]["prompt"]
+        return row.carried(BUDGET)["prompt"]
     if condition == "transcribe":
         return TRANSCRIBE_PROMPT
-    return row["text_prompt"] if condition == "text" else row["prompt"]
+    return row.text_prompt if condition == "text" else row.prompt
 
 
 def plan(run: Path, options: EvalOptions) -> Plan:
     """Requests, vision tokens under each stats rule, and the estimated cost (the shipped
     price table; None for a model it does not list)."""
-    rows, unscored = [], []
+    rows: list[Row] = []
+    unscored = []
     for row in select_rows(run, options):
         why = unscorable(row) if options.probe is None else (
             None if transcribed_text(row).split() else "no text on its pages")
         if why is None:
             rows.append(row)
         else:
-            unscored.append({"id": row["id"], "reason": why})
+            unscored.append({"id": row.id, "reason": why})
     if not rows:
         raise SourceError(f"{run}: nothing to evaluate: none of its {len(unscored)} selected "
                           f"item(s) has a gold answer to score against (the first, "
@@ -247,8 +249,8 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     if options.probe == "transcribe":  # a page at a time where each page's text is recorded
         rows = [with_pages(run, row) for row in rows]
     # requests per item and condition
-    asked = {row["id"]: len(row[PAGES]) for row in rows if PAGES in row}
-    prompt_tokens = sum(estimate_tokens(prompt_of(row, condition)) * asked.get(row["id"], 1)
+    asked = {row.id: len(row.carried(PAGES)) for row in rows if row.carried(PAGES)}
+    prompt_tokens = sum(estimate_tokens(prompt_of(row, condition)) * asked.get(row.id, 1)
                         for row in rows for condition in conditions)
     # every image sent, over every request; a rule's total is None when that model's
     # processor refuses one of them (``stats.image_tokens``)
@@ -259,19 +261,19 @@ def plan(run: Path, options: EvalOptions) -> Plan:
     estimate, billed = None, None
     if table.has(options.model):
         prices = table.models[options.model]["per_million_tokens"]
-        outputs = sum(max_tokens(row, options) * asked.get(row["id"], 1)
+        outputs = sum(max_tokens(row, options) * asked.get(row.id, 1)
                       for row in rows) * len(conditions)
         rule = table.image_rule(options.model)
         if rule is not None:  # the model's own rule, never another model's
             billed = image_tokens(rule, images)
         estimate = ((prompt_tokens + (billed or 0)) * prices.get("input", 0.0)
                     + outputs * prices.get("output", 0.0)) / 1_000_000
-    requests = sum(asked.get(row["id"], 1) for row in rows) * len(conditions)
+    requests = sum(asked.get(row.id, 1) for row in rows) * len(conditions)
     return Plan(rows, conditions, requests, tokens, estimate, unscored,
                 images=len(images), image_tokens=billed)
 
 
-def check_readable(run: Path, rows: list[dict[str, Any]], conditions: list[Condition],
+def check_readable(run: Path, rows: list[Row], conditions: list[Condition],
                    options: EvalOptions) -> None:
     """A reader (``ocr/...``) answers with what a page shows: it is asked only the image
     condition of items a transcription can be scored on (``readers.READABLE``). Its
@@ -284,16 +286,16 @@ def check_readable(run: Path, rows: list[dict[str, Any]], conditions: list[Condi
         metric = spec_of(row, options.protocol).get("metric")
         if metric not in READABLE:
             raise UsageError(f"--model {options.model} reads pages and answers no question: "
-                             f"{run} item {row['id']} is scored by {metric}; a reader serves "
+                             f"{run} item {row.id} is scored by {metric}; a reader serves "
                              f"items scored by {' or '.join(READABLE)} (render niah)")
 
 
-def max_tokens(row: dict[str, Any], options: EvalOptions) -> int:
+def max_tokens(row: Row, options: EvalOptions) -> int:
     if options.max_tokens:
         return options.max_tokens
     if options.probe == "transcribe":  # room for the whole text (a token is a character or more)
         return max(1024, len(transcribed_text(row)))
-    return 64 if row.get("prompt_style") == "direct" else 1024
+    return 64 if asks_direct(row) else 1024
 
 
 # --- the inspect tasks ------------------------------------------------------------------------
@@ -304,7 +306,7 @@ def data_uri(data: bytes, path: str) -> str:
     return f"data:image/{kind};base64," + base64.b64encode(data).decode("ascii")
 
 
-def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Condition],
+def build_tasks(run: Path, rows: list[Row], conditions: list[Condition],
                 options: EvalOptions):
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset, Sample
@@ -312,7 +314,7 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
     from inspect_ai.scorer import Score, mean, scorer
     from inspect_ai.solver import generate
 
-    by_id = {row["id"]: row for row in rows}
+    by_id = {row.id: row for row in rows}
 
     judge = inspect_model(options.judge_model, options.base_url) if options.judge_model \
         else None
@@ -324,7 +326,7 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
             row = by_id[item]
             response = state.output.completion or ""
             if state.metadata.get("condition") == "transcribe":
-                truth = row[PAGES][int(page) - 1] if page else transcribed_text(row)
+                truth = row.carried(PAGES)[int(page) - 1] if page else transcribed_text(row)
                 read = transcription_scores(truth, response)
                 return Score(value=read.precision or 0.0, answer=None,
                              metadata={"parsed": read.recall is not None, **read.as_dict()})
@@ -345,23 +347,23 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
             content: list = []
             for image in images_of(row, condition):
                 data = read_recorded(run, image, field="images",
-                                     where=f"{run / 'manifest.jsonl'} item {row['id']}")
+                                     where=f"{run / 'manifest.jsonl'} item {row.id}")
                 if condition == "blank":  # the page's size, nothing drawn on it
                     data = blank_page(data)
                 content.append(ContentImage(image=data_uri(
                     data, "blank.png" if condition == "blank" else image["path"])))
-            metadata = {"condition": condition, "subset": row.get("subset") or "",
+            metadata = {"condition": condition, "subset": row.subset,
                         "max_tokens": max_tokens(row, options)}
-            pages = row.get(PAGES) if condition == "transcribe" else None
+            pages = row.carried(PAGES) if condition == "transcribe" else None
             if pages is not None:  # one request a page, its own text its truth
-                samples += [Sample(id=f"{row['id']}{PAGE_MARK}{number}",
+                samples += [Sample(id=f"{row.id}{PAGE_MARK}{number}",
                                    input=[ChatMessageUser(content=[
                                        image, ContentText(text=prompt_of(row, condition))])],
                                    metadata={**metadata, "page": number})
                             for number, image in enumerate(content, start=1)]
                 continue
             content.append(ContentText(text=prompt_of(row, condition)))
-            samples.append(Sample(id=row["id"], input=[ChatMessageUser(content=content)],
+            samples.append(Sample(id=row.id, input=[ChatMessageUser(content=content)],
                                   metadata=metadata))
         scorers = [mmconvert_scorer()]
         tasks.append(Task(name=f"{run.name}-{condition}".replace(" ", "_"),
@@ -372,7 +374,7 @@ def build_tasks(run: Path, rows: list[dict[str, Any]], conditions: list[Conditio
     return tasks
 
 
-def _generate_config(rows: list[dict[str, Any]], options: EvalOptions):
+def _generate_config(rows: list[Row], options: EvalOptions):
     from inspect_ai.model import GenerateConfig
 
     return GenerateConfig(temperature=0.0, max_tokens=max(max_tokens(r, options) for r in rows),
@@ -440,8 +442,8 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     if refused:  # no reply of another server is scored
         raise MMConvertError(f"{options.base_url}: {refused[refused.index('the endpoint'):]}"
                              if "the endpoint" in refused else refused)
-    outcomes = [found[(row["id"], c)] for row in todo.rows for c in todo.conditions
-                if (row["id"], c) in found]
+    outcomes = [found[(row.id, c)] for row in todo.rows for c in todo.conditions
+                if (row.id, c) in found]
     if outcomes and all(o.scored is None for o in outcomes):
         raise MMConvertError(f"every request to {options.base_url} failed (the first: "
                              f"{outcomes[0].error}); see inspect view --log-dir {out / 'logs'}")
@@ -463,8 +465,8 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
                                          options.budget_cut)
     if "grid" in results:
         results["grid"]["flagged"] = [
-            {"id": row["id"], "reason": row["metadata"]["grid_flag"]} for row in todo.rows
-            if (row.get("metadata") or {}).get("grid_flag")]
+            {"id": row.id, "reason": row.metadata["grid_flag"]} for row in todo.rows
+            if row.metadata.get("grid_flag")]
         results["grid"]["heat_maps"] = [p.name for p in grid_heat_maps(results, out)] or \
             "none: matplotlib is missing (pip install 'mmconvert[stats]')"
     write_json(out / "results.json", results, indent=1)
@@ -493,7 +495,7 @@ def condition_worker():
     return lambda task: run_condition(*task)
 
 
-def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[dict[str, Any]],
+def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[Row],
                   condition: Condition, display: str, concurrency: int) -> list[Outcome]:
     """One condition of the selected ``rows`` as one inspect task (in this process); its
     outcomes."""
@@ -522,11 +524,11 @@ def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[dict[
     return read_logs(logs, rows, options.timeout)
 
 
-def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> list[Outcome]:
+def read_logs(logs, rows: list[Row], timeout: int | None = None) -> list[Outcome]:
     """One outcome per item and condition, in manifest order."""
-    pages = {row["id"]: len(images_of(row, "image")) for row in rows}
-    subsets = {row["id"]: row.get("subset") or "" for row in rows}
-    cells = {row["id"]: grid_cell(row) for row in rows}
+    pages = {row.id: len(images_of(row, "image")) for row in rows}
+    subsets = {row.id: row.subset for row in rows}
+    cells = {row.id: grid_cell(row) for row in rows}
     found: dict[tuple[str, str], Outcome] = {}
     by_page: dict[str, dict[int, Outcome]] = {}  # --probe transcribe, a page at a time
     for log in logs:
@@ -553,9 +555,9 @@ def read_logs(logs, rows: list[dict[str, Any]], timeout: int | None = None) -> l
             else:
                 found[(item, condition)] = outcome
     for row in rows:
-        if row["id"] in by_page:
-            found[(row["id"], "transcribe")] = read_by_page(row, by_page[row["id"]])
-    return [found[(row["id"], c)] for row in rows for c in CONDITIONS if (row["id"], c) in found]
+        if row.id in by_page:
+            found[(row.id, "transcribe")] = read_by_page(row, by_page[row.id])
+    return [found[(row.id, c)] for row in rows for c in CONDITIONS if (row.id, c) in found]
 
 
 _RETRIED = re.compile(r"RetryError\W+<Future at \w+ state=\w+ raised (\w+)>")

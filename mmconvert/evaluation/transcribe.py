@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from ..errors import UsageError
 from ..renderers import renderer_class
+from ..rows import Row
 from ..runfolder import read_run_file
 from ..scoring.spec import Scored
 from ..scoring.transcription import transcription_scores
@@ -21,10 +22,10 @@ TRANSCRIBE_PROMPT = ("Transcribe all the text in the image(s) exactly as it is w
                      "line, in reading order. Write only the text: no comments, no formatting.")
 
 
-def transcribed_text(row: dict[str, Any]) -> str:
+def transcribed_text(row: Row) -> str:
     """The text an item's shown pages hold (its renderer's ``expected_text``); a renderer
     that states none is one line."""
-    renderer = renderer_class(row["renderer"]["name"])
+    renderer = renderer_class(row.renderer.name)
     try:
         return renderer.expected_text(row)
     except NotImplementedError:
@@ -38,34 +39,34 @@ def transcribed_text(row: dict[str, Any]) -> str:
 PAGE_MARK = "#"
 
 
-# the evaluated row's field holding each of its pages' own text (``with_pages``), read once
-# when the evaluation is planned
+# what an evaluated row carries (``Row.carried``): each of its pages' own text
+# (``with_pages``), read once when the evaluation is planned
 PAGES = "page_texts"
 
 
-def with_pages(run: Path, row: dict[str, Any]) -> dict[str, Any]:
-    """``row`` with its pages' own texts (``PAGES``) when it is to be asked a page at a time
-    (``pages_to_read``); as it is otherwise."""
+def with_pages(run: Path, row: Row) -> Row:
+    """``row`` carrying its pages' own texts (``PAGES``) when it is to be asked a page at a
+    time (``pages_to_read``); as it is otherwise."""
     texts = pages_to_read(run, row)
-    return row if texts is None else {**row, PAGES: texts}
+    return row if texts is None else row.carrying(PAGES, texts)
 
 
-def pages_to_read(run: Path, row: dict[str, Any]) -> list[str] | None:
+def pages_to_read(run: Path, row: Row) -> list[str] | None:
     """For ``--probe transcribe``: the text of each of an item's shown pages, when it has
     more than one and its renderer records each page's text (``Renderer.page_texts``), so
     that each page is asked and scored alone, as Fox's pages are; None: the item is asked
     whole (one page, or pages whose own text is not recorded)."""
-    renderer = renderer_class(row["renderer"]["name"])
-    shown = [image for image in row["images"] if image.get("role") in renderer.profile.shown]
+    renderer = renderer_class(row.renderer.name)
+    shown = row.images_in(renderer.profile.shown)
     if len(shown) < 2:
         return None
-    where = f"{run / 'manifest.jsonl'} item {row['id']}"
+    where = f"{run / 'manifest.jsonl'} item {row.id}"
     texts = renderer.page_texts(row, lambda rel: read_run_file(run, rel, where=where,
                                                                field="layout"))
     return texts if texts is not None and len(texts) == len(shown) else None
 
 
-def read_by_page(row: dict[str, Any], pages: dict[int, Outcome]) -> Outcome:
+def read_by_page(row: Row, pages: dict[int, Outcome]) -> Outcome:
     """An item transcribed a page at a time, as one outcome: its replies joined in page
     order, scored against the item's whole text, each page's own scores in ``pages``; a page
     whose request failed fails the item (its error, with the page's number)."""

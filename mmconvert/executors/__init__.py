@@ -4,39 +4,17 @@ that render, occlude, generate, sweep, transform and qa check all run through.""
 from __future__ import annotations
 
 import os
-from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..registry import Registry
+
+# the registry, and where the work runs, are ``parts``' (below the configs that name them)
+from ..parts import BACKEND, EXECUTORS, LOCAL
+from ..parts import backends as backends
+from ..parts import use as use
 
 if TYPE_CHECKING:
     from .base import Executor
-
-EXECUTORS: Registry[type[Executor]] = Registry("executor")
-EXECUTORS.register("inline", "mmconvert.executors.local:InlineExecutor")
-EXECUTORS.register("process", "mmconvert.executors.local:ProcessExecutor")
-EXECUTORS.register("thread", "mmconvert.executors.local:ThreadExecutor")
-EXECUTORS.register("ray", "mmconvert.executors.ray:RayExecutor")
-
-# where this invocation runs its work: LOCAL (this machine's inline, process or thread executor,
-# by ``local_executor``) or a registered cluster executor (a ``ClusterExecutor``) with its
-# address (``--executor ray [--ray-address HOST:PORT]``); set by ``use`` for a run
-LOCAL = "local"
-BACKEND: ContextVar[tuple[str, str | None]] = ContextVar("backend", default=(LOCAL, None))
-
-
-def backends() -> list[str]:
-    """What ``--executor`` takes: ``local`` and every cluster executor registered."""
-    return [LOCAL] + [cls.name for cls in EXECUTORS.usable() if cls.cluster]
-
-
-def use(name: str, address: str | None = None) -> None:
-    """Run this invocation's work on ``name`` (``local``, or a cluster executor)."""
-    if name not in backends():
-        raise UsageError(f"unknown executor {name!r} (choose from {', '.join(backends())})")
-    BACKEND.set((name, address))
-
 
 def runs_here() -> bool:
     """Whether this invocation's work runs on this machine's own executors (not a cluster)."""

@@ -296,12 +296,12 @@ class RayExecutor(ClusterExecutor):
                 concurrency=min(actors, len(rows)),
                 max_restarts=RETRIES, max_task_retries=RETRIES, **resources)
         expected = start
-        for row in dataset.iter_rows():
-            if row["index"] != expected:  # preserve_order guarantees it; be sure
-                raise MMConvertError(f"Ray returned task {row['index']} where "
+        for task in dataset.iter_rows():
+            if task["index"] != expected:  # preserve_order guarantees it; be sure
+                raise MMConvertError(f"Ray returned task {task['index']} where "
                                      f"{expected} was due")
             expected += 1
-            ok, value = pickle.loads(row["result"])
+            ok, value = pickle.loads(task["result"])
             if not ok:
                 raise _Raised(value)
             yield value

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
+from ..rows import QuestionRow
 from .source import Record, RunSource
 
 SPLIT = "test"
@@ -44,21 +45,22 @@ def flat(record: Record, files: dict[int, bytes]) -> dict[str, Any]:
     shape differs between corpora)."""
     row = record.row
 
-    shown, twins = record.split({i: {"bytes": files[i], "path": Path(entry["path"]).name}
-                                 for i, entry in enumerate(row["images"])})
+    shown, twins = record.split({i: {"bytes": files[i], "path": Path(entry.path).name}
+                                 for i, entry in enumerate(row.images)})
+    question = row if isinstance(row, QuestionRow) else None
 
     answers = record.answers
     return {
-        "id": record.id, "corpus": row.get("corpus"), "subset": row.get("subset"),
-        "split": row.get("split"), "language": row.get("language"),
-        "category": record.category, "renderer": (row.get("renderer") or {}).get("name"),
+        "id": record.id, "corpus": row.corpus, "subset": row.subset,
+        "split": row.split, "language": row.language,
+        "category": record.category, "renderer": row.renderer.name,
         "images": shown, "text_only_images": twins,
-        "prompt": row.get("prompt"), "text_prompt": row.get("text_prompt"),
-        "question": row.get("question"), "context": row.get("context"),
+        "prompt": row.prompt, "text_prompt": row.text_prompt,
+        "question": question and question.question, "context": question and question.context,
         "options": record.options, "answer": answers[0] if answers else None,
         "answers": answers,
-        "metadata": json.dumps(row.get("metadata") or {}, ensure_ascii=False, sort_keys=True),
-        "manifest_row": json.dumps({k: v for k, v in row.items() if k != "images"},
+        "metadata": json.dumps(row.metadata, ensure_ascii=False, sort_keys=True),
+        "manifest_row": json.dumps({k: v for k, v in row.raw.items() if k != "images"},
                                    ensure_ascii=False, sort_keys=True),
         # what mmconvert_answers.py (beside the data) scores a reply to the item by
         "scoring": json.dumps(record.scoring, ensure_ascii=False, sort_keys=True),
@@ -79,9 +81,9 @@ class ParquetShards:
         self.shard_written = 0
         self.rows = 0
 
-    def add(self, row: dict[str, Any]) -> None:
-        size = sum(len(i["bytes"]) for i in row["images"] + row["text_only_images"])
-        self.batch.append(row)
+    def add(self, record: dict[str, Any]) -> None:
+        size = sum(len(i["bytes"]) for i in record["images"] + record["text_only_images"])
+        self.batch.append(record)
         self.batch_bytes += size + 1024
         self.rows += 1
         if self.batch_bytes >= ROW_GROUP_BYTES or len(self.batch) >= ROW_GROUP_ROWS:

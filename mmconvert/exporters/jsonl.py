@@ -37,11 +37,11 @@ def export_jsonl(source: RunSource, staging: Path, out: Path, name: str, *,
                 continue
             if sharded:
                 for index, data in files.items():
-                    write_file(staging, record.row["images"][index]["path"], data)
-                for _role, rel in other_files(record.row):
+                    write_file(staging, record.row.images[index].path, data)
+                for _role, rel in other_files(record.row.raw):
                     write_file(staging, rel, read_run_file(source.run, rel,
                                                            where=f"item {record.id}"))
-            row = dict(record.row)
+            row = dict(record.row.raw)  # the line's own JSON, its paths moved
             row["images"] = [{**img, "path": moved(img["path"])} for img in row["images"]]
             for key, rel in other_files(row):
                 row[key] = moved(rel) if key == "pdf" else {**row[key], "path": moved(rel)}

@@ -20,7 +20,7 @@ from ..manifest import MANIFEST
 from ..qa.events import kept
 from ..renderers import row_renderer, run_renderer
 from ..renderers.base import Renderer
-from ..rows import manifest_entries
+from ..rows import ImageEntry, Row, manifest_entries, row_options
 from ..runfolder import inside, open_run, read_recorded
 from ..scoring.spec import spec_of
 
@@ -30,19 +30,19 @@ class Record:
     """One exported item: the manifest row and where it came from."""
 
     line: int
-    row: dict[str, Any]
+    row: Row
 
     @property
     def id(self) -> str:
-        return self.row["id"]
+        return self.row.id
 
     def split(self, files: dict[int, Any]) -> tuple[list[Any], list[Any]]:
         """``files`` (by image index) of the images the model is shown, and of their
         text-only twins (its ``profile.twins``)."""
         twins = row_renderer(self.row).profile.twins
-        entries = self.row["images"]
-        return ([files[i] for i, e in enumerate(entries) if e.get("role") not in twins],
-                [files[i] for i, e in enumerate(entries) if e.get("role") in twins])
+        entries = self.row.images
+        return ([files[i] for i, e in enumerate(entries) if e.role not in twins],
+                [files[i] for i, e in enumerate(entries) if e.role in twins])
 
     @property
     def scoring(self) -> dict[str, Any]:
@@ -51,23 +51,23 @@ class Record:
 
     @property
     def options(self) -> list[str]:
-        return [str(o) for o in self.row.get("options") or []]
+        return [str(o) for o in row_options(self.row)]
 
     @property
     def answers(self) -> list[str]:
         """Accepted answers as strings: an MCQ's letter, or each accepted string."""
-        answer = self.row.get("answer")
+        answer = self.row.answer
         if answer is None:
             return []
         return [str(a) for a in answer] if isinstance(answer, list) else [str(answer)]
 
     @property
     def category(self) -> str:
-        metadata = self.row.get("metadata") or {}
+        metadata = self.row.metadata
         for key in ("category", "subject", "subset"):
             if metadata.get(key):
                 return str(metadata[key])
-        return str(self.row.get("subset") or self.row.get("corpus") or "")
+        return str(self.row.subset or self.row.corpus or "")
 
 
 @dataclass
@@ -98,8 +98,8 @@ class RunSource:
         for _, row, error in self._lines():
             if error is not None or row is None:
                 continue  # reported in order by records()
-            ids.append(row["id"])
-            options[row["id"]] = len(row.get("options") or [])
+            ids.append(row.id)
+            options[row.id] = len(row_options(row))
         own = kept(self.run, ids, reject_votes=self.reject_votes,
                    accepted_only=self.accepted_only)
         keep, self.left_out, awaiting = own.ids, own.left_out, own.awaiting_review
@@ -116,9 +116,9 @@ class RunSource:
         self.awaiting_review = len(awaiting)
         self.max_options = max((options[i] for i in keep), default=0)
 
-    def note_params(self, row: dict[str, Any]) -> None:
+    def note_params(self, row: Row) -> None:
         """Keep the renderer options that every exported row so far recorded alike."""
-        recorded = (row.get("renderer") or {}).get("params") or {}
+        recorded = row.params
         self.params = dict(recorded) if self.params is None else {
             k: v for k, v in self.params.items() if recorded.get(k) == v}
 
@@ -131,7 +131,7 @@ class RunSource:
         """The renderer the run was made with (its contract: roles, twins)."""
         return run_renderer(self.run, self.info)
 
-    def _lines(self) -> Iterator[tuple[int, dict[str, Any] | None, ItemError | None]]:
+    def _lines(self) -> Iterator[tuple[int, Row | None, ItemError | None]]:
         return manifest_entries(self.run / MANIFEST)
 
     def fail_or_skip(self, err: ItemError, line: int, item_id: str | None) -> None:
@@ -145,20 +145,20 @@ class RunSource:
             if error is not None:
                 self.fail_or_skip(error, line, None)
                 continue
-            if row is not None and row["id"] in self.keep:
+            if row is not None and row.id in self.keep:
                 yield Record(line, row)
 
-    def image_path(self, record: Record, index: int, entry: dict[str, Any]) -> Path:
+    def image_path(self, record: Record, index: int, entry: ImageEntry) -> Path:
         """The image file of ``entry``; a one-line error (or a skip) if it is missing."""
         field = f"images[{index}].path"
-        path = inside(self.run, entry.get("path"), where=self._where(record), field=field,
+        path = inside(self.run, entry.path, where=self._where(record), field=field,
                       item_id=record.id, stage="export")
         if not path.is_file():
             raise ItemError(f"{path} is missing", where=self._where(record),
                             field=field, item_id=record.id, stage="export")
         return path
 
-    def image_bytes(self, record: Record, index: int, entry: dict[str, Any]) -> bytes:
+    def image_bytes(self, record: Record, index: int, entry: ImageEntry) -> bytes:
         """The image's bytes, checked against the manifest's sha256."""
         return read_recorded(self.run, entry, where=self._where(record),
                              field=f"images[{index}].path", item_id=record.id, stage="export")
@@ -170,7 +170,7 @@ class RunSource:
         """``(record, {index: bytes or path})`` for each image, or None after a skip."""
         files: dict[int, Any] = {}
         try:
-            for index, entry in enumerate(record.row["images"]):
+            for index, entry in enumerate(record.row.images):
                 files[index] = (self.image_bytes(record, index, entry) if read
                                 else self.image_path(record, index, entry))
         except ItemError as err:

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 
 from ..items import option_letter
+from ..rows import QuestionRow
 from .hf import write_template
 from .source import RunSource
 
@@ -57,13 +58,14 @@ def export_vlmevalkit(source: RunSource, staging: Path, out: Path, name: str, **
             # the kit prompts a multiple-choice row with its question and option columns, any
             # other row with the question alone: there it is the full prompt, instruction
             # included
-            question = row.get("question") if record.options else row.get("prompt")
+            question = row.question if isinstance(row, QuestionRow) and record.options \
+                else row.prompt
             if spans:  # the kit's VCR reader evaluates the answer as a Python list
                 answer = repr([str(a) for a in answers])
             else:
                 answer = answers[0] if answers else ""
             writer.writerow([count, _cell(shown), question, *options, answer, record.category,
-                             record.id, row.get("prompt"), row.get("text_prompt")]
+                             record.id, row.prompt, row.text_prompt]
                             + ([_cell(twin) if twin else ""] if twins else [])
                             + [json.dumps(record.scoring, ensure_ascii=False, sort_keys=True)])
             count += 1

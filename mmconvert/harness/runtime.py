@@ -332,7 +332,7 @@ class Harness:
             image = text[:at] + IN_THE_IMAGE + text[at + len(drawn):] if at >= 0 else text
             return image, text
         drawn = self.drawn(item)
-        return drawn.row["prompt"], drawn.row["text_prompt"]
+        return drawn.row.prompt, drawn.row.text_prompt
 
     def fewshot_context(self, doc: dict[str, Any]) -> str:
         """``doc``'s prompt with the few-shot examples lm-eval gives it: lm-eval seeds its
@@ -416,8 +416,8 @@ class Harness:
 
     def tokens(self, doc: dict[str, Any], item, drawn) -> None:
         rules, tokenizer = self.counters
-        sizes = [{"width": e["width"], "height": e["height"]} for e in drawn.row["images"]
-                 if e["role"] in self.drawer.job.renderer.profile.shown]
+        sizes = [{"width": e.width, "height": e.height}
+                 for e in drawn.row.images_in(self.drawer.job.renderer.profile.shown)]
         record = {"task": self.task, "doc_id": self.docs[doc_key(doc)], "item": item.id,
                   "pages": len(sizes), "sizes": [[s["width"], s["height"]] for s in sizes],
                   "vision_tokens": {name: image_tokens(rule, sizes)

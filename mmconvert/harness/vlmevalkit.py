@@ -133,9 +133,9 @@ class RenderedDataset(_Base):
         """The kit's message: the pages and the item's own prompt, or its text twin."""
         row = self.drawn(line).row
         if self.prompt == "text":
-            return [{"type": "text", "value": row["text_prompt"]}]
+            return [{"type": "text", "value": row.text_prompt}]
         return [*({"type": "image", "value": path} for path in self.dump_image(line)),
-                {"type": "text", "value": row["prompt"]}]
+                {"type": "text", "value": row.prompt}]
 
     def evaluate(self, eval_file: str | Path, **judge_kwargs: Any) -> dict[str, Any]:
         """The kit's predictions file (xlsx, tsv, csv or jsonl: ``index`` or ``id``, and

@@ -15,7 +15,7 @@ from ..errors import ItemError, MMConvertError, UsageError
 from ..executors import executor_for
 from ..imaging import decode
 from ..progress import progress_bar
-from ..rows import SCHEMA
+from ..rows import SCHEMA, Row
 from ..runfolder import Failed, Made, RunFolder, identity_of, source_prints
 from .sweep import post, read_entry, read_run
 from .transforms import parse_step
@@ -41,15 +41,15 @@ class ChainSummary:
         return text
 
 
-def make(base: Path, steps: list[Transform], row: dict[str, Any]) -> Made | Failed:
+def make(base: Path, steps: list[Transform], row: Row) -> Made | Failed:
     """One row through the chain."""
     try:
         pictures = [(entry, decode(read_entry(base, row, entry, f"images[{i}].path",
                                               stage="transform")))
-                    for i, entry in enumerate(row["images"])]
-        return Made(post(row, steps, pictures))
+                    for i, entry in enumerate(row.images)]
+        return Made(post(row.raw, steps, pictures))
     except ItemError as err:
-        return Failed(err, row.get("source_sha256"))
+        return Failed(err, row.source_sha256)
 
 
 def _worker(base: Path, steps: list[Transform]):
@@ -85,16 +85,16 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
                     "items": len(folder.manifest.read())}
 
         folder.write_info(info_of("running"))
-        _, done, _ = resuming.take_stock(folder, {row["id"] for row in rows})
+        _, done, _ = resuming.take_stock(folder, {row.id for row in rows})
         # a row of the base run drawn again since (its source changed) is transformed again
         changed = resuming.refresh(folder, source_prints(rows))
         done -= set(changed)
-        todo = [row for row in rows if row["id"] not in done]
+        todo = [row for row in rows if row.id not in done]
         summary.already_done = len(rows) - len(todo)
         try:
             for row, result in zip(todo, _results(base, steps, todo, workers, progress),
                                    strict=True):
-                if folder.take(result, on_error, item_id=row["id"], stage="transform") == \
+                if folder.take(result, on_error, item_id=row.id, stage="transform") == \
                         "made":
                     summary.made += 1
                 else:
@@ -103,7 +103,7 @@ def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,
             folder.mark_failed(info_of("failed"))
             raise
         if changed:
-            resuming.reorder(folder, {row["id"]: n for n, row in enumerate(rows)})
+            resuming.reorder(folder, {row.id: n for n, row in enumerate(rows)})
         folder.write_info(info_of("complete"))
     return summary
 

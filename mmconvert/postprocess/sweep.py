@@ -37,7 +37,7 @@ from ..options import OPTIONS, cli, first_error
 from ..progress import progress_bar
 from ..renderers import row_renderer, run_renderer
 from ..renderers.base import Redraws, Restyles
-from ..rows import SCHEMA
+from ..rows import SCHEMA, FileRef, ImageEntry, Row
 from ..runfolder import (
     LOCK,
     Failed,
@@ -198,7 +198,7 @@ class SweepSummary:
         return text + f"; see {self.out / SWEEP}"
 
 
-def read_run(base: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_run(base: Path) -> tuple[dict[str, Any], list[Row]]:
     """The base run's run.json and manifest rows."""
     folder = open_run(base, need_info=True)
     return folder.info(), folder.rows()
@@ -260,18 +260,18 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
     done = {v.name: folders[v.name].done_ids() for v in work}
     tasks = []
     for row in rows:
-        wanted = [v for v in work if row["id"] not in done[v.name]]
+        wanted = [v for v in work if row.id not in done[v.name]]
         if wanted:
             tasks.append((row, wanted))
     for v in work:
-        summary.already_done[v.name] = sum(row["id"] in done[v.name] for row in rows)
+        summary.already_done[v.name] = sum(row.id in done[v.name] for row in rows)
         summary.made[v.name] = summary.skipped[v.name] = 0
     _write_sweep(out, base, options, summary, "running")
     maker_args = (base, out, options)
     try:
         for row, results in _run(tasks, maker_args, workers, progress):
             for name, result in results.items():
-                if folders[name].take(result, on_error, item_id=row["id"], stage="sweep") == \
+                if folders[name].take(result, on_error, item_id=row.id, stage="sweep") == \
                         "made":
                     summary.made[name] += 1
                 else:
@@ -281,7 +281,7 @@ def _sweep(base: Path, out: Path, options: SweepOptions, *, workers: int,
         raise
     for v in work:
         if changed[v.name]:
-            resuming.reorder(folders[v.name], {row["id"]: n for n, row in enumerate(rows)})
+            resuming.reorder(folders[v.name], {row.id: n for n, row in enumerate(rows)})
         _write_info(folders[v.name], base, info, v, options, "complete")
     _write_sweep(out, base, options, summary, "complete")
     return summary
@@ -344,11 +344,11 @@ def _write_sweep(out: Path, base: Path, options: SweepOptions, summary: SweepSum
 
 # --- making one item's variants ------------------------------------------------------------
 
-def read_entry(base: Path, row, entry: dict[str, Any], field: str, *,
+def read_entry(base: Path, row: Row, entry: ImageEntry | FileRef, field: str, *,
                hashed: bool = False, stage: str = "sweep") -> bytes:
     """A file the base row records, checked (``runfolder.read_recorded``)."""
-    return read_recorded(base, entry, where=f"{base / MANIFEST}: item {row['id']}",
-                         field=field, hashed=hashed, item_id=row["id"], stage=stage)
+    return read_recorded(base, entry, where=f"{base / MANIFEST}: item {row.id}",
+                         field=field, hashed=hashed, item_id=row.id, stage=stage)
 
 
 class VariantMaker:
@@ -362,7 +362,7 @@ class VariantMaker:
     def __call__(self, task) -> dict[str, Made | Failed]:
         return self.make(*task)
 
-    def make(self, row: dict[str, Any], variants: list[Variant]) -> dict[str, Made | Failed]:
+    def make(self, row: Row, variants: list[Variant]) -> dict[str, Made | Failed]:
         results: dict[str, Made | Failed] = {}
         redraws = [v for v in variants if v.step is None and not v.style]
         others = [v for v in variants if v.step is not None]
@@ -371,81 +371,83 @@ class VariantMaker:
             try:
                 if not issubclass(renderer, Restyles):  # a style axis is refused before (the run's)
                     raise ItemError(f"the {renderer.name} renderer does not draw rows again",
-                                    where=row["id"], field="renderer.name")
+                                    where=row.id, field="renderer.name")
                 results[variant.name] = Made(renderer.restyled(
                     row, {variant.axis: variant.value}))
             except ItemError as err:
-                results[variant.name] = Failed(err, row.get("source_sha256"))
+                results[variant.name] = Failed(err, row.source_sha256)
         if redraws:
             try:
                 results.update(self._redraw(row, redraws))
             except ItemError as err:
-                results.update({v.name: Failed(err, row.get("source_sha256")) for v in redraws})
+                results.update({v.name: Failed(err, row.source_sha256) for v in redraws})
         if others:
             try:
                 pictures = [
                     (entry, decode(self._read(row, entry, f"images[{i}].path")))
-                    for i, entry in enumerate(row["images"])]
+                    for i, entry in enumerate(row.images)]
                 for variant in others:
                     results[variant.name] = Made(self._post(row, variant, pictures))
             except ItemError as err:
-                results.update({v.name: Failed(err, row.get("source_sha256")) for v in others
+                results.update({v.name: Failed(err, row.source_sha256) for v in others
                                 if v.name not in results})
         return results
 
-    def _where(self, row) -> str:
-        return f"{self.base / MANIFEST}: item {row['id']}"
+    def _where(self, row: Row) -> str:
+        return f"{self.base / MANIFEST}: item {row.id}"
 
-    def _read(self, row, entry: dict[str, Any], field: str, *, hashed: bool = False) -> bytes:
+    def _read(self, row: Row, entry: ImageEntry | FileRef, field: str, *,
+              hashed: bool = False) -> bytes:
         return read_entry(self.base, row, entry, field, hashed=hashed)
 
-    def _renderer(self, row):
+    def _renderer(self, row: Row):
         """The renderer that drew ``row``, one per name and options."""
         cls = row_renderer(row)
-        key = f"{cls.name} {cls.options_from(row['renderer']['params']).model_dump_json()}"
+        key = f"{cls.name} {cls.options_from(row.params).model_dump_json()}"
         if key not in self._renderers:
-            self._renderers[key] = cls.from_params(row["renderer"]["params"])
+            self._renderers[key] = cls.from_params(row.params)
         return self._renderers[key]
 
-    def _redraw(self, row, variants: list[Variant]) -> dict[str, Made | Failed]:
-        layout = row.get("layout") or {}
+    def _redraw(self, row: Row, variants: list[Variant]) -> dict[str, Made | Failed]:
+        layout: FileRef | None = getattr(row, "layout", None)
         where = self._where(row)
-        if not layout.get("path"):
+        if layout is None:
             raise ItemError("no stored layout (a page run made before layouts were kept): "
                             "render it again to sweep its PPI", where=where, field="layout",
-                            item_id=row["id"], stage="sweep")
-        path = self.base / layout["path"]
+                            item_id=row.id, stage="sweep")
+        path = self.base / layout.path
         data = self._read(row, layout, "layout.path", hashed=True)
         renderer = self._renderer(row)
         try:
             drawn = renderer.redraw_at(renderer.read_layout(data),
                                        [v.value for v in variants])
         except (ValueError, KeyError) as err:
-            raise ItemError(f"{path}: {err}", where=where, field="layout", item_id=row["id"],
+            raise ItemError(f"{path}: {err}", where=where, field="layout", item_id=row.id,
                             stage="sweep") from None
         results: dict[str, Made | Failed] = {}
         for variant, pages in zip(variants, drawn, strict=True):
             output = Output()
-            output.file(layout["path"], data)
-            new = copy.deepcopy(row)
+            output.file(layout.path, data)
+            new = copy.deepcopy(row.raw)
             new.pop("pdf", None)  # the vector PDF does not depend on the PPI: see the base
             new["renderer"]["params"]["ppi"] = variant.value
             new["images"] = [
-                output.image(entry["path"], page.png, entry["role"], page.width, page.height,
+                output.image(entry.path, page.png, entry.role, page.width, page.height,
                              ppi=variant.value)
-                for entry, page in zip(row["images"], pages, strict=True)]
+                for entry, page in zip(row.images, pages, strict=True)]
             output.row = new
             results[variant.name] = Made(output)
         return results
 
-    def _post(self, row, variant: Variant, pictures) -> Output:
+    def _post(self, row: Row, variant: Variant, pictures) -> Output:
         assert variant.step is not None  # a transform's variant
-        return post(row, [variant.step], pictures)
+        return post(row.raw, [variant.step], pictures)
 
 
 def post(row: dict[str, Any], steps: list[Transform], pictures) -> Output:
-    """``row`` with each of its decoded ``pictures`` (``(entry, image)``) put through
-    ``steps``, and the new images' bytes; the history records the steps."""
+    """The row ``row`` (its manifest JSON) with each of its decoded ``pictures`` (``(entry,
+    image)``, the entry typed or as JSON) put through ``steps``, and the new images' bytes;
+    the history records the steps."""
     output = Output()
     images, sampled = [], []
     for index, (entry, image) in enumerate(pictures):
@@ -455,9 +457,8 @@ def post(row: dict[str, Any], steps: list[Transform], pictures) -> Output:
         sampled.append(params)
         images.append(output.image(renamed(entry["path"], fmt), data, entry["role"],
                                    *made.size, **extra))
-    output.row = copy.deepcopy(row)
-    output.row["images"] = images
-    output.row["postprocess"] = history(row, steps, sampled)
+    output.row = {**copy.deepcopy(row), "images": images,
+                  "postprocess": history(row, steps, sampled)}
     return output
 
 

@@ -39,6 +39,7 @@ from ..manifest import MANIFEST
 from ..renderers import row_renderer
 from ..renderers.base import item_from_row
 from ..renderers.layout import is_wide
+from ..rows import ImageEntry, QuestionRow, Row
 from ..runfolder import open_run, run_file_or_none
 from .events import AUTO, UNCERTAIN, QaLog, event
 from .ocr import (
@@ -97,21 +98,20 @@ def density(words: int) -> str:
     return DENSE
 
 
-def expected_text(row: dict[str, Any]) -> str:
+def expected_text(row: Row) -> str:
     """The text the item's images should show (its renderer says what that is)."""
     return row_renderer(row).expected_text(row)
 
 
-def ocr_images(row: dict[str, Any]) -> list[dict[str, Any]]:
+def ocr_images(row: Row) -> list[ImageEntry]:
     """The images whose text is read back (its ``profile.ocr``)."""
-    wanted = row_renderer(row).profile.ocr
-    return [image for image in row.get("images") or [] if image.get("role") in wanted]
+    return row.images_in(row_renderer(row).profile.ocr)
 
 
-def ocr_scale(image: dict[str, Any]) -> int:
+def ocr_scale(image: ImageEntry) -> int:
     """How much to enlarge an image before OCR: pages to about 300 pixels per inch; others
     (occlusions' 20-pixel type, generated images) twice."""
-    ppi = image.get("ppi")
+    ppi = image.ppi
     return max(1, min(4, round(300 / ppi))) if ppi else 2
 
 
@@ -165,12 +165,12 @@ class Checker:
         if "ocr" in checks or "options" in checks:
             tesseract_version()  # fails now, with the install hint, if it is missing
 
-    def todo(self, row: dict[str, Any]) -> tuple[str, ...]:
-        applies = row_renderer(row, f"{self.run / MANIFEST}: item {row.get('id')}").profile.checks
+    def todo(self, row: Row) -> tuple[str, ...]:
+        applies = row_renderer(row, f"{self.run / MANIFEST}: item {row.id}").profile.checks
         wanted = tuple(c for c in self.checks if c in applies)
         if self.recheck:
             return wanted
-        done = self.qa.status(row["id"]).auto
+        done = self.qa.status(row.id).auto
         return tuple(c for c in wanted if c not in done)
 
     def run_all(self, progress: Callable[[int], None] = lambda n: None) -> CheckReport:
@@ -208,18 +208,18 @@ class Checker:
         row, todo = task
         return self.read_back(row) if {"ocr", "options"} & set(todo) else None
 
-    def read_back(self, row: dict[str, Any]) -> Reading | str:
+    def read_back(self, row: Row) -> Reading | str:
         """OCR of the row's images (in a worker thread), or why it could not be done.
 
         A reading that would fail the OCR check is followed by a second one in Tesseract's
         sparse-text mode (``--psm 11``), and the better of the two is kept: the block mode
         now and then drops a whole line of a perfect page (measured in docs/design/qa.md)."""
-        renderer, language = row_renderer(row), row.get("language") or "en"
+        renderer, language = row_renderer(row), row.language or "en"
         images = ocr_images(row)
-        found = [self.file(image["path"]) for image in images]
+        found = [self.file(image.path) for image in images]
         for image, got in zip(images, found, strict=True):
             if got is None:
-                return f"{image['path']} is missing"
+                return f"{image.path} is missing"
         data = [got for got in found if got is not None]
 
         # the item's language, and one for each other script among the letters to be read
@@ -236,9 +236,9 @@ class Checker:
         second = read(11)
         return second if second.measure["errors"] < first.measure["errors"] else first
 
-    def measure(self, row: dict[str, Any], read: list[OcrResult]) -> dict[str, Any]:
+    def measure(self, row: Row, read: list[OcrResult]) -> dict[str, Any]:
         """The OCR check's figures for one reading of the row's images."""
-        renderer, language = row_renderer(row), row.get("language") or "en"
+        renderer, language = row_renderer(row), row.language or "en"
         limit = self.max_cer if self.max_cer is not None else max_cer(renderer, language,
                                                                         self.table)
         source = renderer.ocr_text(row)
@@ -252,7 +252,7 @@ class Checker:
                 "chars": len(reference), "max": limit,
                 "allowed": limit * len(reference) + SLACK}
 
-    def finish(self, row: dict[str, Any], todo: tuple[str, ...], read: Reading | str | None,
+    def finish(self, row: Row, todo: tuple[str, ...], read: Reading | str | None,
                report: CheckReport) -> None:
         results = []
         for check in todo:
@@ -263,7 +263,7 @@ class Checker:
         for result in results:
             if result.verdict == "reject":
                 report.flagged[result.check] = report.flagged.get(result.check, 0) + 1
-        report.appended += self.record(row["id"], results)
+        report.appended += self.record(row.id, results)
 
     def record(self, item_id: str, results: list[Result]) -> int:
         """Append the results that differ from the latest event of their check."""
@@ -280,7 +280,7 @@ class Checker:
 
     # -- the checks: each returns one Result
 
-    def check_ocr(self, row: dict[str, Any], reading: Reading | str | None) -> Result:
+    def check_ocr(self, row: Row, reading: Reading | str | None) -> Result:
         if not isinstance(reading, Reading) or not reading.results:
             return Result("ocr", "reject", "missing_image", {"error": reading or "no image"})
         renderer = row_renderer(row)
@@ -299,7 +299,7 @@ class Checker:
             return Result("ocr", "reject", "ocr_mismatch", detail)
         return Result("ocr", "accept", "ok", detail)
 
-    def check_options(self, row: dict[str, Any], reading: Reading | str | None) -> Result:
+    def check_options(self, row: Row, reading: Reading | str | None) -> Result:
         if not isinstance(reading, Reading) or not reading.results:
             return Result("options", "reject", "missing_image",
                           {"error": reading or "no image"})
@@ -312,23 +312,23 @@ class Checker:
             return Result("options", "reject", reason, detail)
         return Result("options", "accept", "ok", detail)
 
-    def renderer(self, row: dict[str, Any]):
+    def renderer(self, row: Row):
         """The renderer that drew ``row``, one per name and options (a page renderer's line
         breaker caches glyph advances)."""
         cls = row_renderer(row)
-        options = cls.options_from(row["renderer"]["params"])
+        options = cls.options_from(row.params)
         key = f"{cls.name} {options.model_dump_json()}"
         if key not in self._renderers:
-            self._renderers[key] = cls.from_params(row["renderer"]["params"])
+            self._renderers[key] = cls.from_params(row.params)
         return self._renderers[key]
 
-    def check_text_layer(self, row: dict[str, Any], reading: Any = None) -> Result:
+    def check_text_layer(self, row: Row, reading: Any = None) -> Result:
         from .textlayer import check_pdf
 
-        params = row["renderer"]["params"]
+        params = row.params
         renderer = self.renderer(row)
         part = params.get("render") or "options"
-        stored = row.get("pdf")
+        stored = getattr(row, "pdf", None)
         detail: dict[str, Any] = {}
         pdf = self.file(stored) if stored else None
         if pdf is not None:
@@ -339,14 +339,14 @@ class Checker:
             pdf = render.pdf
             detail["pdf"] = "re-rendered"
             same = [hashlib.sha256(p.png).hexdigest() for p in render.pages] == [
-                i.get("sha256") for i in row.get("images") or []]
+                i.sha256 for i in row.images]
             detail["recipe_matches_images"] = same
         # the text with its option labels ("A. "), as the page draws it
         result = check_pdf(pdf, expected_text(row), renderer.insets())
         detail["chars"] = result.expected
         # formulas the renderer could not typeset are drawn as their source, which the text
         # layer then holds as expected: the row's record of them rejects the item
-        untypeset = row.get("math_errors") or []
+        untypeset = getattr(row, "math_errors", None) or []
         if untypeset:
             detail["math_errors"] = untypeset
             return Result("text_layer", "reject", "math_untypeset", detail)
@@ -359,44 +359,44 @@ class Checker:
             reason = "tofu" if result.tofu else "text_layer_mismatch"
         return Result("text_layer", "reject", reason, detail)
 
-    def check_image(self, row: dict[str, Any], reading: Reading | str | None = None) -> Result:
+    def check_image(self, row: Row, reading: Reading | str | None = None) -> Result:
         from PIL import Image, UnidentifiedImageError
 
         renderer = row_renderer(row)
-        images = row.get("images") or []
+        images = row.images
         if not images:
             return Result("image", "reject", "missing_image", {"error": "no image in the row"})
         detail: dict[str, Any] = {}
         problems: list[tuple[str, str]] = []
         for image in images:
-            data = self.file(image["path"])
+            data = self.file(image.path)
             if data is None:
-                problems.append(("missing_image", f"{image['path']} is missing"))
+                problems.append(("missing_image", f"{image.path} is missing"))
                 continue
-            if image.get("sha256") and hashlib.sha256(data).hexdigest() != image["sha256"]:
-                problems.append(("image_changed", f"{image['path']} differs from its "
+            if hashlib.sha256(data).hexdigest() != image.sha256:
+                problems.append(("image_changed", f"{image.path} differs from its "
                                                   "manifest hash"))
             try:
                 with Image.open(io.BytesIO(data)) as opened:
                     gray = opened.convert("L")
             except (UnidentifiedImageError, OSError) as err:
-                problems.append(("missing_image", f"{image['path']}: {err}"))
+                problems.append(("missing_image", f"{image.path}: {err}"))
                 continue
             ink = ink_stats(gray)
-            detail[image["path"]] = ink
+            detail[image.path] = ink
             if ink["ink"] < 1e-4:
-                problems.append(("blank", f"{image['path']} is blank"))
+                problems.append(("blank", f"{image.path} is blank"))
             # paper-backed images: ink in the outermost pixels is text touching the edge
             # (VCR captions start flush at the left edge, as in the VCR code)
             edge = [side for side in ink["edge"] if side not in renderer.profile.flush_edges]
-            if image.get("role") in renderer.profile.paper and edge:
-                problems.append(("text_at_edge", f"{image['path']}: ink at the "
+            if image.role in renderer.profile.paper and edge:
+                problems.append(("text_at_edge", f"{image.path}: ink at the "
                                                  f"{'/'.join(edge)} edge"))
         if renderer.profile.ocr_edge_words and isinstance(reading, Reading):
             for image, result in zip(ocr_images(row), reading.results, strict=False):
-                sides = words_at_edge(result, image["width"], image["height"])
+                sides = words_at_edge(result, image.width, image.height)
                 if sides:
-                    problems.append(("words_at_edge", f"{image['path']}: words at the "
+                    problems.append(("words_at_edge", f"{image.path}: words at the "
                                                       f"{'/'.join(sides)} edge"))
         if problems:
             detail["problems"] = [p[1] for p in problems]
@@ -451,7 +451,7 @@ def _key(text: str) -> str:
     return "".join(_WORD.findall(comparable(text).lower()))
 
 
-def find_parts(row: dict[str, Any], hypothesis: str, *, tolerance: float = 0.1
+def find_parts(row: Row, hypothesis: str, *, tolerance: float = 0.1
                ) -> dict[str, bool]:
     """Whether the question and each option (its letter and text) appear in ``hypothesis``:
     some stretch of it must be within ``tolerance`` x length edits (rounded down) of the
@@ -461,9 +461,11 @@ def find_parts(row: dict[str, Any], hypothesis: str, *, tolerance: float = 0.1
 
     haystack = _key(hypothesis)
     needles = {}
-    if row.get("question"):
-        needles["question"] = _key(row["question"])
-    for i, option in enumerate(row.get("options") or []):
+    if not isinstance(row, QuestionRow):
+        return {}
+    if row.question:
+        needles["question"] = _key(row.question)
+    for i, option in enumerate(row.options):
         needles[option_letter(i)] = _key(f"{option_letter(i)} {option}")
     found = {}
     for name, needle in needles.items():

@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import MMConvertError
 from ..renderers import row_renderer
+from ..rows import OcclusionRow
 from ..runfolder import open_run, run_file_or_none
 from .checks import ocr_images
 from .events import REVIEW_REASONS, REVIEWER, QaLog, check_reviewer, event
@@ -43,7 +44,7 @@ class ReviewState:
     def __init__(self, run: Path, reject_votes: int = 1):
         self.rows = open_run(run).rows()
         self.run = run.resolve()
-        self.index = {row["id"]: n for n, row in enumerate(self.rows)}
+        self.index = {row.id: n for n, row in enumerate(self.rows)}
         self.qa = QaLog(run, reject_votes)
         self.lock = threading.Lock()
         self.changes: list[str] = []  # item ids, in the order their status changed
@@ -51,7 +52,7 @@ class ReviewState:
         self.counts: Counter[str] = Counter()
         self.qa.refresh()
         for row in self.rows:
-            self._set(row["id"])
+            self._set(row.id)
 
     def _summary(self, item_id: str) -> list:
         state = self.qa.status(item_id)
@@ -91,7 +92,7 @@ class ReviewState:
         return {"run": self.run.name, "reject_votes": self.qa.reject_votes,
                 "reasons": REVIEW_REASONS, "counts": self.counts_dict(),
                 "seq": len(self.changes),
-                "items": [self.summaries[row["id"]] for row in self.rows]}
+                "items": [self.summaries[row.id] for row in self.rows]}
 
     def changes_since(self, since: int) -> dict[str, Any]:
         self.sync()
@@ -106,18 +107,19 @@ class ReviewState:
         row = self.rows[self.index[item_id]]
         state = self.qa.status(item_id)
         renderer = row_renderer(row)
-        read = {i["path"] for i in ocr_images(row)}
+        read = {i.path for i in ocr_images(row)}
         return {
-            "id": item_id, "corpus": row.get("corpus"), "subset": row.get("subset"),
-            "language": row.get("language"), "renderer": renderer.name,
+            "id": item_id, "corpus": row.corpus, "subset": row.subset,
+            "language": row.language, "renderer": renderer.name,
             "summary": self.summaries[item_id],
-            "images": [{"url": "/files/" + i["path"], "path": i["path"], "role": i.get("role"),
-                        "width": i.get("width"), "height": i.get("height"),
-                        "ocr": i["path"] in read} for i in row.get("images") or []],
+            "images": [{"url": "/files/" + i.path, "path": i.path, "role": i.role,
+                        "width": i.width, "height": i.height,
+                        "ocr": i.path in read} for i in row.images],
             "text": renderer.expected_text(row),
-            "masked_spans": row.get("masked_spans") or [],
+            "masked_spans": [span.model_dump() for span in row.masked_spans]
+            if isinstance(row, OcclusionRow) else [],
             "question_as_text": renderer.text_question(row),
-            "answer": row.get("answer"),
+            "answer": row.answer,
             "checks": {name: {k: e[k] for k in ("verdict", "reason", "detail", "at")}
                        for name, e in sorted(state.auto.items())},
             "votes": {name: {k: e[k] for k in ("verdict", "reason", "detail", "at")}

@@ -12,7 +12,7 @@ from .events import QaLog
 
 
 def review_summary(run: Path, reject_votes: int = 1) -> dict[str, Any]:
-    ids = [row["id"] for row in open_run(run).rows()]
+    ids = [row.id for row in open_run(run).rows()]
     qa = QaLog(run, reject_votes)
     qa.refresh()
     status: Counter[str] = Counter()

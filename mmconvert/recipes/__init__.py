@@ -28,6 +28,7 @@ from ..config import run_config, submodel, unknown_key_hint
 from ..errors import ItemError, MMConvertError, UsageError, did_you_mean
 from ..items import Item, RenderPart
 from ..options import MAX_OPTIONS_BYTES, OPTIONS, first_error, read_yaml
+from ..rows import Row, as_row
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -440,9 +441,10 @@ def item_from(data: dict[str, Any] | Item, index: int = 0) -> Item:
 
 @dataclass
 class Drawn:
-    """One item drawn with a recipe: its manifest row and its shown pages' PNG bytes."""
+    """One item drawn with a recipe: its manifest row (typed, as a run's reader gets it) and
+    its shown pages' PNG bytes."""
 
-    row: dict[str, Any]
+    row: Row
     pages: list[bytes]
 
     def images(self) -> list[Image.Image]:
@@ -479,11 +481,9 @@ class Drawer:
             output: Output = self.job.run(made, part, corpus.prompt_keys(made))
         except ItemError as err:
             raise MMConvertError(str(err)) from None
-        row = output.row if isinstance(output.row, dict) else \
-            output.row.model_dump(mode="json", exclude_unset=True)
+        row = as_row(output.row, self.job.row_model)
         files = dict(output.files)
-        shown = self.job.renderer.profile.shown
-        pages = [files[entry["path"]] for entry in row["images"] if entry["role"] in shown]
+        pages = [files[entry.path] for entry in row.images_in(self.job.renderer.profile.shown)]
         return Drawn(row, pages)
 
     def render(self, item: dict[str, Any] | Item, index: int = 0) -> list[Image.Image]:
@@ -492,7 +492,7 @@ class Drawer:
 
 # -- fingerprints ------------------------------------------------------------------------------
 
-def shown_text(row: dict[str, Any]) -> str:
+def shown_text(row: Row) -> str:
     """The text a drawn row's shown images hold (its renderer's ``expected_text``)."""
     from ..renderers import row_renderer
 

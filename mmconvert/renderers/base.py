@@ -30,27 +30,26 @@ from pydantic import BaseModel
 from ..config import RunConfig
 from ..items import Item
 from ..jobs import DrawJob
-from ..rows import QuestionRow
+from ..rows import QuestionRow, Row
 
 if TYPE_CHECKING:
     from ..config import ApiOptions, RunConfig
     from ..jobs import Job
 
 
-def question_beside_options(row: dict[str, Any]) -> str | None:
+def question_beside_options(row: Row) -> str | None:
     """The question of a row whose options alone became image: it stays text beside them
     (a ``text_question`` for renderers that draw a ``render`` part)."""
-    return row.get("question") if row["renderer"]["params"].get("render") == "options" \
-        else None
+    return getattr(row, "question", None) if row.params.get("render") == "options" else None
 
 
-def item_from_row(row: dict[str, Any]) -> Item:
+def item_from_row(row: Row) -> Item:
     """The item a manifest row was made from (its text fields and metadata)."""
-    return Item(id=row["id"], corpus=row.get("corpus", ""), subset=row.get("subset", ""),
-                split=row.get("split", ""), language=row.get("language") or "en",
-                context=row.get("context"), question=row.get("question"),
-                options=list(row.get("options") or []), answer=row.get("answer"),
-                metadata=row.get("metadata") or {})
+    return Item(id=row.id, corpus=row.corpus, subset=row.subset, split=row.split,
+                language=row.language or "en", context=getattr(row, "context", None),
+                question=getattr(row, "question", None),
+                options=list(getattr(row, "options", None) or []), answer=row.answer,
+                metadata=row.metadata or {})
 
 
 # the OCR check's error-rate ceiling of a renderer that declares none: the loosest of the
@@ -147,7 +146,7 @@ class Restyles(Protocol):
     """Draws a row's item again with other options (``sweep --vary-style``)."""
 
     @classmethod
-    def restyled(cls, row: dict[str, Any], values: dict[str, Any]) -> Any:
+    def restyled(cls, row: Row, values: dict[str, Any]) -> Any:
         """A ``runfolder.Output`` holding ``row``'s item drawn again with ``values`` over its
         recorded options (a new row and its files); an ItemError when they do not fit."""
         raise NotImplementedError
@@ -208,7 +207,7 @@ class Renderer(Generic[OptionsT]):
     version: ClassVar[str]
     config_model: ClassVar[type[RunConfig]]  # made from options_model unless stated
     options_model: ClassVar[type[BaseModel]]
-    row_model: ClassVar[type[BaseModel]] = QuestionRow
+    row_model: ClassVar[type[Row]] = QuestionRow
     profile: ClassVar[Profile] = Profile()
     help: ClassVar[str] = ""
     # what the run calls one image ("page" for A4 pages)
@@ -243,6 +242,8 @@ class Renderer(Generic[OptionsT]):
             return "implements neither draw() nor job(), one of which every Renderer does"
         if not isinstance(cls.profile, Profile):
             return "profile is not a mmconvert.renderers.base.Profile"
+        if not (isinstance(cls.row_model, type) and issubclass(cls.row_model, Row)):
+            return "row_model is not a subclass of mmconvert.rows.Row"
         problem = cls.profile.problem()
         if problem:
             return problem
@@ -289,24 +290,24 @@ class Renderer(Generic[OptionsT]):
         raise NotImplementedError
 
     @classmethod
-    def expected_text(cls, row: dict[str, Any]) -> str:
+    def expected_text(cls, row: Row) -> str:
         """The text the images the model is shown must show."""
         raise NotImplementedError
 
     @classmethod
-    def ocr_text(cls, row: dict[str, Any]) -> str:
+    def ocr_text(cls, row: Row) -> str:
         """The text OCR of the ``profile.ocr`` images must find."""
         return cls.expected_text(row)
 
     @classmethod
-    def page_texts(cls, row: dict[str, Any], read: Callable[[str], bytes]) -> list[str] | None:
+    def page_texts(cls, row: Row, read: Callable[[str], bytes]) -> list[str] | None:
         """The text of each image the model is shown, in order, where the run records it per
         image (``read`` gives a run file's bytes by its row path); None: only the item's
         whole text (``expected_text``) is known."""
         return None
 
     @classmethod
-    def text_question(cls, row: dict[str, Any]) -> str | None:
+    def text_question(cls, row: Row) -> str | None:
         """The part of the item kept as text beside the images (shown by the review page)."""
         return None
 

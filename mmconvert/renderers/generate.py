@@ -26,7 +26,7 @@ from ..items import Item, RenderPart
 from ..jobs import Job, question_fields, row_head
 from ..options import OPTIONS
 from ..prompts import Prompts, format_options
-from ..rows import GeneratedRow
+from ..rows import GeneratedRow, Row
 from ..runfolder import Output, item_file
 from ..seeds import rng
 from .base import Profile, Renderer
@@ -221,8 +221,9 @@ class ImageApiRenderer(Renderer[GenerateOptions]):
                 "tokens": plan.tokens}
 
     @classmethod
-    def expected_text(cls, row: dict[str, Any]) -> str:
-        return row.get("text_in_image") or ""
+    def expected_text(cls, row: Row) -> str:
+        assert isinstance(row, GeneratedRow)
+        return row.text_in_image
 
     def __init__(self, options: GenerateOptions, prompts: Prompts, api: ApiClient | None):
         self.options = options
@@ -469,8 +470,8 @@ class GenerateJob(Job):
         per_item: dict[str, float | None] = {}
         usage: Counter[str] = Counter()
         for row in rows():
-            provenance = row.get("provenance") or {}
-            per_item[row["id"]] = provenance.get("cost_usd")
+            provenance = row.provenance or {}
+            per_item[row.id] = provenance.get("cost_usd")
             for purpose, call in (provenance.get("calls") or {}).items():
                 for name, value in (call.get("usage") or {}).items():
                     if isinstance(value, int):

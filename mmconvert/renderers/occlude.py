@@ -31,7 +31,7 @@ from ..items import Item, RenderPart, StoredImage, base_language
 from ..jobs import Job, row_head
 from ..options import OPTIONS, cli
 from ..prompts import Prompts
-from ..rows import OcclusionRow
+from ..rows import OcclusionRow, Row
 from ..runfolder import Output, item_file
 from ..seeds import rng
 from .base import Profile, Renderer
@@ -131,12 +131,12 @@ class OcclusionParams:
                 "position": self.position, "width": self.width, "font": self.font}
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> OcclusionParams:
+    def from_row(cls, row: OcclusionRow) -> OcclusionParams:
         """The parameters a manifest row recorded (to re-make its images)."""
-        params = row["renderer"]["params"]
+        params = row.params
         return cls(params["language"], params["difficulty"], params["position"],
                    params["width"], params["font"],
-                   tuple(Span(s["text"], s["start"], s["end"]) for s in row["masked_spans"]))
+                   tuple(Span(s.text, s.start, s.end) for s in row.masked_spans))
 
 
 @dataclass(frozen=True)
@@ -244,16 +244,18 @@ class CaptionOccluder(Renderer[OccludeOptions]):
         return {**params.as_dict(), "masked_spans": [s.as_dict() for s in params.spans]}
 
     @classmethod
-    def expected_text(cls, row: dict[str, Any]) -> str:
-        return row.get("caption_in_image") or ""
+    def expected_text(cls, row: Row) -> str:
+        assert isinstance(row, OcclusionRow)
+        return row.caption_in_image
 
     @classmethod
-    def ocr_text(cls, row: dict[str, Any]) -> str:
+    def ocr_text(cls, row: Row) -> str:
         """The caption without its covered spans (the text-only twin is read back)."""
-        text, out, pos = row.get("caption_in_image") or "", [], 0
-        for span in sorted(row.get("masked_spans") or [], key=lambda s: s["start"]):
-            out.append(text[pos:span["start"]])
-            pos = span["end"]
+        assert isinstance(row, OcclusionRow)
+        text, out, pos = row.caption_in_image, [], 0
+        for span in sorted(row.masked_spans, key=lambda s: s.start):
+            out.append(text[pos:span.start])
+            pos = span.end
         return " ".join(out + [text[pos:]])
 
     def __init__(self, options: OccludeOptions | None = None, language: str | None = "en"):

@@ -21,7 +21,7 @@ from ..items import Item, RenderPart, option_letter
 from ..jobs import question_fields, row_head
 from ..options import first_error
 from ..prompts import Prompts
-from ..rows import PageRow
+from ..rows import PageRow, Row
 from ..runfolder import Output, item_file
 from ..units import POINTS_PER_INCH
 from .base import Fits, Profile, Redraws, Renderer, Restyles, item_from_row, question_beside_options
@@ -169,19 +169,19 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         return cls(cls.options_from(params))
 
     @classmethod
-    def restyled(cls, row: dict[str, Any], values: dict[str, Any]) -> Output:
-        params = row["renderer"]["params"]
+    def restyled(cls, row: Row, values: dict[str, Any]) -> Output:
+        params = row.params
         part: RenderPart = params.get("render") or "options"
         item = item_from_row(row)
         try:
             renderer = cls(cls.options_from(params).with_values(values))
         except ValidationError as err:
             shown = ", ".join(f"{k}={v}" for k, v in values.items())
-            raise ItemError(f"{shown}: {first_error(err)['msg']}", where=row["id"],
-                            field=next(iter(values)), item_id=row["id"], stage="sweep") \
+            raise ItemError(f"{shown}: {first_error(err)['msg']}", where=row.id,
+                            field=next(iter(values)), item_id=row.id, stage="sweep") \
                 from None
         result = renderer.render(item, part)
-        output, new = Output(), copy.deepcopy(row)
+        output, new = Output(), copy.deepcopy(row.raw)
         new.pop("pdf", None)  # a restyled row keeps no PDF: the row draws it again
         new["renderer"]["params"] = renderer.row_params(part)
         new["images"], new["layout"] = renderer.page_files(output, item.id, result)
@@ -224,19 +224,20 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         return params
 
     @classmethod
-    def expected_text(cls, row: dict[str, Any]) -> str:
-        params = row["renderer"]["params"]
+    def expected_text(cls, row: Row) -> str:
+        params = row.params
         return drawn_text(item_from_row(row), params.get("render") or "options", params)
 
     @classmethod
-    def text_question(cls, row: dict[str, Any]) -> str | None:
+    def text_question(cls, row: Row) -> str | None:
         return question_beside_options(row)
 
     @classmethod
-    def page_texts(cls, row: dict[str, Any], read: Callable[[str], bytes]) -> list[str] | None:
+    def page_texts(cls, row: Row, read: Callable[[str], bytes]) -> list[str] | None:
         """Each page's lines as its stored layout (``layout/<id>.json``) draws them."""
-        path = (row.get("layout") or {}).get("path")
-        if not isinstance(path, str) or not path.endswith(".json"):
+        layout = getattr(row, "layout", None)
+        path = layout.path if layout is not None else None
+        if path is None or not path.endswith(".json"):
             return None
         record = json.loads(read(path).decode("utf-8"))
         return ["\n".join("".join(run[2] for run in line) for line in page)
@@ -642,15 +643,13 @@ class PageJob(StyledJob):
         result = renderer.render(item, part, want_pdf=config.pdf)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
         images, layout = renderer.page_files(output, item.id, result)
-        row = row_head(item, renderer, renderer.row_params(part), config.seed)
-        row["images"] = images
-        if target is not None:
-            row["target"] = target
-        row["layout"] = layout
+        pdf = {}
         if result.pdf is not None:
-            rel = item_file("pdf", item.id, ".pdf")
-            output.file(rel, result.pdf)
-            row["pdf"] = rel
-        row.update(question_fields(item, config.prompt_style, prompt, text_prompt))
-        output.row = row
+            pdf["pdf"] = item_file("pdf", item.id, ".pdf")
+            output.file(pdf["pdf"], result.pdf)
+        # the keys in the order every page row has held them
+        output.row = {**row_head(item, renderer, renderer.row_params(part), config.seed),
+                      "images": images, **({} if target is None else {"target": target}),
+                      "layout": layout, **pdf,
+                      **question_fields(item, config.prompt_style, prompt, text_prompt)}
         return output

@@ -221,7 +221,7 @@ class StyledJob(Job):
         on stderr when any did not."""
         if self.target is None:
             return {}
-        records = [row["target"] for row in rows() if row.get("target")]
+        records = [t for t in (getattr(row, "target", None) for row in rows()) if t]
         off = sum(not record["within"] for record in records)
         if off:
             import click

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..items import base_language
+from ..rows import OcclusionRow, Row, asks_direct, row_options
 from . import answers as scorer
 from .answers import LETTERS
 
@@ -46,28 +47,29 @@ class Scored:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def accepted(row: dict[str, Any]) -> list[str]:
-    answer = row.get("answer")
+def accepted(row: Row) -> list[str]:
+    answer = row.answer
     return [str(a) for a in answer] if isinstance(answer, list) else (
         [] if answer is None else [str(answer)])
 
 
-def spec_of(row: dict[str, Any], protocol: str = "official") -> dict[str, Any]:
+def spec_of(row: Row, protocol: str = "official") -> dict[str, Any]:
     """The scoring spec of the item of manifest ``row`` (``scoring.answers``): what its
     exports carry beside it, and what ``eval`` scores it by."""
     from ..corpora import CORPORA
     from ..renderers import row_renderer
 
-    language = base_language(row.get("language"))
-    extract = "whole" if row.get("prompt_style") == "direct" else "answer_line"
+    language = base_language(row.language)
+    extract = "whole" if asks_direct(row) else "answer_line"
     if row_renderer(row).profile.answer_spans:
         return {"kind": "spans", "metric": f"vcr:{protocol}", "language": language,
-                "answers": [s["text"] for s in row.get("masked_spans") or []]}
+                "answers": [s.text for s in row.masked_spans]
+                if isinstance(row, OcclusionRow) else []}
     spec: dict[str, Any] | None = None
-    corpus = row.get("corpus")
+    corpus = row.corpus
     if isinstance(corpus, str) and corpus in CORPORA:
         spec = CORPORA.get(corpus)().scoring(row)
-    options = [str(o) for o in row.get("options") or []]
+    options = [str(o) for o in row_options(row)]
     if spec is None and options:
         spec = {"kind": "choice", "metric": "option_letter", "options": options}
     if spec is None:
@@ -76,7 +78,7 @@ def spec_of(row: dict[str, Any], protocol: str = "official") -> dict[str, Any]:
             "language": language}
 
 
-def score_row(row: dict[str, Any], response: str, *, protocol: str = "official") -> Scored:
+def score_row(row: Row, response: str, *, protocol: str = "official") -> Scored:
     """``response`` to the item of manifest ``row``, scored by its spec."""
     spec = spec_of(row, protocol)
     if spec["kind"] == "spans" and protocol != "official":
@@ -85,15 +87,15 @@ def score_row(row: dict[str, Any], response: str, *, protocol: str = "official")
     return Scored(got["score"], got["answer"], got["parsed"], got["extra"])
 
 
-def item_metric(row: dict[str, Any]) -> str:
+def item_metric(row: Row) -> str:
     """The metric of a free-form item: the one its row names (``metadata.metric``, from a
     JSONL item's ``metric``), else the one its accepted answers choose
     (``scoring.answers.free_metric``)."""
-    named = (row.get("metadata") or {}).get("metric")
+    named = row.metadata.get("metric")
     return named if isinstance(named, str) and named else scorer.free_metric(accepted(row))
 
 
-def metric_name(row: dict[str, Any], protocol: str = "official") -> str:
+def metric_name(row: Row, protocol: str = "official") -> str:
     """What the item is scored by, as results.json names it."""
     spec = spec_of(row, protocol)
     if spec["kind"] == "choice":
@@ -103,7 +105,7 @@ def metric_name(row: dict[str, Any], protocol: str = "official") -> str:
     return spec["metric"]
 
 
-def free_form(row: dict[str, Any]) -> bool:
+def free_form(row: Row) -> bool:
     """Whether the item is scored by one of the generic free-form rules (what a judge model
     may score instead)."""
     spec = spec_of(row)
@@ -121,17 +123,18 @@ def score_spans(response: str, spans: list[str], language: str, protocol: str) -
                   extra={"exact_match": exact, "jaccard": jaccard, "refused": scored.refused})
 
 
-def unscorable(row: dict[str, Any]) -> str | None:
+def unscorable(row: Row) -> str | None:
     """Why the item of manifest ``row`` cannot be scored (it has no gold answer to score
     against), or None. Such an item is reported as unscored, never scored 0."""
     from ..renderers import row_renderer
 
     if row_renderer(row).profile.answer_spans:
-        return None if row.get("masked_spans") else "no covered span to score against"
+        return None if isinstance(row, OcclusionRow) and row.masked_spans else \
+            "no covered span to score against"
     answers = [a for a in accepted(row) if a.strip()]
     if not answers:
         return "no gold answer"
-    options = row.get("options") or []
+    options = row_options(row)
     if options and answers[0] not in LETTERS[:len(options)]:
         return f"answer {answers[0]!r} names none of its {len(options)} options"
     return None

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ..errors import SourceError, UsageError, needs
 from ..items import base_language
 from ..manifest import parse_row
+from ..rows import OcclusionRow
 from ..runfolder import open_run
 from . import vcr_official as official
 
@@ -216,12 +217,12 @@ def _text_or_texts(value: Any) -> bool:
 def read_predictions(path: Path) -> dict[str, tuple[int, str | list[str] | None]]:
     """id -> (line, prediction); a null prediction is no prediction."""
     found: dict[str, tuple[int, str | list[str] | None]] = {}
-    for number, row in read_lines(path):
+    for number, line in read_lines(path):
         where = f"{path} line {number}"
         for name in ("id", "prediction"):
-            if name not in row:
+            if name not in line:
                 raise SourceError(f"{where}: field {name}: missing")
-        item_id, prediction = str(row["id"]), row["prediction"]
+        item_id, prediction = str(line["id"]), line["prediction"]
         if prediction is not None and not _text_or_texts(prediction):
             raise SourceError(f"{where}: field prediction: expected a string or a list of "
                               f"strings, got {type(prediction).__name__}")
@@ -244,25 +245,25 @@ def read_key(path: Path) -> list[KeyItem]:
     """An answer-key JSONL: rows {id, answers: [span, ...], language: en|zh, difficulty?}."""
     items: list[KeyItem] = []
     seen: dict[str, int] = {}
-    for number, row in read_lines(path):
+    for number, line in read_lines(path):
         where = f"{path} line {number}"
         for name in ("id", "answers"):
-            if name not in row:
+            if name not in line:
                 raise SourceError(f"{where}: field {name}: missing")
-        answers = row["answers"]
+        answers = line["answers"]
         if not isinstance(answers, list) or not answers or not all(
                 isinstance(a, str) and a.strip() for a in answers):
             raise SourceError(f"{where}: field answers: expected a list of non-empty strings")
-        language = base_language(row.get("language"))
+        language = base_language(line.get("language"))
         if language not in LANGUAGES:
             raise SourceError(f"{where}: field language: expected en or zh, got "
-                              f"{row.get('language')!r}")
-        item_id = str(row["id"])
+                              f"{line.get('language')!r}")
+        item_id = str(line["id"])
         if item_id in seen:
             raise SourceError(f"{where}: field id: {item_id!r} appears twice (first on line "
                               f"{seen[item_id]})")
         seen[item_id] = number
-        items.append(KeyItem(item_id, answers, language, str(row.get("difficulty") or "-")))
+        items.append(KeyItem(item_id, answers, language, str(line.get("difficulty") or "-")))
     if not items:
         raise SourceError(f"{path}: no rows: an answer key holds one row per item")
     return items
@@ -270,12 +271,12 @@ def read_key(path: Path) -> list[KeyItem]:
 
 def run_key(run_dir: Path) -> list[KeyItem]:
     rows = open_run(run_dir).rows()
-    if not rows or "masked_spans" not in rows[0]:
+    if not rows or not all(isinstance(row, OcclusionRow) for row in rows):
         raise SourceError(f"{run_dir}: not an occlude run (its manifest rows have no "
                           "masked_spans)")
-    return [KeyItem(row["id"], [span["text"] for span in row["masked_spans"]],
-                    base_language(row.get("language")), str(row.get("difficulty", "-")))
-            for row in rows]
+    return [KeyItem(row.id, [span.text for span in row.masked_spans],
+                    base_language(row.language), row.difficulty)
+            for row in rows if isinstance(row, OcclusionRow)]
 
 
 def score_run(source: Path, predictions_path: Path,

@@ -18,10 +18,10 @@ pytest.importorskip("lm_eval")
 from mmconvert.corpora import LoadReport, LoadRequest, resolve  # noqa: E402
 from mmconvert.corpora.lmeval import task_manager  # noqa: E402
 from mmconvert.items import LETTERS  # noqa: E402
-from mmconvert.manifest import JsonlLog  # noqa: E402
 from mmconvert.scoring.spec import score_row, unscorable  # noqa: E402
 from tests.conftest import FIXTURES  # noqa: E402
 from tests.test_cli import run  # noqa: E402
+from tests.typed import typed_rows  # noqa: E402
 
 LM = FIXTURES / "lm-eval"
 MMLU_PRO = [f"mmlu_pro_{c}" for c in (
@@ -101,7 +101,7 @@ def test_a_group_renders_its_tasks_and_records_the_group(tmp_path):
     result = run("render", "lm-eval:mmlu", "--subset", "mmlu_astronomy", "--source",
                  LM / "cais-mmlu", "--limit", "3", "--out", out)
     assert result.exit_code == 0, result.output
-    rows = JsonlLog(out / "manifest.jsonl").read()
+    rows = typed_rows(out)
     assert [r["id"] for r in rows] == [f"mmlu_astronomy-000{i}" for i in range(3)]
     meta = rows[0]["metadata"]["lm_eval"]
     assert (meta["group"], meta["version"], meta["harness"]) == ("mmlu", 1.0, "0.4.13")
@@ -114,7 +114,7 @@ def test_a_generation_task_is_scored_by_its_own_filter_and_metric(tmp_path):
     out = tmp_path / "run"
     assert run("render", "lm-eval:mmlu_pro_math", "--source", LM / "mmlu-pro", "--out",
                out).exit_code == 0
-    row = JsonlLog(out / "manifest.jsonl").read()[0]
+    row = typed_rows(out)[0]
     assert row["options"] == [] and row["answer"] == [row["metadata"]["lm_eval"]["target"][0]]
     assert unscorable(row) is None
     gold = row["answer"][0]
@@ -159,7 +159,7 @@ def test_the_rows_record_the_task_in_json(tmp_path):
     out = tmp_path / "run"
     assert run("render", "lm-eval:cmmlu_agronomy", "--source", LM / "cmmlu", "--language",
                "zh", "--limit", "1", "--out", out).exit_code == 0
-    row = json.loads((out / "manifest.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    row = typed_rows(out)[0]
     assert row["language"] == "zh" and row["metadata"]["lm_eval"]["cue"] == "答案："
     assert row["options"] == ["农业生产工具", "土地", "劳动力", "资金"] and row["answer"] == "B"
 
@@ -229,7 +229,7 @@ def test_one_source_layout_for_render_and_harness(tmp_path):
                      "--out", out)
         assert result.exit_code == 0, result.output
         pages.append([(out / e["path"]).read_bytes() for row in
-                      JsonlLog(out / "manifest.jsonl").read() for e in row["images"]])
+                      typed_rows(out) for e in row["images"]])
         written = run("harness", "lm-eval", "arc_easy", "--recipe", "readbench", "--source",
                       source, "--out", tmp_path / f"h{number}")
         assert written.exit_code == 0, written.output

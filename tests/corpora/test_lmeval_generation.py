@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from mmconvert.manifest import JsonlLog  # noqa: E402
 from mmconvert.scoring.spec import score_row  # noqa: E402
 from tests.conftest import FIXTURES  # noqa: E402
 from tests.test_cli import run  # noqa: E402
+from tests.typed import typed_rows  # noqa: E402
 
 LM = FIXTURES / "lm-eval"
 
@@ -69,7 +69,7 @@ def test_each_reply_scores_what_lm_eval_s_own_objects_give(name, tmp_path):
     out = tmp_path / "run"
     result = run("render", f"lm-eval:{name}", "--source", source, "--limit", 4, "--out", out)
     assert result.exit_code == 0, result.output
-    rows = JsonlLog(out / "manifest.jsonl").read()
+    rows = typed_rows(out)
     with dataset_source(source):
         task = task_manager().load([name])["tasks"][name]
     split = rows[0]["metadata"]["lm_eval"]["split"]
@@ -109,7 +109,7 @@ def test_gsm8k_every_filter_in_results_and_the_primary_named(tmp_path):
     out = tmp_path / "run"
     assert run("render", "lm-eval:gsm8k", "--source", LM / "gsm8k", "--limit", 2, "--out",
                out).exit_code == 0
-    rows = JsonlLog(out / "manifest.jsonl").read()
+    rows = typed_rows(out)
     gold = {row["text_prompt"]: row["answer"][0].split("####")[-1].strip() for row in rows}
 
     def answer(body):

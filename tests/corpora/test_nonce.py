@@ -15,6 +15,7 @@ from mmconvert.manifest import JsonlLog
 from mmconvert.qa.checks import expected_text
 from tests.conftest import SAMPLE
 from tests.test_cli import run
+from tests.typed import typed_rows
 
 LATIN = st.text(alphabet=st.sampled_from(list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                               "éüßÆ0123456789 .,;:!?'\"()-\n\t")),
@@ -52,8 +53,8 @@ def test_render_nonce_draws_the_nonce_text_and_keeps_the_mapping(tmp_path):
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", plain).exit_code == 0
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--nonce", "7", "--out", nonce)
     assert result.exit_code == 0, result.output
-    before = {r["id"]: r for r in JsonlLog(plain / "manifest.jsonl").read()}
-    after = JsonlLog(nonce / "manifest.jsonl").read()
+    before = {r.id: r for r in typed_rows(plain)}
+    after = typed_rows(nonce)
     assert [r["id"] for r in after] == list(before)
     for row in after:
         original = before[row["id"]]

@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from mmconvert.manifest import JsonlLog
 from mmconvert.vision_tokens import RULE_SOURCES
 from tests.evaluation.test_frontier import codeword_items, known_reader, legible
 from tests.evaluation.test_text_budget import needed
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
 from tests.test_stats import tiktoken_files
+from tests.typed import typed_rows
 
 pytest.importorskip("inspect_ai")
 
@@ -52,7 +52,7 @@ def test_a_curve_scores_each_budget_by_known_functions_and_meets_it(tmp_path, mo
                                                         "budget-1024"]
         for point in curve["points"]:
             budget = point["target"]["vision_budget"]
-            drawn = JsonlLog(out / point["run"] / "manifest.jsonl").read()
+            drawn = typed_rows(out / point["run"])
             assert [r["target"]["vision_tokens"] for r in drawn] == [budget] * len(drawn)
             assert point["exact"] == len(drawn) and point["vision_tokens"] == budget
             assert {r["target"]["model"] for r in drawn} == {curve["rule"]["name"]}

@@ -19,11 +19,11 @@ import pytest
 from PIL import Image
 
 from mmconvert.evaluation.transcribe import TRANSCRIBE_PROMPT
-from mmconvert.manifest import JsonlLog
 from mmconvert.qa.checks import expected_text
 from tests.conftest import SAMPLE
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
+from tests.typed import typed_rows
 
 pytest.importorskip("inspect_ai")
 
@@ -36,8 +36,8 @@ def test_every_cell_of_the_decomposition_equals_its_truth(tmp_path, monkeypatch)
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", real).exit_code == 0
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--nonce", "1", "--out",
                nonce).exit_code == 0
-    rows = JsonlLog(real / "manifest.jsonl").read()
-    nonce_rows = JsonlLog(nonce / "manifest.jsonl").read()
+    rows = typed_rows(real)
+    nonce_rows = typed_rows(nonce)
     pages: dict[bytes, tuple[int, bool]] = {}
     # a page with no words (astronomy-001's options are numbers) is the same nonce page:
     # the server cannot tell them apart and reads it as the real one (the real pages go last)

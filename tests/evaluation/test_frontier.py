@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from mmconvert.manifest import JsonlLog
 from mmconvert.qa.checks import expected_text
 from tests.conftest import SAMPLE
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
 from tests.test_stats import minilm_folder
+from tests.typed import typed_rows
 
 # the server reads an item right when its image holds at least this many pixels a character
 PIXELS_PER_CHARACTER = 400
@@ -26,7 +26,7 @@ GRID = ("--style", "readbench", "--grid", "font_size:5,8,12,16")
 
 
 def points_rows(out: Path) -> dict[str, list[dict]]:
-    return {folder.name: JsonlLog(folder / "manifest.jsonl").read()
+    return {folder.name: typed_rows(folder)
             for folder in sorted((out / "points").iterdir())}
 
 
@@ -144,7 +144,7 @@ def test_the_frontier_scores_each_style_by_a_known_function_of_its_images(reader
     again = tmp_path / "again"
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--limit", "50", "--style",
                out / "styles" / "p03.yaml", "--out", again).exit_code == 0
-    assert [i["sha256"] for r in JsonlLog(again / "manifest.jsonl").read() for i in r["images"]] \
+    assert [i["sha256"] for r in typed_rows(again) for i in r["images"]] \
         == [i["sha256"] for r in rows["p03"] for i in r["images"]]
     # a second run (as after a kill) redraws nothing and sends nothing: the same frontier
     sent, before = len(fake.requests("chat")), (out / "frontier.json").read_bytes()
@@ -224,7 +224,7 @@ def test_a_frontier_over_a_recipe_renders_its_pages(tmp_path):
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--recipe", "readbench", "--limit",
                "2", "--out", tmp_path / "r").exit_code == 0
     rows = points_rows(out)
-    recipe_run = JsonlLog(tmp_path / "r" / "manifest.jsonl").read()
+    recipe_run = typed_rows(tmp_path / "r")
     assert [[i["sha256"] for i in r["images"]] for r in rows["p02"]] == \
         [[i["sha256"] for i in r["images"]] for r in recipe_run]
     assert {r["renderer"]["params"]["ppi"] for r in rows["p01"]} == {60.0}

@@ -58,8 +58,9 @@ def test_eval_says_whether_choices_follow_content_or_letters(tmp_path, monkeypat
 
 def test_a_run_without_shuffled_options_has_no_option_order():
     from mmconvert.evaluation.results import option_order
+    from tests.typed import typed
 
-    assert option_order([{"id": "a", "answer": "B", "metadata": {}}], []) is None
+    assert option_order([typed({"id": "a", "answer": "B", "metadata": {}})], []) is None
 
 
 def test_shuffle_options_takes_its_own_seed(tmp_path):

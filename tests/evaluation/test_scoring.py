@@ -88,27 +88,29 @@ def test_ruler_counts_whole_values_any_case():
 
 
 def test_rows_are_scored_by_their_spec():
+    from tests.typed import typed
+
     mcq = {"renderer": {"name": "page"}, "corpus": "mmlu-redux", "options": ["x", "y"],
            "answer": "B"}
-    assert spec_of(mcq)["kind"] == "choice"
-    assert score_row(mcq, "Answer: B").value == 1.0
+    assert spec_of(typed(mcq))["kind"] == "choice"
+    assert score_row(typed(mcq), "Answer: B").value == 1.0
     babi = {"renderer": {"name": "page"}, "corpus": "babilong", "options": [],
             "answer": ["garden"], "question": "Where is Mary?", "metadata": {"task": "qa1"}}
-    assert spec_of(babi)["metric"] == "babilong"
-    assert score_row(babi, "Mary is in the garden.").value == 1.0
+    assert spec_of(typed(babi))["metric"] == "babilong"
+    assert score_row(typed(babi), "Mary is in the garden.").value == 1.0
     longbench = {"renderer": {"name": "page"}, "corpus": "longbench", "subset": "hotpotqa_e",
                  "options": [], "answer": ["Place 1"], "language": "en"}
-    assert spec_of(longbench)["metric"] == "longbench:qa_f1"
-    assert score_row(longbench, "Answer: Place 1").value == 1.0
+    assert spec_of(typed(longbench))["metric"] == "longbench:qa_f1"
+    assert score_row(typed(longbench), "Answer: Place 1").value == 1.0
     free = {"renderer": {"name": "page"}, "corpus": "items", "options": [],
             "answer": ["Shakespeare"], "prompt_style": "cot"}
-    assert score_row(free, "It was William Shakespeare.").parsed is False
-    assert score_row(free, "Answer: William Shakespeare").value == 0.0  # exact match
-    assert score_row(free, "Answer: William Shakespeare").extra["f1"] == pytest.approx(2 / 3)
-    assert score_row({**free, "prompt_style": "direct"}, "Shakespeare").value == 1.0
+    assert score_row(typed(free), "It was William Shakespeare.").parsed is False
+    assert score_row(typed(free), "Answer: William Shakespeare").value == 0.0  # exact match
+    assert score_row(typed(free), "Answer: William Shakespeare").extra["f1"] == pytest.approx(2 / 3)
+    assert score_row(typed({**free, "prompt_style": "direct"}), "Shakespeare").value == 1.0
     vcr = {"renderer": {"name": "occlude"}, "language": "en",
            "masked_spans": [{"text": "in front of a mirror"}, {"text": "his head"}]}
-    scored = score_row(vcr, "in front of a mirror, his hat")
+    scored = score_row(typed(vcr), "in front of a mirror, his hat")
     assert scored.value == 0.5 and scored.extra["exact_match"] == [1.0, 0.0]
 
 

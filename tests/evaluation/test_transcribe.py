@@ -29,6 +29,7 @@ from mmconvert.scoring.transcription import MAX_REPLY_CHARS, transcription_score
 from tests.conftest import SAMPLE
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
+from tests.typed import typed_rows
 
 pytest.importorskip("inspect_ai")
 
@@ -47,7 +48,7 @@ def pages(tmp_path_factory):
 @pytest.mark.slow
 def test_transcriptions_are_scored_against_the_pages_text(pages, tmp_path, monkeypatch):
     run_dir = pages["92.9"]
-    rows = JsonlLog(run_dir / "manifest.jsonl").read()
+    rows = typed_rows(run_dir)
     texts = {expected_text(row): row["id"] for row in rows}
     asked = []
 
@@ -121,7 +122,7 @@ def test_pages_are_transcribed_and_scored_one_at_a_time(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"  # at 60 pt, two of the four items take two pages
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--font-size", "60", "--render",
                "all", "--limit", "4", "--out", run_dir).exit_code == 0
-    rows = JsonlLog(run_dir / "manifest.jsonl").read()
+    rows = typed_rows(run_dir)
     texts = {row["id"]: pages_to_read(run_dir, row) for row in rows}
     assert [len(t) if t else 0 for t in texts.values()] == [0, 2, 0, 2]
     by_pixels = {}

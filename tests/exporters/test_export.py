@@ -18,6 +18,7 @@ from mmconvert.cli import main
 from mmconvert.manifest import JsonlLog
 from mmconvert.qa.events import event
 from tests.conftest import FIXTURES, REDUX_CSV
+from tests.typed import typed
 
 
 def run(*args):
@@ -446,7 +447,7 @@ def test_the_exported_inspect_task_runs_in_inspect_and_scores_as_eval(page_run, 
     assert len(log.samples) == len(by_id)
     for sample in log.samples:
         score = sample.scores["mmconvert_scorer"]
-        expected = score_row(by_id[sample.id], sample.output.completion)
+        expected = score_row(typed(by_id[sample.id]), sample.output.completion)
         assert (score.value, score.metadata["parsed"]) == (expected.value, expected.parsed)
     # the image condition sends the pages, and the prompt asks for a letter
     first = fake.requests("chat")[0].body["messages"][-1]["content"]

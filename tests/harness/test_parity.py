@@ -58,6 +58,7 @@ from tests.harness.test_lmeval_harness import (  # noqa: E402
 )
 from tests.openai_server import FakeOpenAI  # noqa: E402
 from tests.test_cli import run  # noqa: E402
+from tests.typed import typed_rows  # noqa: E402
 
 RECIPE = "readbench"
 # lmms-eval 0.7.3 lives in an environment of its own, ``.venv-lmms-eval`` beside the
@@ -133,11 +134,10 @@ def cli(tmp_path_factory) -> dict[str, list[dict]]:
     """Each task rendered by the CLI: its rows, with the pages' pixel digests."""
     out = {}
     for task, folder in render_tasks(tmp_path_factory, TASKS, RECIPE).items():
-        rows = JsonlLog(folder / "manifest.jsonl").read()
-        for row in rows:
-            row["_pages"] = [pixels((folder / e["path"]).read_bytes()) for e in row["images"]]
-            row["_folder"] = str(folder)
-        out[task] = rows
+        # each row's JSON, with the typed row the scorer reads and its pages' digests
+        out[task] = [{**row.raw, "_typed": row, "_folder": str(folder),
+                      "_pages": [pixels((folder / e.path).read_bytes()) for e in row.images]}
+                     for row in typed_rows(folder)]
     return out
 
 
@@ -183,14 +183,14 @@ def test_every_path_gives_each_doc_the_same_prompt_pixels_and_score(
                 key = (task, row["id"])
                 found["render (CLI)"][key] = (
                     sha(row["prompt"]), tuple(row["_pages"]),
-                    score_row(row, reply(row["_pages"][0], gold_of(row))).value)
+                    score_row(row["_typed"], reply(row["_pages"][0], gold_of(row))).value)
                 twins["render (CLI)"][key] = sha(row["text_prompt"])
         # mmconvert.convert, in memory
         for task, source in TASKS.items():
             out = tmp_path / "convert" / task
             mmconvert.convert({"corpus": f"lm-eval:{task}", "source": str(source)},
                               recipe=RECIPE, out=out, progress=False, log=lambda m: None)
-            for row in JsonlLog(out / "manifest.jsonl").read():
+            for row in typed_rows(out):
                 pages = [pixels((out / e["path"]).read_bytes()) for e in row["images"]]
                 found["convert()"][(task, row["id"])] = (
                     sha(row["prompt"]), tuple(pages),
@@ -312,7 +312,7 @@ def harness_checks(harness: str, folder: Path, logs: Path, done, url: str,
     again = lm_eval(url, folder, tmp_path / "lm-again", "mmconvert_arc_easy")
     assert again.returncode == 0, again.stderr[-3000:]
     assert len(kept.read_text().splitlines()) == len(first_run) == len(
-        JsonlLog(folder.parent / "convert" / "arc_easy" / "manifest.jsonl").read())
+        typed_rows(folder.parent / "convert" / "arc_easy"))
 
 
 def _text_twin(kit: RenderedDataset) -> RenderedDataset:
@@ -350,7 +350,7 @@ def test_id_less_items_give_the_same_prompt_pixels_and_score_on_every_path(tmp_p
 
     def rows_of(folder: Path) -> dict[str, tuple]:
         out = {}
-        for row in JsonlLog(folder / "manifest.jsonl").read():
+        for row in typed_rows(folder):
             pages = tuple(pixels((folder / e["path"]).read_bytes()) for e in row["images"]
                           if e["role"] in ("page", "prompt"))
             out[row["id"]] = (sha(row["prompt"]), pages, fixed_score(row, pages[0]), row)

@@ -13,6 +13,7 @@ from mmconvert.qa.checks import find_parts, word_count
 from mmconvert.qa.ocr import readable
 from tests.conftest import FIXTURES, SAMPLE
 from tests.test_cli import run
+from tests.typed import typed
 
 if shutil.which("tesseract") is None:
     if os.environ.get("CI"):
@@ -189,7 +190,7 @@ def test_helpers():
     assert word_count("The cat sat. 貓坐著") == 6
     assert readable("A. 10⁵ ≈ Ⅳ “x”", "en") == "a10x"
     row = {"question": "Which planet is largest?", "options": ["Mercury", "Jupiter", "4"]}
-    found = find_parts(row, "Which planet is Iargest?\nA. Mercury\nB) Jupiter")
+    found = find_parts(typed(row), "Which planet is Iargest?\nA. Mercury\nB) Jupiter")
     assert found == {"question": True, "A": True, "B": True, "C": False}
 
 

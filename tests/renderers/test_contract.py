@@ -16,6 +16,7 @@ from mmconvert.renderers import RENDERERS, from_row, renderer_class, row_rendere
 from mmconvert.renderers.base import Renderer, item_from_row
 from tests.conftest import FIXTURES, SAMPLE
 from tests.test_cli import run
+from tests.typed import typed_rows
 
 # the renderers an error names: the built-ins and any a plugin in this environment adds
 KNOWN = ", ".join(RENDERERS.names())
@@ -58,7 +59,7 @@ def test_a_page_renderer_rebuilt_from_a_row_draws_its_bytes_again(tmp_path):
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", out, "--ppi", "150",
                  "--limit", "3")
     assert result.exit_code == 0, result.output
-    for row in rows(out):
+    for row in typed_rows(out):
         renderer = from_row(row)
         assert renderer.options.ppi == 150
         pages = renderer.render(item_from_row(row), row["renderer"]["params"]["render"]).pages
@@ -77,13 +78,13 @@ def test_an_occluder_rebuilt_from_a_row_samples_and_draws_the_same(tmp_path):
 
     items = {i.id: i for i in resolve("captions").load(LoadRequest(source=FIXTURES / "coco"),
                                                        LoadReport())}
-    for row in rows(out):
+    for row in typed_rows(out):
         renderer = from_row(row)
         sampled = renderer.sample(items[row["id"]], row["seed"])
         params = row["renderer"]["params"]
         assert sampled == {**{k: params[k] for k in ("language", "difficulty", "position",
                                                       "width", "font")},
-                           "masked_spans": row["masked_spans"]}
+                           "masked_spans": row.raw["masked_spans"]}
         made = renderer.draw_occlusion(items[row["id"]], OcclusionParams.from_row(row))
         assert hashlib.sha256(made.stacked).hexdigest() == row["images"][0]["sha256"]
 

@@ -16,7 +16,9 @@ import pytest
 from PIL import Image
 
 from mmconvert.manifest import JsonlLog
+from mmconvert.rows import Row
 from tests.test_cli import run
+from tests.typed import typed_rows
 
 if not (os.environ.get("MMCONVERT_CHROMIUM") or shutil.which("chromium")
         or shutil.which("chromium-browser")):
@@ -64,8 +66,8 @@ def drawn(docs, tmp_path_factory) -> Path:
     return out
 
 
-def rows(folder: Path) -> list[dict]:
-    return JsonlLog(folder / "manifest.jsonl").read()
+def rows(folder: Path) -> list[Row]:
+    return typed_rows(folder)
 
 
 def pdf_text(path: Path) -> str:

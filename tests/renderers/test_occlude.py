@@ -22,7 +22,9 @@ from mmconvert.renderers.occlude import (
     line_metrics,
 )
 from mmconvert.renderers.spans import Span
+from mmconvert.rows import OcclusionRow
 from tests.conftest import FIXTURES, make_item
+from tests.typed import typed
 
 PHOTO = FIXTURES / "coco" / "val2017" / "000000229358.jpg"  # 640 x 423
 CN_PHOTO = FIXTURES / "coco-cn" / "train2017" / "000000000790.jpg"
@@ -163,7 +165,7 @@ def test_same_seed_same_bytes_and_the_row_remakes_the_images(occluder):
     assert (first.stacked, first.text_only) == (second.stacked, second.text_only)
     row = {"renderer": {"params": first.params.as_dict()},
            "masked_spans": [s.as_dict() for s in first.params.spans]}
-    remade = occluder.draw_occlusion(item, OcclusionParams.from_row(row))
+    remade = occluder.draw_occlusion(item, OcclusionParams.from_row(typed(row, OcclusionRow)))
     assert remade.stacked == first.stacked and remade.text_only == first.text_only
     other = occluder.render(item, seed=6)
     assert other.params.spans != first.params.spans

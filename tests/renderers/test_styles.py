@@ -16,8 +16,10 @@ from mmconvert.errors import UsageError
 from mmconvert.qa.textlayer import check_pdf
 from mmconvert.renderers.page import PageJob, PageOptions, PageRenderer, RenderConfig, pixels
 from mmconvert.renderers.style_files import load, presets
+from mmconvert.rows import PageRow
 from tests.conftest import make_item
 from tests.test_cli import run
+from tests.typed import typed
 
 FONT_DIR = Path(__file__).resolve().parents[2] / "mmconvert" / "renderers" / "fonts"
 TEXTS = {
@@ -64,7 +66,7 @@ def test_every_style_field_keeps_every_character_inside_the_page(case, script):
     row = {**dataclasses.asdict(item),
            "renderer": {"params": {**renderer.options.model_dump(mode="json"),
                                    "render": "context"}}}
-    expected = PageRenderer.expected_text(row)
+    expected = PageRenderer.expected_text(typed(row, PageRow))
     report = check_pdf(result.pdf, expected, renderer.insets())
     assert report.ok, f"{case}/{script}: {report.summary()}"
     if case == "marker":

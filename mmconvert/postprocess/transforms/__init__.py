@@ -7,20 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError
-from ...registry import Registry
+from ...parts import TRANSFORMS as TRANSFORMS
 
 if TYPE_CHECKING:
     from .base import Transform
-
-TRANSFORMS: Registry[type[Transform]] = Registry(
-    "transform", "mmconvert.transforms", "mmconvert.postprocess.transforms.base:Transform")
-TRANSFORMS.register("scale", "mmconvert.postprocess.transforms.scale:Scale")
-TRANSFORMS.register("rotate", "mmconvert.postprocess.transforms.rotate:Rotate")
-TRANSFORMS.register("jpeg", "mmconvert.postprocess.transforms.jpeg:Jpeg")
-TRANSFORMS.register("blur", "mmconvert.postprocess.transforms.blur:Blur")
-TRANSFORMS.register("noise", "mmconvert.postprocess.transforms.noise:Noise")
-TRANSFORMS.register("augraphy", "mmconvert.postprocess.transforms.augraphy:Augraphy")
-
 
 def transform_class(name: str) -> type[Transform]:
     """The registered transform called ``name``; unknown: one line with a did-you-mean."""

@@ -30,7 +30,7 @@ from ...items import Item, RenderPart
 from ...jobs import question_fields, row_head
 from ...options import OPTIONS
 from ...prompts import Prompts
-from ...rows import LayoutRef, QuestionRow, RunPath
+from ...rows import LayoutRef, QuestionRow, Row, RunPath
 from ...runfolder import Output, item_file
 from ..base import Fits, Profile, Redraws, Renderer, item_from_row, question_beside_options
 from ..page_options import PageOptions, named_page_size
@@ -198,40 +198,41 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         return cls(cls.options_from(params))
 
     @classmethod
-    def expected_text(cls, row: dict[str, Any]) -> str:
+    def expected_text(cls, row: Row) -> str:
         return cls._shown(row)
 
     @classmethod
-    def page_texts(cls, row: dict[str, Any], read: Callable[[str], bytes]) -> list[str] | None:
+    def page_texts(cls, row: Row, read: Callable[[str], bytes]) -> list[str] | None:
         """Each page's text as its stored PDF's text layer holds it (the pages the images
         were drawn from; ``qa check`` holds that layer to the item's text)."""
         import pymupdf
 
-        if not isinstance(row.get("pdf"), str):
+        pdf = getattr(row, "pdf", None)
+        if pdf is None:
             return None
-        with pymupdf.open(stream=read(row["pdf"]), filetype="pdf") as doc:
+        with pymupdf.open(stream=read(pdf), filetype="pdf") as doc:
             return [page.get_text() for page in doc]
 
     @classmethod
-    def ocr_text(cls, row: dict[str, Any]) -> str:
+    def ocr_text(cls, row: Row) -> str:
         """The shown text without formulas and tables: Tesseract reads neither typeset math
         nor ruled cells (it drops whole rows of a correct table, bench/ocr_calibration.py);
         the text-layer check reads those exactly."""
         return cls._shown(row, UNREAD_BY_OCR)
 
     @classmethod
-    def _shown(cls, row: dict[str, Any], unread: frozenset[str] = frozenset()) -> str:
-        params = row["renderer"]["params"]
+    def _shown(cls, row: Row, unread: frozenset[str] = frozenset()) -> str:
+        params = row.params
         state = RenderState(cls.options_from(params), None)
         # an image the row refused shows its alternative text; one drawn shows no text
-        refused = set(row.get("refused") or ())
+        refused = set(getattr(row, "refused", None) or ())
         state.image = (lambda src, alt: f"[{alt or 'image'}]"  # type: ignore[method-assign]
                        if f"image {src}" in refused else "")
         return visible_text(fields_html(item_from_row(row), params.get("render") or "options",
                                         state), unread)
 
     @classmethod
-    def text_question(cls, row: dict[str, Any]) -> str | None:
+    def text_question(cls, row: Row) -> str | None:
         return question_beside_options(row)
 
     @classmethod
@@ -431,17 +432,13 @@ class DocumentJob(StyledJob):
                   for number, (png, width, height) in enumerate(drawn.pages, start=1)]
         rel = item_file("pdf", item.id, ".pdf")
         stored = output.file(rel, drawn.pdf)
-        row = row_head(item, renderer, renderer.row_params(part), config.seed)
-        row["images"] = images
-        if target is not None:
-            row["target"] = target
-        row["layout"] = {"path": rel, "pages": len(images), "lines": 0, **stored}
-        row["pdf"] = rel
-        if drawn.math_errors:
-            row["math_errors"] = drawn.math_errors
-        if drawn.refused:
-            row["refused"] = drawn.refused
-        row.update(question_fields(item, config.prompt_style, prompt, text_prompt))
-        output.row = row
+        # the keys in the order every document row has held them
+        output.row = {**row_head(item, renderer, renderer.row_params(part), config.seed),
+                      "images": images, **({} if target is None else {"target": target}),
+                      "layout": {"path": rel, "pages": len(images), "lines": 0, **stored},
+                      "pdf": rel,
+                      **({"math_errors": drawn.math_errors} if drawn.math_errors else {}),
+                      **({"refused": drawn.refused} if drawn.refused else {}),
+                      **question_fields(item, config.prompt_style, prompt, text_prompt)}
         return output
 
