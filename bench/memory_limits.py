@@ -57,7 +57,7 @@ def main() -> None:
         del noise
         print("occluder decode of a 7000x7000 photo to 300 px (whole process):")
         for name, path in photos.items():
-            code = ("from mmconvert.renderers.occlude import open_image, decode_photo; "
+            code = ("from mmconvert.renderers.photo import open_image, decode_photo; "
                     f"print(decode_photo(open_image({str(path)!r}, 'x', 50_000_000), 300, "
                     "'x').size)")
             peak, seconds, _ = measure([sys.executable, "-c", code])

@@ -160,7 +160,7 @@ def read_config(config_file: Path | None) -> tuple[dict, str]:
 
 def run_and_report(config, execution, api=None, resolved=None):
     """Carry out a run; its notes and summary line go to stderr. ``resolved``: how its config
-    was put together (``recipes.resolve_config``), for run.json."""
+    was put together (``recipes.resolve.resolve_config``), for run.json."""
     from .converter import convert
 
     summary = convert(config, execution=execution, api=api, resolved=resolved,
@@ -287,7 +287,7 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
         # ``renderer``: render's --renderer, already resolved (``Main.resolve_command``), as
         # is a recipe's renderer
         from .config import ExecutionOptions, build
-        from .recipes import resolve_config
+        from .recipes.resolve import resolve_config
 
         values, origin = read_config(config_file)
         api_values = dict(values.pop("api", None) or {}) if api_flags else {}

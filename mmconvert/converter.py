@@ -40,7 +40,7 @@ from .executors import BACKEND, draws_here, executor_for, runs_here
 from .items import Item, RenderPart
 from .manifest import sync, write_json
 from .progress import progress_bar
-from .recipes import Resolved, resolve_config
+from .recipes.resolve import Resolved, resolve_config
 from .renderers import renderer_class
 from .resuming import reorder
 from .rows import SCHEMA
@@ -131,7 +131,7 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
     recipe's name or a recipe file) is the config the dict's fields go over. ``execution``
     (or ``out``, ``workers``, ``overwrite``, ``progress``, ``executor``, ``address``) says
     where and how it runs. Bad options are mmconvert's own one-line ``UsageError``.
-    ``resolved``: the config as a caller put it together itself (``recipes.resolve_config``:
+    ``resolved``: the config as a caller put it together itself (``recipes.resolve.resolve_config``:
     the CLI, a curve's or frontier's point), for run.json's recipe and sources."""
     if items is not None and not isinstance(items, list):
         raise UsageError(f"items: a list of item dicts, not {type(items).__name__}")

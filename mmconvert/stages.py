@@ -63,7 +63,8 @@ class RunSummary:
     seconds: float = 0.0
     load: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    # the recipe the run was drawn with (``recipes.run_record``), which run.json records
+    # the recipe the run was drawn with (``recipes.fingerprints.run_record``), which run.json
+    # records
     recipe: dict[str, Any] | None = None
     # each config field set and where its value came from (``recipes.resolve``): run.json's
     sources: dict[str, str] | None = None

@@ -202,7 +202,7 @@ def test_a_huge_png_photo_is_reduced_right_after_decoding(tmp_path):
     import numpy as np
     from PIL import Image
 
-    from mmconvert.renderers.occlude import REDUCE_ABOVE, decode_photo, open_image
+    from mmconvert.renderers.photo import REDUCE_ABOVE, decode_photo, open_image
 
     pixels = np.zeros((4000, 4200, 3), dtype=np.uint8)
     pixels[:, 2100:] = (200, 30, 30)

@@ -18,8 +18,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mmconvert"
 LAYERS: list[tuple[str, str]] = [
     # what everything may use: errors, option models' base, items, the manifest's files,
     # registries, the standalone scorer (shipped inside exports, so it imports nothing)
-    ("foundation", r"errors|options|seeds|items|registry|parts|manifest|units|progress|_version|plots"
-                   r"|locks"
+    ("foundation", r"errors|options|seeds|items|registry|parts|manifest|units|progress"
+                   r"|_version|plots|locks"
                    r"|scoring\.answers|scoring\.vcr_official|exporters\.templates(\..*)?"),
     # the run's records and settings: rows, run folders, configs, the job contract, executors,
     # the API client, prompts, token counting, the registries of parts by name
@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, str]] = [
               r"|scoring\.(vcr|spec|transcription)"),
     # a run of parts: selection, the converter, sweeps and chains, QA, stats
     ("runs", r"selection|converter|stages|counting|postprocess|postprocess\.(sweep|chain)|qa"
-             r"|qa\.(checks|ocr|textlayer|summary)|stats|recipes|recipes\.training"),
+             r"|qa\.(checks|ocr|textlayer|summary)|stats|recipes|recipes\.(training|resolve|fingerprints)"),
     # what a user types: the CLI, its flags, the commands and evaluation
     ("commands", r"|cli|flags|reference|__main__|stats_command|evaluation(\..*)?"
                  r"|qa\.(review|commands)"

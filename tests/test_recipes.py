@@ -383,7 +383,8 @@ def test_every_field_of_every_shipped_recipe_edited_is_caught():
     a reference page, edited one at a time: verify catches every edit. The drawing is
     redone only where the edit can change it (a setting or a reference item); an edit of
     what was recorded is compared with the pages drawn once."""
-    from mmconvert.recipes import Drawer, Recipe, compare, made_with, page_hash, verify
+    from mmconvert.recipes import Drawer, Recipe
+    from mmconvert.recipes.fingerprints import compare, made_with, page_hash, verify
 
     caught, refused, missed = 0, 0, []
     for name, path in shipped().items():

@@ -1,4 +1,4 @@
-"""One recipe resolver (``recipes.resolve_config``): the recipe, a ``--config`` file, the
+"""One recipe resolver (``recipes.resolve.resolve_config``): the recipe, a ``--config`` file, the
 command's argument and its flags merge in one function, later over earlier, on every path
 that draws (the CLI, ``convert``, a curve's and a frontier's points, the harness, the recipe's
 own drawer); run.json records where each field's value came from."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import mmconvert
 from mmconvert.converter import convert
-from mmconvert.recipes import resolve_config
+from mmconvert.recipes.resolve import resolve_config
 from tests.conftest import SAMPLE
 from tests.test_cli import run
 

@@ -28,7 +28,7 @@ from ..locks import locked
 from ..manifest import write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
-from ..recipes import Resolved, resolve_config
+from ..recipes.resolve import Resolved, resolve_config
 from ..rows import Row
 from ..runfolder import LOCK, open_run
 from ..tokens import load_tokenizer

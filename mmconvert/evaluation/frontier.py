@@ -31,7 +31,7 @@ from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
 from ..qa.ocr import errors, ocr, ocr_languages, readable, tesseract_path
-from ..recipes import Resolved, resolve_config
+from ..recipes.resolve import Resolved, resolve_config
 from ..rows import Row
 from ..runfolder import LOCK, open_run, read_run_file
 from ..tokens import load_tokenizer

@@ -293,7 +293,8 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
     """Write the ``harness`` tasks (lm-eval's or lmms-eval's) for ``tasks`` drawn with
     ``recipe`` into ``out``; returns ``harness.json``'s record."""
     from ..corpora.lmeval import TAKES, task_config, task_index
-    from ..recipes import dump, resolve_config
+    from ..recipes import dump
+    from ..recipes.resolve import resolve_config
 
     resolved = resolve_config([], recipe=recipe)  # the recipe, and its fingerprint's note
     found, note = resolved.recipe, resolved.note

@@ -423,7 +423,7 @@ class Harness:
                   "vision_tokens": {name: image_tokens(rule, sizes)
                                     for name, rule in rules.items()}}
         if tokenizer is not None:
-            from ..recipes import shown_text
+            from ..recipes.fingerprints import shown_text
 
             record["text_tokens"] = tokenizer.count(shown_text(drawn.row))
         line = json.dumps(record, ensure_ascii=False) + "\n"

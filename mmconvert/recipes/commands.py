@@ -34,7 +34,8 @@ def verify_command(names, allow_paid):
       mmconvert recipe verify my-recipe.yaml
     """
     from ..cli import one_line
-    from . import load_recipe, verify
+    from . import load_recipe
+    from .fingerprints import verify
 
     differ = failed = 0
     for name in names:
@@ -79,7 +80,8 @@ def make_command(spec, out):
     Example:
       mmconvert recipe make my-spec.yaml --out my-recipe.yaml
     """
-    from . import dump, load_recipe, make
+    from . import dump, load_recipe
+    from .fingerprints import make
 
     made = make(load_recipe(spec))
     atomic_write(out, dump(made).encode("utf-8"))

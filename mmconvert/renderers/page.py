@@ -6,9 +6,8 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
@@ -26,6 +25,7 @@ from ..runfolder import Output, item_file
 from ..units import POINTS_PER_INCH
 from .base import Fits, Profile, Redraws, Renderer, Restyles, item_from_row, question_beside_options
 from .drawing import encoders, fill_text, mupdf, paint, paint_box, pixels_png, show_runs
+from .fields import MAX_ITEM_MEGAPIXELS, PageImage, PageInk, PageRender, drawn_text, image_fields
 from .fonts import FontChain, font_manifest, page_chain
 from .layout import (
     Block,
@@ -51,8 +51,6 @@ if TYPE_CHECKING:
     from ..config import ApiOptions
     from ..corpora import Corpus
 
-# the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
-MAX_ITEM_MEGAPIXELS = 2_000
 ENCODING_AHEAD = 4  # drawn pages an item's render keeps waiting for their encoding
 
 
@@ -74,67 +72,7 @@ class RenderConfig(StyledConfig):
         return data
 
 
-@dataclass
-class PageInk:
-    """What a page draws: its text, its coloured newline markers (None: no colour of their
-    own) and the boxes behind its paragraphs, in points."""
-
-    text: Any
-    marker: Any
-    boxes: list[tuple[float, float, float, float]]
-
-
-@dataclass
-class PageImage:
-    png: bytes
-    width: int
-    height: int
-
-
-@dataclass
-class PageRender:
-    pages: list[PageImage]
-    pdf: bytes | None
-    part: RenderPart
-    lines: int
-    layout: dict  # the stored layout (``layout_record``), from which any PPI is re-drawn
-
-
 LAYOUT_VERSION = 2
-
-
-def image_fields(item: Item, part: RenderPart) -> list[tuple[str, str]]:
-    """(field name, text) of the parts that become image, in drawing order."""
-    fields: list[tuple[str, str]] = []
-    if part in ("context", "all") and item.context:
-        fields.append(("context", item.context))
-    if part == "all" and item.question:
-        fields.append(("question", item.question))
-    if part in ("options", "all"):
-        fields.extend((f"options[{i}]", o) for i, o in enumerate(item.options))
-    return fields
-
-
-def drawn_text(item: Item, part: RenderPart, params: dict[str, Any]) -> str:
-    """The text a page of ``item`` draws for ``part`` with the style ``params`` (a row's
-    recorded options): its fields in order, options with their letters, newlines as the
-    style sets them."""
-    newlines = params.get("newlines", "keep")
-    marker = params.get("newline_marker", "")
-    gap = params.get("paragraph_gap", 0)
-    fields = [(name, text if newlines == "keep" and not gap
-               else flow(normalise(text), newlines, marker, gap))
-              for name, text in image_fields(item, part)]
-    return "\n".join(text for _, text in label_fields(fields))
-
-
-def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
-    """Fields with the option letters the page draws before each option ("A. ")."""
-    for name, text in fields:
-        if name.startswith("options["):
-            yield name, f"{option_letter(int(name[8:-1]))}. {text}"
-        else:
-            yield name, text
 
 
 class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):

@@ -333,7 +333,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         return page_pixels(self.typeset(item, part).source, self.options.ppi)
 
     def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
-        from ..page import PageImage
+        from ..fields import PageImage
 
         return [[PageImage(png, w, h) for png, w, h in rasterise(pdf, ppi, self.options.color)]
                 for ppi in ppis]

@@ -14,8 +14,8 @@ from pathlib import Path, PurePosixPath
 
 from ...errors import ItemError, first_line
 from ...items import Item, RenderPart
+from ..fields import image_fields, label_fields
 from ..layout import control_characters, normalise
-from ..page import image_fields, label_fields
 
 # Markdown nesting (quotes, lists, emphasis) the parser reads; an item that reaches it is
 # refused (markdown-it drops what lies deeper, CommonMark's preset at 20)

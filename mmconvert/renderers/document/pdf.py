@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..drawing import pixels_png
-from ..page import MAX_ITEM_MEGAPIXELS
+from ..fields import MAX_ITEM_MEGAPIXELS
 
 
 def normalised(pdf: bytes, options=None) -> tuple[bytes, Any]:

@@ -1,0 +1,76 @@
+"""What a page of an item draws: the fields that become image, in order, each labelled as the
+page shows it (an option's letter), and their text as a style sets it; what a render makes (its
+pages' images, ink and layout record) and the most one item may draw. The page and document
+renderers share them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..items import Item, RenderPart, option_letter
+from .layout import flow, normalise
+
+# the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
+MAX_ITEM_MEGAPIXELS = 2_000
+
+
+@dataclass
+class PageImage:
+    png: bytes
+    width: int
+    height: int
+
+
+@dataclass
+class PageInk:
+    """What a page draws: its text, its coloured newline markers (None: no colour of their
+    own) and the boxes behind its paragraphs, in points."""
+
+    text: Any
+    marker: Any
+    boxes: list[tuple[float, float, float, float]]
+
+
+@dataclass
+class PageRender:
+    pages: list[PageImage]
+    pdf: bytes | None
+    part: RenderPart
+    lines: int
+    layout: dict  # the stored layout (``layout_record``), from which any PPI is re-drawn
+
+
+def image_fields(item: Item, part: RenderPart) -> list[tuple[str, str]]:
+    """(field name, text) of the parts that become image, in drawing order."""
+    fields: list[tuple[str, str]] = []
+    if part in ("context", "all") and item.context:
+        fields.append(("context", item.context))
+    if part == "all" and item.question:
+        fields.append(("question", item.question))
+    if part in ("options", "all"):
+        fields.extend((f"options[{i}]", o) for i, o in enumerate(item.options))
+    return fields
+
+
+def drawn_text(item: Item, part: RenderPart, params: dict[str, Any]) -> str:
+    """The text a page of ``item`` draws for ``part`` with the style ``params`` (a row's
+    recorded options): its fields in order, options with their letters, newlines as the
+    style sets them."""
+    newlines = params.get("newlines", "keep")
+    marker = params.get("newline_marker", "")
+    gap = params.get("paragraph_gap", 0)
+    fields = [(name, text if newlines == "keep" and not gap
+               else flow(normalise(text), newlines, marker, gap))
+              for name, text in image_fields(item, part)]
+    return "\n".join(text for _, text in label_fields(fields))
+
+
+def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """Fields with the option letters the page draws before each option ("A. ")."""
+    for name, text in fields:
+        if name.startswith("options["):
+            yield name, f"{option_letter(int(name[8:-1]))}. {text}"
+        else:
+            yield name, text
