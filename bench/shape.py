@@ -4,6 +4,11 @@ strict map, import cycles (top-level, and with the call-time imports too), the C
 lines and the ``row["…"]`` reads. Every figure is counted from the source with ``ast``.
 
     python bench/shape.py [--list]
+    python bench/shape.py --measure   # what each import kept inside a function would cost
+
+The imports of the package's own modules kept inside functions are declared in ``LAZY`` with
+the cost that keeps them there; the ones that go up the strict map in ``DECLARED``, with their
+reasons. tests/test_layers.py holds the package to both.
 
 The strict map (issue 56), lowest first: base (errors, options, items, registry, config, rows,
 runfolder, shards, jobs, prompts, flags, and the small utilities beside them: manifest, seeds,
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -52,6 +58,70 @@ DECLARED: dict[tuple[str, str], str] = {
     ("mmconvert.corpora.longbench", "mmconvert.scoring.answers"):
         "LongBench's metric for each subset is the standalone scorer's table "
         "(LONGBENCH_METRICS), written once",
+}
+# the package's own modules imported inside functions, by importer, each with what importing it
+# there would add to the importer's own import (seconds, ``python bench/shape.py --measure``,
+# 2 cores, at rest): kept lazy because each command's start pays for what its module imports
+# (``mmconvert --version`` takes 0.06 s, ``render --help`` 0.35). Those marked otherwise are
+# lazy for the reason given. tests/test_layers.py holds the imports to this list.
+LAZY: dict[tuple[str, str], float | str] = {
+    ("mmconvert", "converter"): 0.208,
+    ("mmconvert", "recipes"): 0.122,
+    ("cli", "config"): 0.080,
+    ("cli", "converter"): 0.188,
+    ("cli", "corpora"): 0.125,
+    ("cli", "exporters"): 0.145,
+    ("cli", "flags"): 0.056,
+    ("cli", "recipes"): 0.102,
+    ("cli", "recipes.resolve"): 0.107,
+    ("cli", "renderers.fonts"): 0.018,
+    ("cli", "renderers.style_files"): 0.096,
+    ("corpora", "corpora.files"): 0.015,
+    ("evaluation.commands", "evaluation.compare"): 0.096,
+    ("evaluation.commands", "evaluation.curve"): 0.162,
+    ("evaluation.commands", "evaluation.decompose"): 0.098,
+    ("evaluation.commands", "evaluation.frontier"): 0.156,
+    ("evaluation.commands", "evaluation.readers"): 0.020,
+    ("evaluation.commands", "evaluation.results"): 0.094,
+    ("evaluation.commands", "evaluation.run"): 0.133,
+    ("evaluation.commands", "evaluation.sweeps"): 0.148,
+    ("evaluation.commands", "postprocess.sweep"): 0.052,
+    ("evaluation.curve", "converter"): 0.046,
+    ("evaluation.curve", "evaluation.sweeps"): 0.015,
+    ("evaluation.frontier", "converter"): 0.044,
+    ("evaluation.frontier", "evaluation.sweeps"): 0.015,
+    ("evaluation.frontier", "postprocess.sweep"): 0.013,
+    ("flags", "config"): 0.030,
+    ("harness", "corpora.lmeval"): 0.121,
+    ("harness", "recipes"): 0.096,
+    ("harness", "recipes.resolve"): 0.102,
+    ("harness.runtime", "corpora.lmeval"): 0.115,
+    ("harness.runtime", "recipes"): 0.093,
+    ("harness.runtime", "recipes.fingerprints"): 0.094,
+    ("harness.runtime", "scoring.answers"): 0.012,
+    ("harness.vlmevalkit", "corpora"): 0.020,
+    ("harness.vlmevalkit", "corpora.files"): 0.024,
+    ("harness.vlmevalkit", "selection"): 0.029,
+    ("imaging", "renderers.drawing"): 0.064,
+    ("postprocess.commands", "postprocess.chain"): 0.048,
+    ("postprocess.commands", "postprocess.sweep"): 0.046,
+    ("qa.checks", "qa.textlayer"): 0.014,
+    ("qa.commands", "qa.checks"): 0.070,
+    ("qa.commands", "qa.events"): 0.011,
+    ("qa.commands", "qa.review"): 0.089,
+    ("qa.commands", "qa.summary"): 0.071,
+    ("recipes", "corpora.base"): 0.022,
+    ("recipes", "corpora.files"): 0.036,
+    ("recipes", "corpora.sources"): 0.022,
+    ("recipes", "recipes.training"): "it imports recipes",
+    ("recipes", "stages"): 0.072,
+    ("reference", "corpora"): 0.031,
+    ("renderers.generate", "api.client"): 0.013,
+    ("scoring.answers", "scoring.vcr_official"):
+        "the standalone scorer finds it beside itself in an export, by path",
+    ("scoring.commands", "scoring.vcr"): 0.109,
+    ("scoring.spec", "corpora"): 0.029,
+    ("scoring.spec", "scoring.vcr"): 0.022,
 }
 CLI = ("cli.py", "flags.py", "reference.py", "__main__.py")
 ROW_READ = re.compile(r"""\brow\[["'][a-z_]+["']\]""")
@@ -131,6 +201,31 @@ def upward() -> list[tuple[str, str]]:
     return sorted({(a, b) for a, b, _, _ in edges() if strict_layer(b) > strict_layer(a)})
 
 
+def full(name: str) -> str:
+    return name if name == "mmconvert" else f"mmconvert.{name}"
+
+
+def inside_functions() -> set[tuple[str, str]]:
+    """(importer, imported) for each import of the package's own modules inside a function."""
+    return {(a, b) for a, b, _, inside in edges() if inside}
+
+
+def import_cost(importer: str, target: str, tries: int = 3) -> float:
+    """Seconds ``import target`` adds after ``import importer`` in a fresh interpreter (the sum
+    of the self times ``-X importtime`` gives the modules it loads), the best of ``tries``."""
+    best = float("inf")
+    for _ in range(tries):
+        err = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                              f"import {importer}; import {target}"],
+                             capture_output=True, text=True, check=True).stderr.splitlines()
+        at = max(i for i, line in enumerate(err) if line.rstrip().endswith(f"| {importer}"))
+        micro = sum(int(line.split("|")[0].split(":")[1]) for line in err[at + 1:]
+                    if line.startswith("import time:")
+                    and line.split("|")[0].split(":")[1].strip().isdigit())
+        best = min(best, micro / 1e6)
+    return best
+
+
 def functions() -> list[tuple[int, str]]:
     found = []
     for module, path in modules().items():
@@ -144,7 +239,15 @@ def functions() -> list[tuple[int, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="name each counted case")
+    parser.add_argument("--measure", action="store_true",
+                        help="measure what each import kept inside a function would add to its "
+                             "importer's import, beside LAZY's figure")
     args = parser.parse_args()
+    if args.measure:
+        for a, b in sorted(inside_functions()):
+            declared = LAZY.get((a.removeprefix("mmconvert."), b.removeprefix("mmconvert.")))
+            print(f"{import_cost(a, b):.3f}  declared {declared!s:<8}  {a} -> {b}")
+        return
     known = modules()
     found = edges()
     lines = sorted(((len(p.read_text(encoding="utf-8").splitlines()), m)

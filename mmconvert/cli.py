@@ -12,6 +12,7 @@ import click
 
 from ._version import __version__
 from .errors import BudgetReached, MMConvertError, UsageError
+from .parts import DEFAULT, EXECUTORS, LOCAL, RENDERERS, TRANSFORMS, renderer_class, use
 from .registry import BUILT_IN
 
 
@@ -70,14 +71,10 @@ class Main(click.Group):
     from its renderer's models when it is used."""
 
     def list_commands(self, ctx):
-        from .renderers import DEFAULT, RENDERERS
-
         return sorted({*self.commands, *LAZY, "render",
                        *(n for n in RENDERERS.names() if n != DEFAULT)})
 
     def get_command(self, ctx, name):
-        from .renderers import DEFAULT, RENDERERS
-
         if name in self.commands:
             return self.commands[name]
         if name in LAZY:
@@ -122,8 +119,6 @@ class Main(click.Group):
 @click.version_option(__version__, prog_name="mmconvert")
 def main():
     """Turn text benchmarks and corpora into image benchmarks for vision-language models."""
-    from .executors import LOCAL, use
-
     use(LOCAL)  # each invocation starts local; --executor says otherwise
 
 
@@ -264,7 +259,6 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
     where and how it runs, and for a paid renderer the API's flags and ``--dry-run``."""
     from .config import ApiOptions
     from .flags import corpus_flags, fill, flag_names, model_flags
-    from .renderers import DEFAULT, renderer_class
 
     try:
         renderer = renderer_class(renderer_name)
@@ -366,10 +360,7 @@ def list_parts(kind):
     .transforms, .exporters; see docs/plugins.md), the page styles render --style takes, and
     the shipped recipes."""
     from .corpora import CORPORA
-    from .executors import EXECUTORS
     from .exporters import EXPORTERS
-    from .postprocess.transforms import TRANSFORMS
-    from .renderers import RENDERERS
 
     def first(part) -> str:
         return ((part.__doc__ or "").strip().splitlines() or [""])[0]

@@ -10,8 +10,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from .errors import UsageError
+from .errors import did_you_mean as closest
 from .options import OPTIONS, cli, first_error, read_yaml
 from .parts import DEFAULT, LOCAL, RENDERERS, backends, renderer_class, use
+from .postprocess.transforms import checked_steps
 
 
 def with_absolute_paths(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -180,8 +182,6 @@ class RunConfig(Stored):
     @field_validator("transforms")
     @classmethod
     def _steps(cls, steps: list[str]) -> list[str]:
-        from .postprocess.transforms import checked_steps
-
         return checked_steps(steps)
 
     def identity(self) -> dict[str, Any]:
@@ -358,8 +358,6 @@ def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
 
 def unknown_key_hint(model: type[BaseModel], loc: tuple) -> str:
     """'; did you mean 'ppi'?' for an unknown key at ``loc`` of ``model``, or ''."""
-    from .errors import did_you_mean as closest
-
     held: type[BaseModel] | None = model
     for part in loc[:-1]:  # down to the model that holds the unknown key
         held = submodel(held, part) if held is not None else None

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from . import stages
 from ._version import __version__, installed_version
+from .api.errors import API_STAGE
 from .config import (
     ApiOptions,
     ExecutionOptions,
@@ -251,8 +252,6 @@ def _open_folder(folder: RunFolder, config: RunConfig, execution: ExecutionOptio
         job.warm()
     folder.write_info(_run_info(config, summary, job, folder, status="running"))
     if api is not None and api.retry_failed:
-        from .api.errors import API_STAGE
-
         folder.skipped.rewrite([r for r in folder.skipped.read()
                                 if r.get("stage") != API_STAGE])
 

@@ -12,8 +12,11 @@ import inspect
 import click
 from pydantic import BaseModel
 
+from .cli import main
 from .config import submodel
+from .flags import meta, model_flags, unwrap
 from .registry import BUILT_IN
+from .renderers import RENDERERS
 
 HEAD = """# Reference
 
@@ -65,7 +68,6 @@ def _kind(annotation) -> str:
     """A field's type as a reader says it: ``one of: gray, rgb``, ``list of number``."""
     from typing import Literal, get_args, get_origin
 
-    from .flags import unwrap
 
     plain, optional = unwrap(annotation)
     if isinstance(plain, list):
@@ -81,9 +83,6 @@ def _kind(annotation) -> str:
 
 
 def reference() -> str:
-    from .cli import main
-    from .renderers import RENDERERS
-
     lines = [HEAD]
     ctx = click.Context(main, info_name="mmconvert")
     for name in main.list_commands(ctx):
@@ -112,7 +111,6 @@ def _corpus_options(lines: list[str]) -> None:
     """Each built-in corpus's own options: its flags once it is named, and its keys under
     ``corpus_options:``."""
     from .corpora import CORPORA
-    from .flags import meta, model_flags
 
     lines += ["# Corpus options", "",
               "A corpus's own options are flags once it is named (`mmconvert render CORPUS "

@@ -32,6 +32,7 @@ from . import resuming
 from .config import ApiOptions, ExecutionOptions, RunConfig, show_progress
 from .corpora import Corpus
 from .executors import executor_for
+from .imaging import decode
 from .items import Item, RenderPart
 from .manifest import MANIFEST
 from .postprocess.sweep import post
@@ -211,8 +212,6 @@ class TransformedJob:
         return getattr(self._job, name)
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]):
-        from .imaging import decode
-
         output = self._job.run(item, part, prompt_keys)
         row = output.row if isinstance(output.row, dict) else \
             output.row.model_dump(mode="json", exclude_unset=True)

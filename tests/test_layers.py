@@ -198,3 +198,15 @@ def test_under_the_strict_map_only_the_declared_imports_go_up():
     shape = _shape()
     assert set(shape.upward()) == set(shape.DECLARED) and len(shape.DECLARED) <= 3
     assert not shape.cycles({(a, b) for a, b, _, _ in shape.edges()})
+
+
+def test_every_import_kept_inside_a_function_is_declared_with_its_cost():
+    """The package's own modules are imported at the top of a module unless the import is in
+    ``bench/shape.py``'s ``LAZY``, with what importing it at the top would cost the
+    importer's start (or why else it waits): a new hidden dependency fails here, as does an
+    entry no longer needed."""
+    shape = _shape()
+    declared = {(shape.full(a), shape.full(b)) for a, b in shape.LAZY}
+    found = shape.inside_functions()
+    assert found - declared == set(), sorted(found - declared)
+    assert declared - found == set(), sorted(declared - found)

@@ -17,6 +17,7 @@ from ..config import legacy_corpus_options
 from ..errors import ItemError, MMConvertError, SourceError, UsageError, first_line
 from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
 from ..options import OPTIONS, first_error, flag_of
+from ..parts import CORPORA
 from ..registry import Registry
 from ..rows import Row as ManifestRow
 from .sources import (
@@ -112,8 +113,6 @@ def check_corpus_options(corpus: Corpus, given: dict[str, Any]) -> CorpusOptions
 
 def option_flag(name: str) -> str:
     """The flag of corpus option ``name``: as the registered corpora that take it name it."""
-    from . import CORPORA
-
     for corpus in CORPORA.names():
         try:
             model = CORPORA.get(corpus).options_model
@@ -249,8 +248,6 @@ def _is_item(item: Any, where: str) -> Item:
 
 
 def _plugin_label(corpus: Corpus) -> str:
-    from . import CORPORA
-
     return (f"plugin corpus {corpus.name!r} from package "
             f"{CORPORA.provider(getattr(corpus, 'name', '?'))!r}")
 

@@ -9,14 +9,14 @@ import click
 
 from ..cli import CONFIG, command, progress_option, read_config
 from ..config import Selection, build, show_progress
+from ..flags import corpus_flags, fill, flag_names, model_flags
 from ..manifest import write_json
+from ..selection import load_selection
 
 
 @functools.cache
 def dedup_command(corpus_options=None) -> click.Command:
     """``dedup``, with the flags of CORPUS's options (``corpus_options``, its options model)."""
-    from ..flags import corpus_flags, fill, flag_names, model_flags
-
     flags = model_flags(Selection) + corpus_flags(corpus_options)
 
     def dedup(out, progress, corpus, config_file, **given):
@@ -32,8 +32,6 @@ def dedup_command(corpus_options=None) -> click.Command:
           mmconvert dedup logiqa --source LogiQA-dataset
           mmconvert dedup logiqa2 --source LogiQA2.0 --embedding-model path/to/bge-m3
         """
-        from ..selection import load_selection
-
         values, origin = read_config(config_file)
         values = fill(flags, given, {**values, "corpus": corpus})
         values["dedup"] = dict(values.get("dedup") or {})

@@ -14,6 +14,7 @@ from ..errors import ItemError
 from ..items import Item, is_safe_id
 from ..options import cli
 from ..rows import Row
+from ..scoring.answers import LONGBENCH_METRICS
 from .base import CorpusOptions, LoadReport, LoadRequest, SubsetCorpus, text_field
 
 # (upper bound, label): a row falls in the first bin whose bound exceeds its length
@@ -109,8 +110,6 @@ class LongBench(SubsetCorpus[LongBenchOptions]):
         """LongBench's own metric for the item's subset (its ``dataset2metric``: token F1 for
         the English QA tasks, jieba's words for multifieldqa_zh, ROUGE-L on jieba's words for
         dureader, ...), on the reply's answer line (the whole reply for a direct prompt)."""
-        from ..scoring.answers import LONGBENCH_METRICS
-
         subset = row.subset.removesuffix("_e")
         metric = LONGBENCH_METRICS.get(subset, "qa_f1")
         spec: dict[str, Any] = {"kind": "free", "metric": f"longbench:{metric}",

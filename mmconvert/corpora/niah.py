@@ -45,7 +45,7 @@ from ..rows import Row
 from ..seeds import rng
 from ..tokens import load_tokenizer
 from . import resolve
-from .base import Corpus, CorpusOptions, LoadReport, LoadRequest
+from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, load_items
 from .files import turn_text
 
 NeedleKind = Literal["single", "multi-key", "multi-value", "multi-query"]
@@ -276,7 +276,6 @@ class Niah(Corpus[NiahOptions]):
             if path.suffix.lower() in (".txt", ".md") and path.is_file():
                 parts.append(haystack_text(path))
                 continue
-            from .base import load_items
 
             if name == self.name:
                 raise UsageError("--haystack niah: a haystack cannot be another haystack set")

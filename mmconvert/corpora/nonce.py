@@ -27,6 +27,7 @@ from dataclasses import replace
 
 from ..errors import ItemError
 from ..items import Item
+from ..renderers.scripts import script_of
 
 CONSONANTS = "bcdfghjklmnprstvz"
 VOWELS = "aeiou"
@@ -55,8 +56,6 @@ def nonce_word(word: str, seed: int) -> str:
 def nonce_text(text: str, seed: int, words: dict[str, str], where: str = "",
                field: str = "", item_id: str = "") -> str:
     """``text`` with each word replaced (``words`` gains each original word's nonce)."""
-    from ..renderers.scripts import script_of
-
     out: list[str] = []
     start = None
     for index, char in enumerate(text + "\0"):

@@ -11,6 +11,7 @@ import click
 from ..cli import command, progress_option
 from ..config import build, show_progress
 from ..errors import UsageError
+from ..flags import fill, flag_names, model_flags
 
 
 def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bool,
@@ -83,7 +84,6 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
 
 
 def eval_command() -> click.Command:
-    from ..flags import fill, flag_names, model_flags
     from .run import EvalOptions
 
     flags = model_flags(EvalOptions)
@@ -131,7 +131,6 @@ def eval_command() -> click.Command:
 
 
 def frontier_command() -> click.Command:
-    from ..flags import fill, flag_names, model_flags
     from .frontier import FrontierOptions
 
     flags = model_flags(FrontierOptions)
@@ -176,7 +175,6 @@ def frontier_command() -> click.Command:
 
 
 def curve_command() -> click.Command:
-    from ..flags import fill, flag_names, model_flags
     from .curve import CurveOptions
 
     flags = model_flags(CurveOptions)

@@ -33,6 +33,7 @@ from ..rows import Row
 from ..runfolder import LOCK, open_run
 from ..tokens import load_tokenizer
 from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES, token_rule
+from .frontier import point_compression
 from .results import (
     PRECISION,
     READ_NOTE,
@@ -41,7 +42,7 @@ from .results import (
     unparsed_warnings,
     worst_unparsed,
 )
-from .run import EvalOptions, Modality
+from .run import EvalOptions, Modality, evaluate
 
 CURVE = "curve.json"
 
@@ -154,8 +155,6 @@ def point_config(corpus: str, options: CurveOptions, target: dict[str, Any] | No
 def measured(rows: list[Row], tokenizer, model: str) -> dict[str, Any]:
     """The point's pages for ``model``: mean vision tokens, the pooled ratio, and how many
     items met the target exactly and within 5 %."""
-    from .frontier import point_compression
-
     figures = point_compression(rows, tokenizer, model)
     targets = [t for t in (getattr(row, "target", None) for row in rows) if t]
     return {"vision_tokens": round(figures["vision_tokens"] / len(rows), 2) if rows else None,
@@ -189,7 +188,6 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
     """One model's points: the renders for its rule (shared by the models of one rule), its
     evaluations (``OUT/evals/<model>/<point>``), the response cache shared by all."""
     from ..converter import convert
-    from .run import evaluate
     from .sweeps import image_interval
 
     source, checked = {**RULE_SOURCES, **EXTRA_SOURCES}.get(RULE_ALIASES.get(rule, rule),

@@ -26,16 +26,23 @@ from pydantic import Field, field_validator
 
 from ..counting import figures_of, item_tokens
 from ..errors import UsageError, did_you_mean
+from ..executors import local_executor
 from ..locks import locked
 from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
+from ..qa.checks import expected_text, ocr_images
 from ..qa.ocr import errors, ocr, ocr_languages, readable, tesseract_path
+from ..recipes import load_recipe, options_section
 from ..recipes.resolve import Resolved, resolve_config
+from ..renderers import renderer_class, row_renderer
+from ..renderers.page_options import PageOptions
+from ..renderers.style_files import load, plain_value
 from ..rows import Row
 from ..runfolder import LOCK, open_run, read_run_file
 from ..tokens import load_tokenizer
 from ..vision_tokens import rules_for, token_rule
+from .paired import bootstrap_mean
 from .results import (
     PRECISION,
     READ_NOTE,
@@ -44,7 +51,7 @@ from .results import (
     unparsed_warnings,
     worst_unparsed,
 )
-from .run import EvalOptions, Modality
+from .run import EvalOptions, Modality, evaluate
 
 FRONTIER = "frontier.json"
 
@@ -93,9 +100,6 @@ class FrontierOptions(EvalOptions):
     @field_validator("recipe")
     @classmethod
     def _recipe(cls, name: str | None) -> str | None:
-        from ..recipes import load_recipe
-        from ..renderers import renderer_class
-
         if name is None:
             return name
         renderer = renderer_class(load_recipe(name).renderer, "--recipe")
@@ -128,7 +132,6 @@ def style_points(options: FrontierOptions) -> list[Point]:
     """The frontier's styles: ``--grid``'s combinations over ``--style`` (its ranges drawn
     once), or ``--points`` draws from it; the same values twice are one point."""
     from ..postprocess.sweep import parse_vary
-    from ..renderers.style_files import load, plain_value
 
     check_grid_fields(options.grid)
     style, fixed = load(base_style(options))
@@ -162,8 +165,6 @@ def base_style(options: FrontierOptions) -> str:
     if options.style is not None:
         return options.style
     if options.recipe is not None:
-        from ..recipes import load_recipe
-
         recipe = load_recipe(options.recipe)
         if isinstance(recipe.style, dict):
             raise UsageError(f"--recipe {options.recipe}: its style is written in the recipe, "
@@ -179,8 +180,6 @@ def point_config(corpus: str, style: Path, point: Point, options: FrontierOption
     whose fields go over the recipe's options, and the dev sample's selection."""
     drop: tuple[str, ...] = ()
     if options.recipe is not None:  # the recipe's options the point's style sets go
-        from ..recipes import load_recipe, options_section
-        from ..renderers import renderer_class
 
         section = options_section(renderer_class(load_recipe(options.recipe).renderer,
                                                  "--recipe"))
@@ -230,8 +229,6 @@ def ocr_accuracy(run: Path, rows: list[Row], folder: Path, workers: int,
     characters, floored at 0; kept in ``folder/ocr.json`` beside the manifest's hash, so a
     resumed frontier reads each point once. Tesseract runs as a process of its own, so
     ``workers`` threads wait on as many."""
-    from ..executors import local_executor
-
     manifest = hashlib.sha256((run / "manifest.jsonl").read_bytes()).hexdigest()
     kept = folder / "ocr.json"
     if kept.is_file():
@@ -252,9 +249,6 @@ def ocr_reader(run: Path):
 def read_item(run: Path, row: Row) -> dict[str, Any]:
     """One item's character accuracy: its images read in the item's script(s) at their own
     size, against the text they should show; None when that text has nothing to read."""
-    from ..qa.checks import expected_text, ocr_images
-    from ..renderers import row_renderer
-
     language = row.language or "en"
     reference = readable(expected_text(row), language)
     if not reference:
@@ -268,8 +262,6 @@ def read_item(run: Path, row: Row) -> dict[str, Any]:
 
 def summary_of(items: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     """The mean character accuracy (percent) of the items read, with its 95 % interval."""
-    from .paired import bootstrap_mean
-
     values = [i["accuracy"] for i in items if i["accuracy"] is not None]
     interval = bootstrap_mean(values, seed) if values else None
     return {"accuracy": round(100 * sum(values) / len(values), 4) if values else None,
@@ -281,7 +273,6 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
                    display: str) -> dict[str, Any]:
     """The point's score through ``mmconvert eval`` (the image condition, and the text
     twin's when asked), with the image score's 95 % interval."""
-    from .run import evaluate
     from .sweeps import image_interval
 
     values = {name: getattr(options, name) for name in EvalOptions.model_fields
@@ -450,7 +441,6 @@ def table(result: dict[str, Any]) -> str:
 def check_grid_fields(grid: list[str] | None) -> None:
     """A grid field that is no page style field: one line with a did-you-mean."""
     from ..postprocess.sweep import parse_vary
-    from ..renderers.page_options import PageOptions
 
     for text in grid or []:
         name, _ = parse_vary(text, "--grid")

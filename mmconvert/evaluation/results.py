@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from ..counting import figures_of, item_tokens, ratio_summary
 from ..plots import write_figure
 from ..rows import Row
+from ..scoring.answers import VERSION
 from ..scoring.spec import (
     Scored,
     metric_name,
@@ -102,8 +103,6 @@ def scoring_summary(rows: list[Row], outcomes: list[Outcome],
     """What the items were scored by: the extractor's version, each metric and its items,
     the metric of each subset; for lm-eval generation tasks, every filter's metrics per
     condition (percent) and the task's primary one, as lm-eval's own table has them."""
-    from ..scoring.answers import VERSION
-
     names = {row.id: metric_name(row, options.protocol) for row in rows}
     by_subset: dict[str, set[str]] = defaultdict(set)
     for row in rows:

@@ -29,6 +29,7 @@ from ..options import OPTIONS, cli
 from ..renderers import renderer_class
 from ..rows import ImageEntry, Row, asks_direct
 from ..runfolder import LOCK, open_run, read_recorded
+from ..scoring.answers import missing
 from ..scoring.spec import (
     Scored,
     free_form,
@@ -230,7 +231,6 @@ def plan(run: Path, options: EvalOptions) -> Plan:
         raise SourceError(f"{run}: nothing to evaluate: none of its {len(unscored)} selected "
                           f"item(s) has a gold answer to score against (the first, "
                           f"{unscored[0]['id']}: {unscored[0]['reason']})")
-    from ..scoring.answers import missing
 
     lacking = {missing(spec_of(row, options.protocol)) for row in rows} - {None} \
         if options.probe is None else set()

@@ -13,6 +13,9 @@ from ..errors import SourceError
 from ..manifest import JsonlLog, write_json
 from ..plots import write_figure
 from ..postprocess.sweep import SWEEP
+from ..postprocess.transforms import in_order
+from ..renderers import run_renderer
+from ..renderers.base import Redraws
 from ..runfolder import open_run
 from .paired import bootstrap_mean
 from .results import unparsed_shares, unparsed_warnings, worst_unparsed
@@ -82,10 +85,6 @@ def base_values(base: Path, rows: list[dict[str, Any]]) -> dict[str, float | Non
     """Each axis's value at the base run: its PPI for ``ppi``, a transform's ``identity``
     (the value that changes nothing: scale 1, rotation 0, blur 0) for its axis; None for an
     axis the base has no value on (a JPEG quality: the base is not a JPEG)."""
-    from ..postprocess.transforms import in_order
-    from ..renderers import run_renderer
-    from ..renderers.base import Redraws
-
     info = open_run(base).info()
     values: dict[str, float | None] = {}
     for axis in {r["axis"] for r in rows if r["axis"]}:

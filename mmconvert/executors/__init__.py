@@ -12,6 +12,7 @@ from ..errors import UsageError
 from ..parts import BACKEND, EXECUTORS, LOCAL
 from ..parts import backends as backends
 from ..parts import use as use
+from .base import ClusterExecutor
 
 if TYPE_CHECKING:
     from .base import Executor
@@ -44,7 +45,6 @@ def executor_for(workers: int, tasks: int, *, threads: int | None = None,
         if gpu:
             return EXECUTORS.get("inline")(1)
         return local_executor(workers, tasks, threads=threads)
-    from .base import ClusterExecutor
 
     chosen = EXECUTORS.get(name)
     if not issubclass(chosen, ClusterExecutor):

@@ -8,6 +8,7 @@ import click
 
 from ..cli import reject_votes_option, reports_errors
 from . import EXPORTERS
+from . import export as run_export
 
 
 @click.command("export")
@@ -40,8 +41,6 @@ def export(run_dir, fmt, out, name, accepted_only, reject_votes, paths, on_error
       mmconvert export runs/vistw --format vlmevalkit --out exports/vistw --reject-votes 3
       mmconvert export runs/logicocr --format lmms-eval --out tasks/logicocr --accepted-only
     """
-    from . import export as run_export
-
     summary = run_export(run_dir, fmt, out, on_error=on_error, reject_votes=reject_votes,
                      accepted_only=accepted_only, paths=paths, name=name, overwrite=overwrite)
     click.echo(summary.line(), err=True)

@@ -28,6 +28,7 @@ from typing import Any
 from .._version import __version__
 from ..errors import SourceError, UsageError, did_you_mean
 from ..items import safe_name
+from ..locks import locked
 from ..manifest import atomic_write
 
 PREFIX = "mmconvert_"
@@ -316,7 +317,6 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
     written = [task_yaml(task, config, source, image=image, harness=harness)
                for task, config in configs.items() for image in (True, False)]
     found = absolute_style(found)  # lm-eval may run from any folder
-    from ..locks import locked
 
     record = {"mmconvert": __version__, "harness": harness, "recipe": found.name,
               "recipe_fingerprint": note or ("identical" if found.references else "none"),

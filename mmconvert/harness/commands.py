@@ -9,7 +9,7 @@ import click
 from ..cli import reports_errors
 from ..tokens import load_tokenizer
 from ..vision_tokens import rules_for
-from . import LM_EVAL, LMMS_EVAL
+from . import LM_EVAL, LMMS_EVAL, task_names, write_tasks
 
 COMMON = [
     click.argument("tasks", metavar="TASK[,TASK...]"),
@@ -82,8 +82,6 @@ def lmms_eval_command(tasks, recipe, source, out, prompt_style, tokenizer, model
 
 
 def write(harness, tasks, recipe, source, out, prompt_style, tokenizer, models):
-    from . import task_names, write_tasks
-
     names = task_names(tasks)
     wanted = [m.strip() for m in models.split(",") if m.strip()] if models else None
     if wanted:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..config import Selection
 from ..errors import UsageError
 from ..manifest import atomic_write
+from ..recipes import Drawer, load_recipe
 from ..scoring.spec import score_row, unscorable
 
 if TYPE_CHECKING:
@@ -69,7 +70,6 @@ class RenderedDataset(_Base):
 
         from ..corpora import resolve
         from ..corpora.files import InMemory
-        from ..recipes import Drawer, load_recipe
         from ..selection import load_selection
 
         if prompt not in ("image", "text"):

@@ -17,6 +17,8 @@ from ..cli import (
 )
 from ..config import ExecutionOptions, Selection, build, show_progress
 from ..errors import UsageError
+from ..flags import corpus_flags, fill, flag_names, given_names, model_flags
+from ..renderers import DEFAULT, renderer_class
 
 
 @functools.cache
@@ -24,8 +26,6 @@ def sweep_command(corpus_options=None) -> click.Command:
     """Its axes, the base render's flags (one a sweep axis also names gets ``--base-``), the
     flags of a corpus SOURCE's options (``corpus_options``, its options model) and where it
     runs."""
-    from ..flags import corpus_flags, fill, flag_names, given_names, model_flags
-    from ..renderers import DEFAULT, renderer_class
     from .sweep import SweepOptions, parse_vary
 
     axes = model_flags(SweepOptions)
@@ -111,7 +111,6 @@ def transform_command() -> click.Command:
           mmconvert transform runs/demo --apply blur:1.5 --apply jpeg:75
           mmconvert transform runs/vcr --apply augraphy:scanner --out runs/vcr-scanned
         """
-        from ..flags import fill, flag_names
         from .chain import transform_run
 
         label = "-".join(s.replace(":", "").replace("=", "").replace(",", "") for s in steps)

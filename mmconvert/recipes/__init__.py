@@ -27,6 +27,8 @@ from ..config import run_config, submodel, unknown_key_hint
 from ..errors import ItemError, MMConvertError, UsageError, did_you_mean
 from ..items import Item, RenderPart
 from ..options import MAX_OPTIONS_BYTES, OPTIONS, first_error, read_yaml
+from ..parts import renderer_class
+from ..postprocess.transforms import checked_steps
 from ..rows import Row, as_row
 
 if TYPE_CHECKING:
@@ -230,8 +232,6 @@ class Recipe(BaseModel):
     @field_validator("transforms")
     @classmethod
     def _steps(cls, steps: list[str]) -> list[str]:
-        from ..postprocess.transforms import checked_steps
-
         return checked_steps(steps)
 
     # -- what the recipe asks for ---------------------------------------------------------
@@ -239,8 +239,6 @@ class Recipe(BaseModel):
     def config_values(self, corpus: str) -> dict[str, Any]:
         """The run config a render with this recipe starts from (flags and a --config file
         go over it)."""
-        from ..renderers import renderer_class
-
         renderer = renderer_class(self.renderer, f"recipe {self.name}: renderer")
         section = options_section(renderer)
         options = dict(self.options)

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import click
 
-from ..cli import OneLineError, reports_errors
+from ..cli import OneLineError, one_line, reports_errors
 from ..errors import MMConvertError, UsageError
 from ..manifest import atomic_write
+from . import dump, load_recipe
+from .fingerprints import make, verify
 
 
 @click.group()
@@ -33,10 +35,6 @@ def verify_command(names, allow_paid):
       mmconvert recipe verify readbench glyph
       mmconvert recipe verify my-recipe.yaml
     """
-    from ..cli import one_line
-    from . import load_recipe
-    from .fingerprints import verify
-
     differ = failed = 0
     for name in names:
         try:
@@ -80,9 +78,6 @@ def make_command(spec, out):
     Example:
       mmconvert recipe make my-spec.yaml --out my-recipe.yaml
     """
-    from . import dump, load_recipe
-    from .fingerprints import make
-
     made = make(load_recipe(spec))
     atomic_write(out, dump(made).encode("utf-8"))
     pages = sum(len(ref.pages) for ref in made.references)
@@ -95,8 +90,6 @@ def make_command(spec, out):
 @reports_errors
 def show_command(name):
     """Print a recipe as its file holds it."""
-    from . import dump, load_recipe
-
     click.echo(dump(load_recipe(name)), nl=False)
 
 

@@ -13,14 +13,13 @@ from typing import Any
 
 from .._version import __version__, installed_version
 from ..errors import UsageError
+from ..renderers import renderer_class, row_renderer
 from ..rows import Row
 from . import REFERENCE_ITEMS, Drawer, PageHash, Recipe, Reference, digest, dump
 
 
 def shown_text(row: Row) -> str:
     """The text a drawn row's shown images hold (its renderer's ``expected_text``)."""
-    from ..renderers import row_renderer
-
     return row_renderer(row).expected_text(row)
 
 
@@ -102,8 +101,6 @@ class Verdict:
 
 def paid(recipe: Recipe) -> bool:
     """Whether the recipe's renderer draws through a paid API (``Renderer.paid``)."""
-    from ..renderers import renderer_class
-
     return renderer_class(recipe.renderer, f"recipe {recipe.name}: renderer").paid
 
 

@@ -8,6 +8,7 @@ import zlib
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ..executors.local import side_threads
 from ..units import is_gray, rgb
 
 if TYPE_CHECKING:
@@ -134,8 +135,6 @@ ENCODER_THREADS = 2
 def encoders() -> Executor:
     """This process's threads that encode an item's drawn pages while its next page is drawn
     (zlib-ng lets go of the GIL while it deflates; MuPDF's drawing keeps it)."""
-    from ..executors.local import side_threads
-
     return side_threads("png", ENCODER_THREADS)
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..items import base_language
+from ..renderers import row_renderer
 from ..rows import OcclusionRow, Row, asks_direct, row_options
 from . import answers as scorer
 from .answers import LETTERS
@@ -57,7 +58,6 @@ def spec_of(row: Row, protocol: str = "official") -> dict[str, Any]:
     """The scoring spec of the item of manifest ``row`` (``scoring.answers``): what its
     exports carry beside it, and what ``eval`` scores it by."""
     from ..corpora import CORPORA
-    from ..renderers import row_renderer
 
     language = base_language(row.language)
     extract = "whole" if asks_direct(row) else "answer_line"
@@ -126,8 +126,6 @@ def score_spans(response: str, spans: list[str], language: str, protocol: str) -
 def unscorable(row: Row) -> str | None:
     """Why the item of manifest ``row`` cannot be scored (it has no gold answer to score
     against), or None. Such an item is reported as unscored, never scored 0."""
-    from ..renderers import row_renderer
-
     if row_renderer(row).profile.answer_spans:
         return None if isinstance(row, OcclusionRow) and row.masked_spans else \
             "no covered span to score against"

@@ -33,6 +33,7 @@ from ...prompts import Prompts
 from ...rows import LayoutRef, QuestionRow, Row, RunPath
 from ...runfolder import Output, item_file
 from ..base import Fits, Profile, Redraws, Renderer, item_from_row, question_beside_options
+from ..fields import PageImage
 from ..page_options import PageOptions, named_page_size
 from ..styled import StyledConfig, StyledJob, style_field
 from ..target import TargetOptions
@@ -333,8 +334,6 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         return page_pixels(self.typeset(item, part).source, self.options.ppi)
 
     def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
-        from ..fields import PageImage
-
         return [[PageImage(png, w, h) for png, w, h in rasterise(pdf, ppi, self.options.color)]
                 for ppi in ppis]
 
