@@ -39,6 +39,28 @@ def sample_run(tmp_path_factory) -> Path:
     assert tree_digest(out) == before, f"a test changed the shared {out}: copy it first"
 
 
+def copy_run(shared: Path, to: Path) -> Path:
+    """A copy of a shared run, for a test that changes it (links kept as links)."""
+    import shutil
+
+    shutil.copytree(shared, to, symlinks=True)
+    return to
+
+
+@pytest.fixture(scope="session")
+def csv_run(tmp_path_factory) -> Path:
+    """The MMLU-Redux fixture's first six items rendered once for the session: read-only,
+    checked when the session ends (a test that changes a run copies it: ``copy_run``)."""
+    from tests.test_cli import run
+
+    out = tmp_path_factory.mktemp("csv") / "run"
+    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 6,
+               "--out", out).exit_code == 0
+    before = tree_digest(out)
+    yield out
+    assert tree_digest(out) == before, f"a test changed the shared {out}: copy it first"
+
+
 @pytest.fixture(scope="session")
 def renderer():
     from mmconvert.renderers.page import PageRenderer

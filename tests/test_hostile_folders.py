@@ -9,15 +9,14 @@ import os
 
 import pytest
 
-from tests.conftest import SAMPLE
+from tests.conftest import SAMPLE, copy_run
 from tests.test_cli import run
 
 
 @pytest.fixture
-def demo(tmp_path):
-    out = tmp_path / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
-    return out
+def demo(tmp_path, sample_run):
+    """The session's sample run, copied: each test here damages its own."""
+    return copy_run(sample_run, tmp_path / "demo")
 
 
 @pytest.fixture

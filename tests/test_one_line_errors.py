@@ -149,24 +149,16 @@ def test_a_local_copy_without_a_split_the_task_reads_names_it(tmp_path):
                         "task reads it")
 
 
-def test_stats_models_default_is_what_the_help_says(tmp_path):
+def test_stats_models_default_is_what_the_help_says(sample_run):
     from mmconvert.vision_tokens import EXTRA_RULES, TOKEN_RULES
 
     help_text = " ".join(run("stats", "--help").output.split())
     assert "nine rules" in help_text and len(TOKEN_RULES) == 9
     assert all(name in help_text for name in TOKEN_RULES)
-    shown = run("stats", SAMPLE.parent if (SAMPLE.parent / "manifest.jsonl").exists() else
-                _demo(tmp_path), "--no-plots", "--json")
+    shown = run("stats", sample_run, "--no-plots", "--json")
     figures = json.loads(shown.output)
     assert list(figures["vision_tokens_per_item"]) == list(TOKEN_RULES)
     assert not set(figures["vision_tokens_per_item"]) & set(EXTRA_RULES)
-
-
-def _demo(tmp_path):
-    out = tmp_path / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--limit", 1, "--out",
-               out).exit_code == 0
-    return out
 
 
 if sys.platform != "linux":  # /dev/zero, /proc

