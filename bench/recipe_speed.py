@@ -7,8 +7,10 @@ For each recipe, the same items (the shipped MMLU-Redux sample's questions and o
 process on one core, timed from the process's start (imports and the renderer's set-up
 included) to its end:
 
-- ``memory``: ``mmconvert.load_recipe(NAME).render(item)`` for every item, the pages kept as
-  Pillow images and dropped;
+- ``memory``: ``Drawer.draw(item).images()`` for every item (the row, each page's PNG, then
+  the PNGs decoded: what ``load_recipe(NAME).render(item)`` did before ``Job.pictures``);
+- ``render``: ``mmconvert.load_recipe(NAME).render(item)`` for every item, the pages drawn as
+  Pillow images with no PNG (``Job.pictures``), checked pixel for pixel against ``memory``'s;
 - ``cli``: ``mmconvert render ITEMS.jsonl --recipe NAME --out DIR`` (one worker), which also
   writes each PNG, the manifest and the run's records;
 - ``transform``: a ``datasets.Dataset`` with ``recipe.transform()`` read row by row, as a
@@ -44,15 +46,32 @@ MEMORY = textwrap.dedent("""
     recipe = mmconvert.load_recipe(sys.argv[1])
     items = [json.loads(line) for line in open(sys.argv[2])]
     drawer = recipe.drawer()
-    pages, digest = 0, hashlib.sha256()
+    pages, digest, pixels = 0, hashlib.sha256(), hashlib.sha256()
     for index, item in enumerate(items):
         drawn = drawer.draw(item, index)
         for image in drawn.images():
             pages += 1
+            pixels.update(f"{image.mode} {image.size}".encode() + image.tobytes())
         for data in drawn.pages:
             digest.update(data)
     print(json.dumps({"pages": pages, "seconds": time.perf_counter() - start,
-                      "sha256": digest.hexdigest()}))
+                      "sha256": digest.hexdigest(), "pixels": pixels.hexdigest()}))
+""")
+
+# ``recipe.render(item)``: the pages in memory (``Job.pictures``: no PNG made and read back)
+RENDER = textwrap.dedent("""
+    import json, sys, time, hashlib
+    start = time.perf_counter()
+    import mmconvert
+    recipe = mmconvert.load_recipe(sys.argv[1])
+    items = [json.loads(line) for line in open(sys.argv[2])]
+    pages, pixels = 0, hashlib.sha256()
+    for index, item in enumerate(items):
+        for image in recipe.render(item):
+            pages += 1
+            pixels.update(f"{image.mode} {image.size}".encode() + image.tobytes())
+    print(json.dumps({"pages": pages, "seconds": time.perf_counter() - start,
+                      "pixels": pixels.hexdigest()}))
 """)
 
 TRANSFORM = textwrap.dedent("""
@@ -116,11 +135,14 @@ def main() -> None:
         data.write_text("".join(json.dumps(item) + "\n" for item in items(args.items)))
         print(f"{args.items} items (MMLU-Redux sample's questions and options, a ~300-word "
               "passage each), one process each, one core")
-        print(f"{'recipe':20} {'pages':>6} {'memory p/s':>11} {'cli p/s':>8} "
-              f"{'transform p/s':>14} {'memory/cli':>11}  same bytes")
+        print(f"{'recipe':20} {'pages':>6} {'memory p/s':>11} {'render p/s':>11} "
+              f"{'cli p/s':>8} {'transform p/s':>14} {'render/memory':>14} {'memory/cli':>11}"
+              "  same bytes  same pixels")
         for name in args.recipes.split(","):
             seconds, out = timed([sys.executable, "-c", MEMORY, name, str(data)], env)
             memory = json.loads(out)
+            render_seconds, out = timed([sys.executable, "-c", RENDER, name, str(data)], env)
+            render = json.loads(out)
             run = Path(tmp) / f"run-{name}"
             cli, _ = timed([sys.executable, "-m", "mmconvert", "render", str(data), "--recipe",
                             name, "--out", str(run), "--workers", "1"], env)
@@ -137,10 +159,13 @@ def main() -> None:
                         pages += 1
             _, out = timed([sys.executable, "-c", TRANSFORM, name, str(data)], env)
             transform = json.loads(out)
-            print(f"{name:20} {memory['pages']:>6} {memory['pages'] / seconds:>11.1f} "
+            rate = memory["pages"] / seconds
+            in_memory = render["pages"] / render_seconds
+            print(f"{name:20} {memory['pages']:>6} {rate:>11.1f} {in_memory:>11.1f} "
                   f"{pages / cli:>8.1f} {transform['pages'] / transform['seconds']:>14.1f} "
-                  f"{(memory['pages'] / seconds) / (pages / cli):>10.2f}x  "
-                  f"{'yes' if digest.hexdigest() == memory['sha256'] else 'NO'}")
+                  f"{in_memory / rate:>13.2f}x {rate / (pages / cli):>10.2f}x  "
+                  f"{'yes' if digest.hexdigest() == memory['sha256'] else 'NO':>10}  "
+                  f"{'yes' if render['pixels'] == memory['pixels'] else 'NO':>11}")
         from mmconvert.recipes import shipped
 
         seconds, out = timed([sys.executable, "-m", "mmconvert", "recipe", "verify",

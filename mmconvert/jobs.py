@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from .config import ApiOptions, Stored
     from .corpora import Corpus
+    from .rows import Row
     from .runfolder import Output
 
 
@@ -71,6 +72,13 @@ class Job:
         """Draw ``item``: its row and the bytes of its files."""
         raise NotImplementedError
 
+    def pictures(self, item: Item, part: RenderPart) -> list[Any] | None:
+        """The images of ``item`` the model is shown, drawn in memory as Pillow images, with
+        no file encoded (``load_recipe().render()``, the training transform): the pixels a
+        decoding of ``run``'s files gives. None: this job draws only files (the caller
+        decodes them)."""
+        return None
+
     def resuming(self, info: dict[str, Any]) -> None:
         """Refuse, with a one-line error, to resume a run whose run.json (``info``) this
         job cannot continue alike (none refused by default)."""
@@ -85,9 +93,9 @@ class Job:
         summary of counts and the estimated cost; nothing is called."""
         raise NotImplementedError
 
-    def report(self, rows: Callable[[], list[dict[str, Any]]]) -> dict[str, Any]:
+    def report(self, rows: Callable[[], list[Row]]) -> dict[str, Any]:
         """What run.json records of the run beyond its config (a paid job's spend);
-        ``rows()`` reads the manifest's rows, for a report that needs them."""
+        ``rows()`` reads the manifest's typed rows, for a report that needs them."""
         return {}
 
 

@@ -195,8 +195,6 @@ def make_job(config: RunConfig, api: ApiOptions | None = None):
     job = job_for(config, api)
     if not config.transforms:
         return job
-    # lazy, as the transforms' modules are: about 15 ms of every render's start
-
     return TransformedJob(job, [parse_step(step, "transforms:") for step in config.transforms])
 
 
@@ -210,6 +208,10 @@ class TransformedJob:
 
     def __getattr__(self, name: str):
         return getattr(self._job, name)
+
+    def pictures(self, item: Item, part: RenderPart) -> None:
+        """None: the steps act on the drawn files (a JPEG step on its encoding)."""
+        return None
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]):
         output = self._job.run(item, part, prompt_keys)

@@ -137,11 +137,33 @@ def test_render_recipe_equals_rendering_in_memory(tmp_path, name):
         drawn = drawer.draw(item, index)
         assert drawn.pages == written[item["id"]]
         images = recipe.render(item)
-        assert [image.tobytes() for image in images] == \
-            [Image.open(io.BytesIO(page)).tobytes() for page in written[item["id"]]]
+        decoded = [Image.open(io.BytesIO(page)) for page in written[item["id"]]]
+        assert [(image.mode, image.size, image.tobytes()) for image in images] == \
+            [(page.mode, page.size, page.tobytes()) for page in decoded]
     mmconvert.convert({"corpus": "items"}, items=REFERENCE_ITEMS, recipe=name,
                       out=tmp_path / "api", progress=False, log=lambda m: None)
     assert shown_pages(tmp_path / "api") == written
+
+
+@pytest.mark.parametrize("name", sorted(shipped()))
+def test_a_page_recipe_renders_in_memory_without_a_png(monkeypatch, name):
+    """``render`` draws a page recipe's pages straight into Pillow images (``Job.pictures``):
+    no PNG is made or read back, and the pixels are those of the PNGs a run writes."""
+    import mmconvert.renderers.page as page
+
+    recipe = mmconvert.load_recipe(name)
+    drawer = recipe.drawer()
+    expected = [[(i.mode, i.size, i.tobytes()) for i in drawer.draw(item, n).images()]
+                for n, item in enumerate(REFERENCE_ITEMS)]
+
+    def no_png(*args, **kwargs):
+        raise AssertionError("a PNG was made")
+
+    monkeypatch.setattr(page, "pixels_png", no_png)
+    with pytest.raises(AssertionError, match="a PNG was made"):
+        drawer.draw(REFERENCE_ITEMS[0], 0)  # the spy works on the file path
+    assert [[(i.mode, i.size, i.tobytes()) for i in drawer.render(item, n)]
+            for n, item in enumerate(REFERENCE_ITEMS)] == expected
 
 
 def test_recipe_values_go_under_flags_and_other_renderers_refuse(tmp_path):

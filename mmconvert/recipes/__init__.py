@@ -416,7 +416,15 @@ class Drawer:
         return Drawn(row, pages)
 
     def render(self, item: dict[str, Any] | Item, index: int = 0) -> list[Image.Image]:
-        return self.draw(item, index).images()
+        """The images of ``item`` the model is shown: drawn in memory where the recipe's
+        job can (``Job.pictures``: no PNG made and read back, the same pixels), else its
+        files decoded."""
+        made = item_from(item, index)
+        try:
+            pictures = self.job.pictures(made, self.job.part(made, self.corpus))
+        except ItemError as err:
+            raise MMConvertError(str(err)) from None
+        return pictures if pictures is not None else self.draw(item, index).images()
 
 
 def dump(recipe: Recipe) -> str:

@@ -161,6 +161,19 @@ def pixels_png(samples, width: int, height: int, channels: int, stride: int,
             + _png_chunk(b"IDAT", data) + _png_chunk(b"IEND", b""))
 
 
+def pixmap_image(pix, ppi: float):
+    """A drawn 8-bit gray or RGB pixmap as a Pillow image (its pixels copied): the pixels
+    ``pixels_png`` would write, with the PPI in ``info["dpi"]``."""
+    from PIL import Image
+
+    mode = "L" if pix.n() == 1 else "RGB"
+    image = Image.frombytes(mode, (pix.w(), pix.h()),
+                            bytes(mupdf().fz_pixmap_samples_memoryview(pix)), "raw", mode,
+                            pix.stride(), 1)
+    image.info["dpi"] = (ppi, ppi)
+    return image
+
+
 def encode_png(image) -> bytes:
     """An 8-bit gray or RGB Pillow image as a PNG: every row filtered with Sub (each byte
     less the same channel of the pixel to its left), deflated by zlib-ng at level 1 with

@@ -24,7 +24,16 @@ from ..rows import PageRow, Row
 from ..runfolder import Output, item_file
 from ..units import POINTS_PER_INCH
 from .base import Fits, Profile, Redraws, Renderer, Restyles, item_from_row, question_beside_options
-from .drawing import encoders, fill_text, mupdf, paint, paint_box, pixels_png, show_runs
+from .drawing import (
+    encoders,
+    fill_text,
+    mupdf,
+    paint,
+    paint_box,
+    pixels_png,
+    pixmap_image,
+    show_runs,
+)
 from .fields import MAX_ITEM_MEGAPIXELS, PageImage, PageInk, PageRender, drawn_text, image_fields
 from .fonts import FontChain, font_manifest, page_chain
 from .layout import (
@@ -328,6 +337,26 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
                 if line.rtl:
                     line.align_right(edge, centre=self.options.align == "center")
 
+    def laid_out(self, item: Item, part: RenderPart
+                 ) -> tuple[PageLayout, list[PageInk], list[float], list[float]]:
+        """``part`` of ``item`` laid out: its layout, each page's ink, and the pages' sizes in
+        points; an item whose pages would hold too many pixels is refused here."""
+        layout = self.layout(item, part)
+        widths, heights = self.page_sizes(layout)
+        too_big = self.too_big(widths, heights, self.options.ppi)
+        if too_big:
+            raise ItemError(too_big, where=item.origin or item.id, field="ppi",
+                            item_id=item.id)
+        return layout, [self.text_object(lines) for lines in layout.pages], widths, heights
+
+    def pictures(self, item: Item, part: RenderPart) -> list[Any]:
+        """The pages of ``part`` of ``item`` as Pillow images, each drawn straight from its
+        pixmap: the pixels of ``render``'s PNGs, with no PNG made."""
+        _, texts, widths, heights = self.laid_out(item, part)
+        ppi = self.options.ppi
+        return [pixmap_image(self.draw_page(text, width, height, ppi), ppi)
+                for text, width, height in zip(texts, widths, heights, strict=True)]
+
     def render(self, item: Item, part: RenderPart, *, want_pdf: bool = False) -> PageRender:
         """Page PNGs (and the vector PDF) of ``part`` of ``item``.
 
@@ -335,13 +364,7 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         the PNG and, with ``want_pdf``, written through MuPDF's PDF device into the PDF: both
         come from the same glyphs at the same positions.
         """
-        layout = self.layout(item, part)
-        widths, heights = self.page_sizes(layout)
-        too_big = self.too_big(widths, heights, self.options.ppi)
-        if too_big:
-            raise ItemError(too_big, where=item.origin or item.id, field="ppi",
-                            item_id=item.id)
-        texts = [self.text_object(lines) for lines in layout.pages]
+        layout, texts, widths, heights = self.laid_out(item, part)
         ppi = self.options.ppi
         images = self.rasterise_pages([(text, width, height, ppi) for text, width, height
                                        in zip(texts, widths, heights, strict=True)])
@@ -565,6 +588,10 @@ class PageJob(StyledJob):
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:
         return self.config.page.render or corpus.part_for(item)
+
+    def pictures(self, item: Item, part: RenderPart) -> list[Any]:
+        renderer, _ = self.styled_renderer(item, part)
+        return renderer.pictures(item, part)
 
     def fonts(self) -> list[dict[str, str]]:
         manifest = font_manifest(self.renderer.chain)
