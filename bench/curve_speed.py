@@ -1,6 +1,7 @@
 """One compression curve against the same work done by hand, as whole processes.
 
     python bench/curve_speed.py [--items 30] [--budgets 128,256,1024] [--delay 0.05]
+    python bench/curve_speed.py --items 1000 --delay 0.5 --concurrency 32 --floor
 
 The local OpenAI-compatible server of the tests (``tests/openai_server.py``, answering after
 ``--delay`` seconds) reads every request. ``curve``: one ``mmconvert curve`` process over
@@ -9,6 +10,10 @@ The local OpenAI-compatible server of the tests (``tests/openai_server.py``, ans
 process, each evaluation with a cache of its own (the whole text is asked once per budget). The
 items are long contexts of our own (a needed sentence among 12-40 filler sentences). Prints the
 seconds and requests of each, and checks both give the same scores.
+
+``--floor`` (issue 57, part 4) measures the curve against the least it could take instead:
+its rendering alone (a ``render --vision-budget B`` per budget, timed) plus its requests times
+the server's delay over ``--concurrency``.
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=30)
     parser.add_argument("--budgets", default="128,256,1024")
     parser.add_argument("--delay", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, default=16, help="requests in flight")
+    parser.add_argument("--floor", action="store_true",
+                        help="against rendering alone + requests x delay / concurrency, not "
+                             "the work done by hand")
     args = parser.parse_args()
 
     def answer(body):
@@ -68,10 +77,10 @@ def main() -> None:
 
     fake = FakeOpenAI(answer=answer, models=("reader",), delay=args.delay)
     url = fake.start()
-    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-never-written",
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-never-written", "PYTHONPATH": str(ROOT),
            "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR") or tiktoken_files()}
     common = ["--model", "reader", "--base-url", url, "--tokenizer", "tiktoken:o200k_base",
-              "--ratio-model", "qwen2.5-vl"]
+              "--ratio-model", "qwen2.5-vl", "--concurrency", str(args.concurrency)]
     try:
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(tmp) / "items.jsonl"
@@ -82,6 +91,25 @@ def main() -> None:
                                       "--out", f"{tmp}/curve", "--json", env=env)
             curve_requests = len(fake.requests("chat")) - before
             curve = json.loads((Path(tmp) / "curve" / "curve.json").read_text())["curves"][0]
+            if args.floor:
+                drawing = sum(mmconvert("render", str(data), "--recipe", "readbench",
+                                        "--vision-budget", budget, "--ratio-model",
+                                        "qwen2.5-vl", "--out", f"{tmp}/alone-{budget}",
+                                        env=env)
+                              for budget in args.budgets.split(","))
+                floor = drawing + curve_requests * args.delay / args.concurrency
+                print(f"{args.items} items x {len(args.budgets.split(','))} budgets, server "
+                      f"delay {args.delay:g} s, {args.concurrency} in flight, load "
+                      f"{os.getloadavg()[0]:.2f}")
+                print(f"  curve (one process): {curve_seconds:7.1f} s, {curve_requests} "
+                      "requests")
+                print(f"  rendering alone ({len(args.budgets.split(','))} render processes): "
+                      f"{drawing:7.1f} s")
+                print(f"  requests x delay / in flight: "
+                      f"{curve_requests * args.delay / args.concurrency:7.1f} s")
+                print(f"  curve / (rendering + requests x delay / in flight): "
+                      f"{curve_seconds / floor:.2f}x")
+                return
             before = len(fake.requests("chat"))
             hand_seconds, hand = 0.0, {}
             for budget in args.budgets.split(","):
