@@ -23,26 +23,20 @@ SAME_MEANING = {
 }
 # different meanings under one name, known, to be renamed: name -> the modules' meanings
 KNOWN = {
-    "Drawn": "a recipe drawer's pages in memory; the document renderer's PDF and pages",
-    "Plan": "an evaluation's requests and cost; generate's per-item drawing plan",
     "RenderedDataset": "the training dataset of rows; VLMEvalKit's dataset class",
-    "Row": "a manifest row's model (rows); a source file's row (corpora.sources)",
     "check": "shards' check of a folder; a text budget's check of its options",
     "check_fewshot": "the harness's one-line notice; lm-eval task's few-shot check",
     "check_name": "an id or subset checked file-name safe; a harness task name checked",
     "compare": "eval compare of folders; a recipe's fingerprint compared",
     "convert": "converter.convert (a run); document.truetype.convert (a font)",
     "dataset_folder": "the harness's data folder of a task; lm-eval's local dataset folder",
-    "decode": "an image's bytes decoded (imaging); a source cell decoded (sources)",
     "export": "the exporters' function; the export command",
     "harness": "the harness runtime's cache; the harness command",
     "load": "an eval folder's results and responses; a style file",
     "make": "a recipe made from its spec; a chain's run made",
     "normalise": "dedup's normalised text; layout's normalised text for drawing",
     "score": "the score command; an answer scored",
-    "shown": "a recipe value shown in a message; rotate's shown box",
     "tokens": "VCR's tokens of a span, strict and official",
-    "write": "decompose.json and its plot; the harness's task files",
 }
 STANDALONE = "exporters/templates/"  # shipped files, copied out as they are
 

@@ -14,8 +14,7 @@ from typing import Any
 
 from ..errors import ItemError, SourceError
 from ..items import Item, row_id
-from ..rows import QuestionRow
-from ..rows import Row as ManifestRow
+from ..rows import QuestionRow, Row
 from .base import (
     Corpus,
     CorpusOptions,
@@ -29,8 +28,8 @@ from .base import (
     text_field,
 )
 from .sources import (
-    Row,
-    decode,
+    SourceRow,
+    decode_file,
     discover,
     is_saved_dataset,
     load_hub,
@@ -57,7 +56,7 @@ class BABILong(Corpus[CorpusOptions]):
     def prompt_keys(self, item: Item) -> tuple[str, ...]:
         return (f"babilong/{item.metadata['task']}", "babilong")
 
-    def scoring(self, row: ManifestRow) -> dict[str, Any]:
+    def scoring(self, row: Row) -> dict[str, Any]:
         """The BABILong paper's rule (``scoring.answers.babilong``)."""
         question = row.question if isinstance(row, QuestionRow) else None
         return {"kind": "free", "metric": "babilong", "question": question or "",
@@ -121,7 +120,7 @@ class BABILong(Corpus[CorpusOptions]):
             rows, width = read_rows(rows)
             yield from guard.convert_each(rows, self.item, length, task, width)
 
-    def item(self, row: Row, length: str, task: str, width: int) -> Item:
+    def item(self, row: SourceRow, length: str, task: str, width: int) -> Item:
         subset = f"{length}-{task}"
         item_id = row_id(subset, row.index, width)
         try:
@@ -169,9 +168,9 @@ class BABILong(Corpus[CorpusOptions]):
             files.setdefault((found.subset, found.split or "qa1"), []).append(found.path)
         return {key: functools.partial(self._read_group, paths) for key, paths in files.items()}
 
-    def _read_group(self, paths: list[Path]) -> list[Row]:
+    def _read_group(self, paths: list[Path]) -> list[SourceRow]:
         """A group's rows, from its hub-layout files, numbered from 0 in source order."""
-        rows: list[Row] = []
+        rows: list[SourceRow] = []
         for path in paths:
             read = list(read_table(path))
             if read and not read[0].error:
@@ -194,18 +193,18 @@ def _hub_place(rel: Path) -> tuple[str, str | None]:
     return parent or "0k", task if task in TASKS else None
 
 
-def read_babi(path: Path) -> list[Row]:
+def read_babi(path: Path) -> list[SourceRow]:
     """Questions of a raw bAbI task file, each with the facts of its story before it."""
-    rows: list[Row] = []
+    rows: list[SourceRow] = []
     facts: list[str] = []
     story = -1
-    for number, line in enumerate(decode(path).split("\n"), start=1):
+    for number, line in enumerate(decode_file(path).split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path} line {number}"
         match = _RAW_LINE.match(line)
         if not match:
-            rows.append(Row(len(rows), where, {}, "not a bAbI line (<id> <text>)"))
+            rows.append(SourceRow(len(rows), where, {}, "not a bAbI line (<id> <text>)"))
             continue
         if match.group(1) == "1":
             facts, story = [], story + 1
@@ -215,9 +214,9 @@ def read_babi(path: Path) -> list[Row]:
             continue
         parts = text.split("\t")
         if len(parts) < 2 or not parts[1].strip():
-            rows.append(Row(len(rows), where, {}, "question line without an answer"))
+            rows.append(SourceRow(len(rows), where, {}, "question line without an answer"))
             continue
-        rows.append(Row(len(rows), where, {
+        rows.append(SourceRow(len(rows), where, {
             "input": " ".join(facts), "question": parts[0].strip(), "target": parts[1].strip(),
             "supporting_facts": parts[2].strip() if len(parts) > 2 else "", "story": story}))
     if not rows:

@@ -19,10 +19,10 @@ from ..items import LETTERS, Item, RenderPart, id_width, row_id, safe_name
 from ..options import OPTIONS, first_error, flag_of
 from ..parts import CORPORA
 from ..registry import Registry
-from ..rows import Row as ManifestRow
+from ..rows import Row
 from .sources import (
-    Row,
     SourceFile,
+    SourceRow,
     check_text,
     discover,
     is_saved_dataset,
@@ -180,7 +180,7 @@ class Corpus(Generic[OptionsT]):
     def part_for(self, item: Item) -> RenderPart:
         return self.render_part
 
-    def scoring(self, row: ManifestRow) -> dict[str, Any] | None:
+    def scoring(self, row: Row) -> dict[str, Any] | None:
         """How the corpus' benchmark scores the item of manifest ``row``: the parts of its
         scoring spec (``scoring.answers``) beyond the answers (``kind``, ``metric`` and what
         the metric reads), or None for the generic rules (the option letter; SQuAD's exact
@@ -360,15 +360,15 @@ def answer_letter(value: Any, n_options: int, where: str, field: str = "answer")
 
 SPLIT_ALIASES = {"val": "validation", "validation": "val"}
 # a subset's rows, or how to read them (a subset's local files are read when its turn comes)
-Rows = list[Row] | Callable[[], list[Row]]
+Rows = list[SourceRow] | Callable[[], list[SourceRow]]
 
 
-def numbered(rows: Iterable[Row]) -> list[Row]:
+def numbered(rows: Iterable[SourceRow]) -> list[SourceRow]:
     """``rows`` numbered from 0 in the order given (the row-id rule)."""
-    return [Row(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
+    return [SourceRow(i, r.where, r.data, r.error) for i, r in enumerate(rows)]
 
 
-def read_rows(rows: Rows) -> tuple[list[Row], int]:
+def read_rows(rows: Rows) -> tuple[list[SourceRow], int]:
     """A group's rows (read now, if they are read when their turn comes) and the digits of
     its ids' numbers (at least 3)."""
     rows = rows() if callable(rows) else rows
@@ -426,7 +426,7 @@ class SubsetCorpus(Corpus[OptionsT]):
                         if self.keep(item, request, report))
         self.finish(request, report)
 
-    def _item(self, row: Row, subset: str, split: str, width: int,
+    def _item(self, row: SourceRow, subset: str, split: str, width: int,
               request: LoadRequest) -> Item:
         item_id = row_id(subset, row.index, width)
         try:
@@ -435,7 +435,7 @@ class SubsetCorpus(Corpus[OptionsT]):
             err.item_id = err.item_id or item_id
             raise
 
-    def item(self, data: dict, row: Row, subset: str, split: str, item_id: str,
+    def item(self, data: dict, row: SourceRow, subset: str, split: str, item_id: str,
              request: LoadRequest) -> Item:
         raise NotImplementedError
 
@@ -470,7 +470,7 @@ class SubsetCorpus(Corpus[OptionsT]):
         if is_saved_dataset(source):
             return self.regroup({self.file_subset(source.name): read_saved(source, split)
                                  .get(split, [])})
-        groups: dict[str, list[Row]] = {}
+        groups: dict[str, list[SourceRow]] = {}
         if source.is_dir():
             saved = [p for p in sorted(source.iterdir()) if is_saved_dataset(p)]
             if saved:
@@ -491,7 +491,7 @@ class SubsetCorpus(Corpus[OptionsT]):
                 lazy[name] = functools.partial(self._read_subset, ones)
         return lazy
 
-    def _read_subset(self, ones: list[SourceFile]) -> list[Row]:
+    def _read_subset(self, ones: list[SourceFile]) -> list[SourceRow]:
         """A subset's rows, from its files, numbered from 0 in source order."""
         return numbered(row for one in ones for row in self.read(one))
 
@@ -544,7 +544,7 @@ class SubsetCorpus(Corpus[OptionsT]):
     def same_split(self, found: str | None, split: str) -> bool:
         return found is None or found == split or self.split_aliases.get(found) == split
 
-    def read(self, found: SourceFile) -> list[Row]:
+    def read(self, found: SourceFile) -> list[SourceRow]:
         is_csv = found.path.suffix.lower() == ".csv"
         rows = list(read_table(found.path, header=self.csv_header, delimiter=",") if is_csv
                     else read_table(found.path))
@@ -552,10 +552,10 @@ class SubsetCorpus(Corpus[OptionsT]):
             check_columns(rows[0].data, self.columns, str(found.path), self.name)
         return rows
 
-    def regroup(self, groups: dict[str, list[Row]]) -> dict[str, Rows]:
+    def regroup(self, groups: dict[str, list[SourceRow]]) -> dict[str, Rows]:
         """Split combined files (MMLU's ``all``, MMLU-Pro's one table) by their subset column;
         number each subset's rows from 0 in source order (the row-id rule)."""
-        out: dict[str, list[Row]] = {}
+        out: dict[str, list[SourceRow]] = {}
         for name, rows in groups.items():
             column = self.subset_column
             combined = column and name not in self.subsets and rows and column in rows[0].data
@@ -566,7 +566,7 @@ class SubsetCorpus(Corpus[OptionsT]):
                 out.setdefault(key, []).append(row)
         return {name: numbered(rows) for name, rows in out.items()}
 
-    def subset_of(self, value: Any, row: Row) -> str:
+    def subset_of(self, value: Any, row: SourceRow) -> str:
         if not isinstance(value, str) or not value.strip():
             raise SourceError(f"{row.where}: field {self.subset_column}: no subset name")
         return safe_name(value.strip(), "")

@@ -20,9 +20,9 @@ from ..options import cli
 from .base import Corpus, CorpusOptions, LoadReport, LoadRequest, RowGuard, text_field
 from .sources import (
     ParquetCell,
-    Row,
+    SourceRow,
     count_rows,
-    decode,
+    decode_file,
     discover,
     image_cell,
     is_saved_dataset,
@@ -48,7 +48,7 @@ class Part:
     """Some of a group's rows (a file, a saved dataset): how many, and how to read them."""
 
     count: int
-    rows: Callable[[], Iterator[Row]]
+    rows: Callable[[], Iterator[SourceRow]]
 
 
 class CaptionsOptions(CorpusOptions):
@@ -109,7 +109,7 @@ class Captions(Corpus[CaptionsOptions]):
                     split.startswith(request.split) and split[len(request.split):].isdigit()):
                 continue
             try:
-                data = parse_json(decode(path))
+                data = parse_json(decode_file(path))
             except ValueError as err:
                 raise SourceError(f"{path}: {err}") from None
             for key in ("images", "annotations"):
@@ -124,7 +124,7 @@ class Captions(Corpus[CaptionsOptions]):
                     captions.setdefault(ann["image_id"], []).append((number, ann))
             for number, image in enumerate(data["images"]):
                 if not isinstance(image, dict) or not _key(image.get("id")):
-                    guard.convert(Row.check, Row(number, f"{path} images[{number}]", {},
+                    guard.convert(SourceRow.check, SourceRow(number, f"{path} images[{number}]", {},
                                                  "not a COCO image (an object with a number "
                                                  "or text id)"))
                     continue
@@ -133,7 +133,7 @@ class Captions(Corpus[CaptionsOptions]):
                 if not chosen:
                     report.dropped["image without caption"] += 1
                 for ann_number, ann in chosen:
-                    row = Row(ann_number, f"{path} annotations[{ann_number}]",
+                    row = SourceRow(ann_number, f"{path} annotations[{ann_number}]",
                               {"image": image, "annotation": ann})
                     item = guard.convert(self.coco_item, row, root, split, licenses, language,
                                          every, number)
@@ -143,7 +143,7 @@ class Captions(Corpus[CaptionsOptions]):
             raise SourceError(f"{root}: no captions for split {request.split!r}")
         return items
 
-    def coco_item(self, row: Row, root: Path, split: str, licenses: dict, language: str,
+    def coco_item(self, row: SourceRow, root: Path, split: str, licenses: dict, language: str,
                   all_captions: bool, number: int) -> Item:
         image, ann = row.data["image"], row.data["annotation"]
         image_id = image.get("id")
@@ -178,7 +178,7 @@ class Captions(Corpus[CaptionsOptions]):
         return guard.convert_each(_tsv_rows(path), self.tsv_item, path.parent,
                                   safe_name(path.stem, "captions"), language)
 
-    def tsv_item(self, row: Row, base: Path, subset: str, language: str | None) -> Item:
+    def tsv_item(self, row: SourceRow, base: Path, subset: str, language: str | None) -> Item:
         item_id = row_id(subset, row.index)
         fields = row.data["fields"]
         if len(fields) < 2:
@@ -216,7 +216,7 @@ class Captions(Corpus[CaptionsOptions]):
             yield from guard.convert_each(_numbered_rows(parts), self.dataset_item, subset,
                                           width, language)
 
-    def dataset_item(self, row: Row, subset: str, width: int, language: str) -> Item:
+    def dataset_item(self, row: SourceRow, subset: str, width: int, language: str) -> Item:
         item_id = row_id(subset, row.index, width)
         try:
             data = row.check()
@@ -263,7 +263,7 @@ def _image_bytes(value: Any, where: str, field: str) -> str | bytes | StoredImag
     return value if isinstance(value, StoredImage) else image_cell(value, where, field)
 
 
-def _tsv_rows(path: Path) -> Iterator[Row]:
+def _tsv_rows(path: Path) -> Iterator[SourceRow]:
     """A TSV's pairs as rows (``fields``), numbered from 0, as its lines are read; blank lines
     and a header are passed over."""
     index = 0
@@ -271,20 +271,20 @@ def _tsv_rows(path: Path) -> Iterator[Row]:
         fields = line.rstrip("\r").split("\t")
         if not line.strip() or (number == 1 and fields[0].strip().lower() in IMAGE_COLUMNS):
             continue  # blank, or a header
-        yield Row(index, f"{path} line {number}", {"fields": fields})
+        yield SourceRow(index, f"{path} line {number}", {"fields": fields})
         index += 1
 
 
-def _numbered_rows(parts: list[Part]) -> Iterator[Row]:
+def _numbered_rows(parts: list[Part]) -> Iterator[SourceRow]:
     """A group's rows across its parts, numbered from 0 as they are read; the first row's
     columns are checked before it is given."""
     for index, row in enumerate(row for part in parts for row in part.rows()):
         if index == 0 and not row.error:
             _columns(row.data, row.where)
-        yield Row(index, row.where, row.data, row.error)
+        yield SourceRow(index, row.where, row.data, row.error)
 
 
-def _file_rows(path: Path) -> Callable[[], Iterator[Row]]:
+def _file_rows(path: Path) -> Callable[[], Iterator[SourceRow]]:
     """How to read a file's rows. A Parquet file with an image column is read without it:
     each row's image is a ``ParquetCell`` that the worker drawing the item reads, so the
     driver reads the captions alone (VCR-wiki's photos are most of its bytes)."""
@@ -295,7 +295,7 @@ def _file_rows(path: Path) -> Callable[[], Iterator[Row]]:
     if image is None:
         return functools.partial(read_table, path)
 
-    def rows() -> Iterator[Row]:
+    def rows() -> Iterator[SourceRow]:
         others = [name for name in names if name != image]
         for row in read_parquet(path, others):
             row.data[image] = ParquetCell(str(path.resolve()), row.index, image)
@@ -321,9 +321,9 @@ def _saved_rows(path: Path, split: str | None) -> Part:
         if isinstance(feature, Image):
             data = data.cast_column(column, Image(decode=False))
 
-    def rows() -> Iterator[Row]:
+    def rows() -> Iterator[SourceRow]:
         for i, record in enumerate(data):
-            yield Row(i, f"{path} row {i}", record)
+            yield SourceRow(i, f"{path} row {i}", record)
 
     return Part(len(data), rows)
 

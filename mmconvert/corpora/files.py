@@ -29,7 +29,7 @@ from .base import (
     text_field,
 )
 from .schemas import schema_of, source_columns
-from .sources import TABLE_SUFFIXES, Row, read_table
+from .sources import TABLE_SUFFIXES, SourceRow, read_table
 
 KNOWN_FIELDS = ("id", "question", "options", "answer", "context", "language", "subset", "split",
                 "metadata", "metric")
@@ -149,11 +149,11 @@ class LocalFile(Corpus[CorpusOptions]):
                 continue
             yield item
 
-    def read(self) -> Iterator[Row]:
+    def read(self) -> Iterator[SourceRow]:
         return read_table(self.path)
 
     @staticmethod
-    def schema_columns(row: Row) -> set[str]:
+    def schema_columns(row: SourceRow) -> set[str]:
         """The columns a row in a hub schema is read from (none for the generic schema)."""
         found = schema_of(row.data)
         if found is None:
@@ -163,7 +163,7 @@ class LocalFile(Corpus[CorpusOptions]):
         except ItemError:  # the row's own error is raised when it is read
             return set()
 
-    def item(self, row: Row, request: LoadRequest) -> Item:
+    def item(self, row: SourceRow, request: LoadRequest) -> Item:
         """The row's item; one without an id is named by its content (``items.content_id``),
         the same on every path that reads items in this schema."""
         where = row.where
@@ -258,13 +258,13 @@ class InMemory(LocalFile):
     def load(self, request: LoadRequest, report: LoadReport) -> Iterator[Item]:
         return self._items(request, report)
 
-    def read(self) -> Iterator[Row]:
+    def read(self) -> Iterator[SourceRow]:
         for index, data in enumerate(self.rows):
             if isinstance(data, Item):
                 data = {"id": data.id, "subset": data.subset, "split": data.split,
                         "language": data.language, "context": data.context,
                         "question": data.question, "options": data.options,
                         "answer": data.answer, "metadata": data.metadata}
-            yield Row(index, f"items[{index}]", data if isinstance(data, dict) else {},
+            yield SourceRow(index, f"items[{index}]", data if isinstance(data, dict) else {},
                       None if isinstance(data, dict) else
                       f"an item is a dict of its fields, not {type(data).__name__}")

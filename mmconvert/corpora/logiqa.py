@@ -23,7 +23,7 @@ from .base import (
     options_field,
     text_field,
 )
-from .sources import Row, decode, load_hub, read_jsonl
+from .sources import SourceRow, decode_file, load_hub, read_jsonl
 
 LANGUAGES = ("en", "zh")
 _ITEM_NUMBER = re.compile(r"^\s*(\d+)\s*[.．、]\s*")
@@ -84,7 +84,7 @@ class _LogiQABase(Corpus[LogiQAOptions]):
         # items as they are made (the file's rows are held: their count names the ids)
         return guard.convert_each(rows, self._item, language, split, width)
 
-    def hub_rows(self, split: str) -> list[Row]:
+    def hub_rows(self, split: str) -> list[SourceRow]:
         assert self.hub_id is not None  # both LogiQA corpora name theirs
         return load_hub(self.hub_id, self.hub_config, split)
 
@@ -103,15 +103,15 @@ class _LogiQABase(Corpus[LogiQAOptions]):
         raise SourceError(f"{source}: no {' or '.join(names)} in this folder "
                           f"({self.name} {language} {split})")
 
-    def local_rows(self, source: Path, language: str, split: str) -> list[Row]:
+    def local_rows(self, source: Path, language: str, split: str) -> list[SourceRow]:
         raise NotImplementedError
 
-    def item(self, data: dict[str, Any], row: Row, language: str, split: str,
+    def item(self, data: dict[str, Any], row: SourceRow, language: str, split: str,
              item_id: str) -> Item:
         """One row's item (each release's own layout)."""
         raise NotImplementedError
 
-    def _item(self, row: Row, language: str, split: str, width: int) -> Item:
+    def _item(self, row: SourceRow, language: str, split: str, width: int) -> Item:
         item_id = row_id(language, row.index, width)
         try:
             return self.item(row.check(), row, language, split, item_id)
@@ -135,7 +135,7 @@ class LogiQA(_LogiQABase):
              ("en", "train"): ("Train.txt",), ("zh", "test"): ("zh_test.txt",),
              ("zh", "validation"): ("zh_eval.txt",), ("zh", "train"): ("zh_train.txt",)}
 
-    def local_rows(self, source, language, split) -> list[Row]:
+    def local_rows(self, source, language, split) -> list[SourceRow]:
         return read_eight_lines(self.local_file(source, language, split))
 
     def item(self, data, row, language, split, item_id) -> Item:
@@ -160,31 +160,31 @@ class LogiQA(_LogiQABase):
                          metadata, where)
 
 
-def read_eight_lines(path: Path) -> list[Row]:
+def read_eight_lines(path: Path) -> list[SourceRow]:
     """LogiQA's text format: per item a blank line, the answer letter, the passage, the
     question and four options."""
-    lines = decode(path).split("\n")
+    lines = decode_file(path).split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
-    rows: list[Row] = []
+    rows: list[SourceRow] = []
     for start in range(0, len(lines), 8):
         block = [line.rstrip("\r") for line in lines[start:start + 8]]
         where = f"{path} line {start + 1}"
         index = len(rows)
         if len(block) < 8:
-            rows.append(Row(index, where, {}, f"a LogiQA item has 8 lines; the file ends after "
-                                              f"{len(block)}"))
+            rows.append(SourceRow(index, where, {}, "a LogiQA item has 8 lines; the file ends "
+                                                    f"after {len(block)}"))
             break
         if block[0].strip():
-            rows.append(Row(index, where, {}, "a LogiQA item starts with a blank line; the "
+            rows.append(SourceRow(index, where, {}, "a LogiQA item starts with a blank line; the "
                                               f"file is out of step at line {start + 1}"))
             break
         label = block[1].strip()
         if label.lower() not in ("a", "b", "c", "d"):
-            rows.append(Row(index, f"{path} line {start + 2}", {},
+            rows.append(SourceRow(index, f"{path} line {start + 2}", {},
                             f"answer line {label!r} is not a letter a-d"))
             continue
-        rows.append(Row(index, f"{path} line {start + 2}", {
+        rows.append(SourceRow(index, f"{path} line {start + 2}", {
             "label": label.upper(), "context": block[2], "question": block[3],
             "options": block[4:8]}))
     if not rows:
@@ -201,7 +201,7 @@ class LogiQA2(_LogiQABase):
              ("en", "train"): ("train.txt",), ("zh", "test"): ("test_zh.txt",),
              ("zh", "validation"): ("dev_zh.txt",), ("zh", "train"): ("train_zh.txt",)}
 
-    def local_rows(self, source, language, split) -> list[Row]:
+    def local_rows(self, source, language, split) -> list[SourceRow]:
         return list(read_jsonl(self.local_file(source, language, split)))  # JSON lines in .txt
 
     def item(self, data, row, language, split, item_id) -> Item:

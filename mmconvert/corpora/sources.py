@@ -23,7 +23,7 @@ _SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.-]+?)-\d{5}-of-\d{5}$")
 
 
 @dataclass
-class Row:
+class SourceRow:
     index: int  # 0-based position in its file / split, before any filtering
     where: str  # "path line N" or "path row N", for messages
     data: dict[str, Any]
@@ -42,7 +42,7 @@ class SourceFile:
     split: str | None
 
 
-def decode(path: Path) -> str:
+def decode_file(path: Path) -> str:
     """UTF-8 text of a file; undecodable bytes survive as surrogates so the row that holds them
     can be named (see ``check_text``)."""
     try:
@@ -82,8 +82,9 @@ def parse_json(text: str):
         raise
 
 
-def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -> Iterator[Row]:
-    text = decode(path)
+def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None
+             ) -> Iterator[SourceRow]:
+    text = decode_file(path)
     if delimiter is None:
         first = text.split("\n", 1)[0]
         delimiter = ";" if first.count(";") > first.count(",") else ","
@@ -110,23 +111,23 @@ def read_csv(path: Path, *, header: bool = True, delimiter: str | None = None) -
                 data = dict(zip(names, record, strict=False))  # short rows: fields missing
                 if len(record) > len(names) and any(v.strip() for v in record[len(names):]):
                     error = f"{len(record)} fields where the header has {len(names)}"
-            yield Row(index, f"{path} line {line}", data, error)
+            yield SourceRow(index, f"{path} line {line}", data, error)
             index += 1
     except csv.Error as err:
         raise SourceError(f"{path} line {reader.line_num}: malformed CSV ({err})") from None
 
 
-def read_jsonl(path: Path) -> Iterator[Row]:
+def read_jsonl(path: Path) -> Iterator[SourceRow]:
     """Rows of a JSONL file, read a line at a time (a ``.json`` array is read whole)."""
     if path.suffix == ".json" and _starts_with(path, b"["):
-        text = decode(path)
+        text = decode_file(path)
         try:
             records = parse_json(text)
         except ValueError as err:
             raise SourceError(f"{path}: {err}") from None
         for index, record in enumerate(records):
             ok = isinstance(record, dict)
-            yield Row(index, f"{path} record {index}", record if ok else {},
+            yield SourceRow(index, f"{path} record {index}", record if ok else {},
                       None if ok else "not a JSON object")
         return
     index = 0
@@ -139,7 +140,7 @@ def read_jsonl(path: Path) -> Iterator[Row]:
             error = None if isinstance(record, dict) else "not a JSON object"
         except ValueError as err:
             record, error = {}, str(err)
-        yield Row(index, where, record if error is None else {}, error)
+        yield SourceRow(index, where, record if error is None else {}, error)
         index += 1
 
 
@@ -166,7 +167,7 @@ def _starts_with(path: Path, prefix: bytes) -> bool:
     return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(prefix)
 
 
-def read_parquet(path: Path, columns: list[str] | None = None) -> Iterator[Row]:
+def read_parquet(path: Path, columns: list[str] | None = None) -> Iterator[SourceRow]:
     """Rows of a Parquet file (``columns`` of it, or all), read a batch at a time (a file of
     images is never all in memory)."""
     import pyarrow.parquet as pq
@@ -176,7 +177,7 @@ def read_parquet(path: Path, columns: list[str] | None = None) -> Iterator[Row]:
         index = 0
         for batch in batches:
             for record in batch.to_pylist():
-                yield Row(index, f"{path} row {index}", record)
+                yield SourceRow(index, f"{path} row {index}", record)
                 index += 1
     except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds
         raise SourceError(f"{path}: not a readable Parquet file ({err})") from None
@@ -273,7 +274,7 @@ def count_rows(path: Path) -> int:
     return sum(1 for _ in read_table(path))
 
 
-def read_table(path: Path, **csv_args: Any) -> Iterator[Row]:
+def read_table(path: Path, **csv_args: Any) -> Iterator[SourceRow]:
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return read_csv(path, **csv_args)
@@ -290,7 +291,7 @@ def is_saved_dataset(path: Path) -> bool:
         (path / name).exists() for name in ("dataset_dict.json", "state.json"))
 
 
-def read_saved(path: Path, split: str | None) -> dict[str, list[Row]]:
+def read_saved(path: Path, split: str | None) -> dict[str, list[SourceRow]]:
     """Rows of a ``save_to_disk`` folder, by split."""
     from datasets import Dataset, load_from_disk
 
@@ -299,7 +300,7 @@ def read_saved(path: Path, split: str | None) -> dict[str, list[Row]]:
     except Exception as err:  # noqa: BLE001
         raise SourceError(f"{path}: not a readable save_to_disk folder ({err})") from None
     splits = {split or "train": data} if isinstance(data, Dataset) else dict(data)
-    return {name: [Row(i, f"{path} [{name}] row {i}", r) for i, r in enumerate(ds)]
+    return {name: [SourceRow(i, f"{path} [{name}] row {i}", r) for i, r in enumerate(ds)]
             for name, ds in splits.items()}
 
 
@@ -348,7 +349,7 @@ def discover(root: Path, locate=split_of_path, suffixes=TABLE_SUFFIXES) -> list[
     return found
 
 
-def load_hub(hub_id: str, config: str | None, split: str) -> list[Row]:
+def load_hub(hub_id: str, config: str | None, split: str) -> list[SourceRow]:
     """Rows of one config and split from the hub (or the local ``datasets`` cache)."""
     try:
         import datasets
@@ -385,7 +386,8 @@ def load_hub(hub_id: str, config: str | None, split: str) -> list[Row]:
         raise HubUnavailableError(_offline(label, err)) from None
     except Exception as err:  # noqa: BLE001 - connection errors come in many classes
         raise HubUnavailableError(_offline(label, err)) from None
-    return [Row(i, f"{hub_id}/{config or ''} [{split}] row {i}", r) for i, r in enumerate(data)]
+    return [SourceRow(i, f"{hub_id}/{config or ''} [{split}] row {i}", r)
+            for i, r in enumerate(data)]
 
 
 HUB_PROBE_SECONDS = 5.0

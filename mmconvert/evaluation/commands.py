@@ -24,11 +24,11 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
         echo(json.dumps(result, indent=1) if as_json else compare_table(result))
         return
     if targets[0] == "decompose":
-        from .decompose import decompose, decompose_table, write
+        from .decompose import decompose, decompose_table, write_decomposition
 
         found = decompose([Path(t) for t in targets[1:]])
         if out is not None:  # decompose.json and its plot
-            found["written"] = write(found, out)
+            found["written"] = write_decomposition(found, out)
         echo(json.dumps(found, indent=1) if as_json else decompose_table(found))
         return
     if len(targets) != 1:

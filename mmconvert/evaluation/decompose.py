@@ -166,7 +166,7 @@ def decompose_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write(result: dict[str, Any], out: Path) -> list[str]:
+def write_decomposition(result: dict[str, Any], out: Path) -> list[str]:
     """``decompose.json`` and, with matplotlib, ``decompose.png`` (each figure per group, with
     its interval) into ``out``; the names written."""
     out.mkdir(parents=True, exist_ok=True)

@@ -362,9 +362,9 @@ def item_from(data: dict[str, Any] | Item, index: int = 0) -> Item:
         raise UsageError(f"an item is a dict of its fields, not {type(data).__name__}")
     from ..corpora.base import LoadRequest
     from ..corpora.files import LocalFile
-    from ..corpora.sources import Row
+    from ..corpora.sources import SourceRow
 
-    return LocalFile(Path("items.jsonl")).item(Row(index, f"item {index}", data),
+    return LocalFile(Path("items.jsonl")).item(SourceRow(index, f"item {index}", data),
                                                LoadRequest())
 
 

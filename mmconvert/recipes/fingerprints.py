@@ -187,8 +187,8 @@ def setting_differences(recorded: dict[str, Any], here: dict[str, Any]) -> list[
     if digest(config) != recorded.get("config_sha256"):
         return ["the recipe's made_with.config does not match its config_sha256: the "
                 "fingerprint was edited"]
-    return [f"setting {name}: the fingerprint was made with {shown(a)}, the recipe now "
-            f"gives {shown(b)}" for name, a, b in leaf_differences(config, here["config"])]
+    return [f"setting {name}: the fingerprint was made with {shown_value(a)}, the recipe now "
+            f"gives {shown_value(b)}" for name, a, b in leaf_differences(config, here["config"])]
 
 
 def leaf_differences(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
@@ -201,7 +201,7 @@ def leaf_differences(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any
     return [] if a == b else [(path, a, b)]
 
 
-def shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     import json
 
     return "none" if value is None else json.dumps(value, ensure_ascii=False) \

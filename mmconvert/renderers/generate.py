@@ -95,7 +95,7 @@ class GenerateConfig(RunConfig):
 
 
 @dataclass(frozen=True)
-class Plan:
+class DrawingPlan:
     """What is fixed before any call: ``layout`` is ``auto`` when the chat model decides."""
 
     layout: str
@@ -106,7 +106,7 @@ class Plan:
 
 @dataclass
 class Generated:
-    plan: Plan
+    plan: DrawingPlan
     layout: str
     template: str
     prompt: str
@@ -239,7 +239,7 @@ class ImageApiRenderer(Renderer[GenerateOptions]):
 
     # --- sampling (no calls) -------------------------------------------------------------
 
-    def plan(self, item: Item, seed: int) -> Plan:
+    def plan(self, item: Item, seed: int) -> DrawingPlan:
         options = self.options
         tokens = count_tokens(image_text(item))
         font: str = options.font
@@ -251,7 +251,7 @@ class ImageApiRenderer(Renderer[GenerateOptions]):
         size: str = options.size
         if size == "auto":
             size = WIDE if tokens > options.long_tokens else TALL
-        return Plan(layout, font, size, tokens)
+        return DrawingPlan(layout, font, size, tokens)
 
     def values(self, item: Item) -> dict[str, str]:
         return {"context": (item.context or "").strip(), "question": (item.question or "").strip(),

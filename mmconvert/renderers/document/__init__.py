@@ -151,7 +151,7 @@ class DocumentRow(QuestionRow):
 
 
 @dataclass
-class Drawn:
+class Printed:
     """What the browser made of one item."""
 
     pdf: bytes
@@ -247,7 +247,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
     def __init__(self, options=None, folder: Path | None = None):
         self.options = options or DocumentOptions()
         self.folder = folder  # the item's folder: the images it may show
-        self._typeset: tuple[tuple[str, str], Drawn] | None = None  # the last item's PDF
+        self._typeset: tuple[tuple[str, str], Printed] | None = None  # the last item's PDF
         # the pages built for prints asked for ahead, by item and part, for ``typeset``
         self._ahead: dict[tuple[str, str], tuple[RenderState, str, str, dict[str, bytes]]] = {}
 
@@ -262,7 +262,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
                 right = min(right, pad)
         return (left - 0.75, right - 0.75, bottom - 0.75)
 
-    def typeset(self, item: Item, part: RenderPart) -> Drawn:
+    def typeset(self, item: Item, part: RenderPart) -> Printed:
         """The item's PDF from the browser (its pages not yet drawn); the last item's is
         kept, so that a target's search and the drawing that follows typeset it once."""
         key = (item.id, part)
@@ -284,7 +284,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         # what the item's HTML names and the browser asked for, none of it loaded
         refused = list(dict.fromkeys([*state.refused, *references(body), *fetched]))
         data, doc = normalised(pdf, self.options)
-        typeset = Drawn(data, [], state.math_errors, refused, doc)
+        typeset = Printed(data, [], state.math_errors, refused, doc)
         self._typeset = (key, typeset)
         return typeset
 
@@ -309,7 +309,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
             del self._ahead[next(iter(self._ahead))]
         Browser.get().ahead(built[2], built[3])
 
-    def pages(self, item: Item, part: RenderPart) -> Drawn:
+    def pages(self, item: Item, part: RenderPart) -> Printed:
         """The item's PDF (from the browser) and its pages at the options' PPI."""
         typeset = self.typeset(item, part)
         self._typeset = None
@@ -322,7 +322,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
             if typeset.doc is not None:
                 typeset.doc.close()
                 typeset.doc = None
-        return Drawn(typeset.pdf, pages, typeset.math_errors, typeset.refused)
+        return Printed(typeset.pdf, pages, typeset.math_errors, typeset.refused)
 
     def shown_text(self, item: Item, part: RenderPart) -> str:
         """The text the item's pages show (a target's text tokens; ``expected_text``)."""
