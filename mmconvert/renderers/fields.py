@@ -1,15 +1,18 @@
 """What a page of an item draws: the fields that become image, in order, each labelled as the
 page shows it (an option's letter), and their text as a style sets it; what a render makes (its
 pages' images, ink and layout record) and the most one item may draw. The page and document
-renderers share them."""
+renderers share them; a page's pixel count, and its stored layout file."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..items import Item, RenderPart, option_letter
+from ..runfolder import Output, item_file
 from .layout import flow, normalise
 
 # the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
@@ -74,3 +77,16 @@ def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
             yield name, f"{option_letter(int(name[8:-1]))}. {text}"
         else:
             yield name, text
+
+
+def pixels(inches: float, ppi: float) -> int:
+    """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
+    return math.floor(inches * ppi + 0.5 + 1e-9)
+
+
+def layout_file(output: Output, item_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A page item's layout (``layout/<id>.json``), which PPI sweeps re-draw."""
+    data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    rel = item_file("layout", item_id, ".json")
+    return {"path": rel, "pages": len(record["pages"]),
+            "lines": sum(len(page) for page in record["pages"]), **output.file(rel, data)}

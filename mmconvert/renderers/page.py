@@ -8,10 +8,9 @@ import json
 import math
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
-    Field,
     ValidationError,
 )
 
@@ -34,7 +33,16 @@ from .drawing import (
     pixmap_image,
     show_runs,
 )
-from .fields import MAX_ITEM_MEGAPIXELS, PageImage, PageInk, PageRender, drawn_text, image_fields
+from .fields import (
+    MAX_ITEM_MEGAPIXELS,
+    PageImage,
+    PageInk,
+    PageRender,
+    drawn_text,
+    image_fields,
+    layout_file,
+    pixels,
+)
 from .fonts import FontChain, font_manifest, page_chain
 from .layout import (
     Block,
@@ -50,35 +58,17 @@ from .layout import (
     paginate,
     split_marked,
 )
+from .page_config import RenderConfig
 from .page_options import PageOptions
 from .pdfwriter import PdfLine, PdfPage, write_pdf
 from .shaping import ShapingLineBreaker
-from .styled import StyledConfig, StyledJob, style_field
-from .target import TargetOptions
+from .styled import StyledJob
 
 if TYPE_CHECKING:
     from ..config import ApiOptions
     from ..corpora import Corpus
 
 ENCODING_AHEAD = 4  # drawn pages an item's render keeps waiting for their encoding
-
-
-class RenderConfig(StyledConfig):
-    """A ``render`` run: which items, how to draw them, what to write."""
-
-    STYLED = "page"
-    renderer: Literal["page"] = "page"
-    style: str | dict[str, Any] | None = style_field()
-    page: PageOptions = Field(default_factory=PageOptions)
-    target: TargetOptions = Field(default_factory=TargetOptions)
-    pdf: bool = Field(False, description="keep each item's vector PDF in pdf/")
-    prompt_style: Literal["cot", "direct"] = Field(
-        "cot", description="prompt style of the manifest's prompts")
-
-    def identity(self) -> dict[str, Any]:
-        data = super().identity()
-        data["page"] = self.page.identity()
-        return data
 
 
 LAYOUT_VERSION = 2
@@ -557,20 +547,6 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         width, height = pix.w(), pix.h()
         return PageImage(pixels_png(mupdf().fz_pixmap_samples_memoryview(pix), width, height,
                                     pix.n(), pix.stride(), ppi), width, height)
-
-
-def pixels(inches: float, ppi: float) -> int:
-    """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
-    return math.floor(inches * ppi + 0.5 + 1e-9)
-
-
-def layout_file(output: Output, item_id: str, record: dict[str, Any]) -> dict[str, Any]:
-    """A page item's layout (``layout/<id>.json``), which PPI sweeps re-draw."""
-    data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    rel = item_file("layout", item_id, ".json")
-    return {"path": rel, "pages": len(record["pages"]),
-            "lines": sum(len(page) for page in record["pages"]), **output.file(rel, data)}
-
 
 
 class PageJob(StyledJob):
