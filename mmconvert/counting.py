@@ -17,6 +17,7 @@ from typing import Any
 from .errors import ItemError
 from .qa.checks import word_count
 from .renderers import row_renderer
+from .renderers.fields import layout_texts
 from .rows import ImageEntry, Row
 from .runfolder import read_run_file
 from .vision_tokens import image_tokens
@@ -30,8 +31,7 @@ def _page_words(run: Path, row: Row) -> list[int] | None:
         record = json.loads(read_run_file(run, layout.path).decode("utf-8"))
     except (KeyError, ItemError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    return [word_count("\n".join("".join(run_[2] for run_ in line) for line in page))
-            for page in record["pages"]]
+    return [word_count(text) for text in layout_texts(record)]
 
 
 def shown_images(row: Row) -> list[ImageEntry]:

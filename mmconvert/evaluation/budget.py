@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from ..counting import figures_of, item_tokens
 from ..errors import UsageError
-from ..rows import Row
+from ..rows import QuestionRow, Row
 from ..vision_tokens import rules_for
 
 Cut = Literal["head", "tail", "ends"]
@@ -45,7 +45,7 @@ def budgeted(row: Row, tokenizer, model: str, cut: Cut) -> Row:
     text_prompt = row.text_prompt
     record: dict[str, Any] = {"model": model, "cut": cut, "vision_tokens": vision,
                               "drawn_tokens": drawn}
-    context = getattr(row, "context", None) or ""
+    context = (row.context if isinstance(row, QuestionRow) else None) or ""
     part = row.params.get("render")
     prompt = text_prompt
     if vision is None:

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from ..config import RunConfig
 from ..items import Item
 from ..jobs import DrawJob
-from ..rows import QuestionRow, Row
+from ..rows import QuestionRow, Row, row_options
 
 if TYPE_CHECKING:
     from ..config import ApiOptions, RunConfig
@@ -40,16 +40,17 @@ if TYPE_CHECKING:
 def question_beside_options(row: Row) -> str | None:
     """The question of a row whose options alone became image: it stays text beside them
     (a ``text_question`` for renderers that draw a ``render`` part)."""
-    return getattr(row, "question", None) if row.params.get("render") == "options" else None
+    return row.question if isinstance(row, QuestionRow) and row.params.get("render") == "options" \
+        else None
 
 
 def item_from_row(row: Row) -> Item:
     """The item a manifest row was made from (its text fields and metadata)."""
+    asked = row if isinstance(row, QuestionRow) else None
     return Item(id=row.id, corpus=row.corpus, subset=row.subset, split=row.split,
-                language=row.language or "en", context=getattr(row, "context", None),
-                question=getattr(row, "question", None),
-                options=list(getattr(row, "options", None) or []), answer=row.answer,
-                metadata=row.metadata or {})
+                language=row.language or "en", context=asked.context if asked else None,
+                question=asked.question if asked else None, options=list(row_options(row)),
+                answer=row.answer, metadata=row.metadata or {})
 
 
 # the OCR check's error-rate ceiling of a renderer that declares none: the loosest of the

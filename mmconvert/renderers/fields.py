@@ -84,6 +84,12 @@ def pixels(inches: float, ppi: float) -> int:
     return math.floor(inches * ppi + 0.5 + 1e-9)
 
 
+def layout_texts(record: dict[str, Any]) -> list[str]:
+    """Each page's lines as a stored layout record (``layout_file``) draws them."""
+    return ["\n".join("".join(run[2] for run in line) for line in page)
+            for page in record["pages"]]
+
+
 def layout_file(output: Output, item_id: str, record: dict[str, Any]) -> dict[str, Any]:
     """A page item's layout (``layout/<id>.json``), which PPI sweeps re-draw."""
     data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

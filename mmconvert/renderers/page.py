@@ -41,6 +41,7 @@ from .fields import (
     drawn_text,
     image_fields,
     layout_file,
+    layout_texts,
     pixels,
 )
 from .fonts import FontChain, font_manifest, page_chain
@@ -176,9 +177,7 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         path = layout.path if layout is not None else None
         if path is None or not path.endswith(".json"):
             return None
-        record = json.loads(read(path).decode("utf-8"))
-        return ["\n".join("".join(run[2] for run in line) for line in page)
-                for page in record["pages"]]
+        return layout_texts(json.loads(read(path).decode("utf-8")))
 
     @classmethod
     def base_ppi(cls, config: dict[str, Any]) -> float | None:
