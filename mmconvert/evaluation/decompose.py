@@ -21,6 +21,7 @@ An evaluation of two or more answer conditions carries its own part of the table
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,23 @@ ANSWERS = ("blank", "image", "text", "text-budget")
 FIGURES = (*ANSWERS, "transcription", "nonce")
 DIFFERENCES = {"reading": ("image", "blank"), "modality": ("text", "image"),
                "budget": ("text-budget", "image"), "prior_reading": ("transcription", "nonce")}
+
+
+def blank_page(data: bytes) -> bytes:
+    """A page of ``data``'s size and mode holding nothing: every pixel its paper's colour
+    (the top-left corner's, inside every renderer's margin), as a PNG."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as page:
+        page.load()
+        paper = page.getpixel((0, 0))
+        blank = Image.new(page.mode, page.size, paper)
+        if page.mode == "P" and page.palette is not None:
+            blank.putpalette(page.getpalette() or [])
+    out = io.BytesIO()
+    blank.save(out, "PNG")
+    return out.getvalue()
+
 
 
 def _figure(values: list[float], seed: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import base64
 import os
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -42,7 +43,7 @@ from ..tokens import load_tokenizer
 from ..vision_tokens import TOKEN_RULES, image_tokens, token_rule
 from .budget import FIELD as BUDGET
 from .budget import Cut, budgeted, check, summary
-from .decompose import decomposition, drawn_nonce
+from .decompose import blank_page, decomposition, drawn_nonce
 from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
 from .judge import judge_prompt, read_judgement
 from .readers import READABLE, check_reader, is_reader, reader_model
@@ -58,6 +59,7 @@ from .results import (
     scoring_summary,
     summarise,
 )
+from .slots import Slots
 from .transcribe import (
     PAGE_MARK,
     PAGES,
@@ -189,24 +191,6 @@ def images_of(row: Row, condition: Condition) -> list[ImageEntry]:
     return row.images_in(roles)
 
 
-def blank_page(data: bytes) -> bytes:
-    """A page of ``data``'s size and mode holding nothing: every pixel its paper's colour
-    (the top-left corner's, inside every renderer's margin), as a PNG."""
-    import io
-
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as page:
-        page.load()
-        paper = page.getpixel((0, 0))
-        blank = Image.new(page.mode, page.size, paper)
-        if page.mode == "P" and page.palette is not None:
-            blank.putpalette(page.getpalette() or [])
-    out = io.BytesIO()
-    blank.save(out, "PNG")
-    return out.getvalue()
-
-
 def prompt_of(row: Row, condition: Condition) -> str:
     if condition == "text-budget":
         return row.carried(BUDGET)["prompt"]
@@ -307,12 +291,14 @@ def data_uri(data: bytes, path: str) -> str:
 
 
 def build_tasks(run: Path, rows: list[Row], conditions: list[Condition],
-                options: EvalOptions):
+                options: EvalOptions, slots: Slots | None = None):
+    """One inspect task a condition; with ``slots``, each request first takes one of the
+    evaluation's slots shared with its other processes."""
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.model import CachePolicy, ChatMessageUser, ContentImage, ContentText
     from inspect_ai.scorer import Score, mean, scorer
-    from inspect_ai.solver import generate
+    from inspect_ai.solver import generate, solver
 
     by_id = {row.id: row for row in rows}
 
@@ -339,6 +325,13 @@ def build_tasks(run: Path, rows: list[Row], conditions: list[Condition],
             return Score(value=scored.value, answer=scored.answer,
                          metadata={"parsed": scored.parsed, **scored.extra})
         return score
+
+    @solver(name="mmconvert_generate")
+    def asked():  # inspect's generate, each request holding one of the shared slots
+        async def solve(state, ask):
+            async with cast(Slots, slots).taken():
+                return await ask(state, cache=CachePolicy(expiry=None))
+        return solve
 
     tasks = []
     for condition in conditions:
@@ -368,7 +361,8 @@ def build_tasks(run: Path, rows: list[Row], conditions: list[Condition],
         scorers = [mmconvert_scorer()]
         tasks.append(Task(name=f"{run.name}-{condition}".replace(" ", "_"),
                           dataset=MemoryDataset(samples),
-                          solver=generate(cache=CachePolicy(expiry=None)),
+                          solver=generate(cache=CachePolicy(expiry=None))
+                          if slots is None else asked(),
                           scorer=scorers,
                           config=_generate_config(rows, options)))
     return tasks
@@ -427,15 +421,16 @@ def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, 
     os.environ["INSPECT_CACHE_DIR"] = str((cache or out / "cache").resolve())
     # one process per condition (the process executor): inspect's own bookkeeping is about
     # 10 ms of CPU a request in one event loop, so the conditions use a core each
-    # (bench/eval_speed.py); the concurrency is shared between them
-    share = max(1, options.concurrency // len(todo.conditions))
+    # (bench/eval_speed.py); they share the concurrency's slots (evaluation.slots)
     values = options.model_dump()
     count = len(todo.conditions)
+    slots = None
     if count > 1:  # what each condition's process would import, imported once before they fork
         _preload()
-    tasks = [(run, out, values, todo.rows, condition, display if count == 1 else "none", share)
+        slots = Slots(options.concurrency)
+    tasks = [(run, out, values, todo.rows, condition, display if count == 1 else "none")
              for condition in todo.conditions]
-    parts = list(local_executor(count, count).map(condition_worker, tasks))
+    parts = list(local_executor(count, count).map(partial(condition_worker, slots), tasks))
     found = {(o.id, o.condition): o for part in parts for o in part}
     refused = next((o.error for o in found.values() if o.error and REDIRECTED in o.error),
                    None)
@@ -490,19 +485,22 @@ def _preload() -> None:
         pass  # another inspect: each process reads it as it needs it
 
 
-def condition_worker():
-    """The executor's worker: one task is ``run_condition``'s arguments."""
-    return lambda task: run_condition(*task)
+def condition_worker(slots: Slots | None):
+    """The executor's worker: one task is ``run_condition``'s arguments. ``slots`` reaches the
+    worker processes by inheritance (a semaphore cannot be sent to them)."""
+    return lambda task: run_condition(*task, slots=slots)
 
 
 def run_condition(run: Path, out: Path, values: dict[str, Any], rows: list[Row],
-                  condition: Condition, display: str, concurrency: int) -> list[Outcome]:
-    """One condition of the selected ``rows`` as one inspect task (in this process); its
-    outcomes."""
+                  condition: Condition, display: str, *,
+                  slots: Slots | None = None) -> list[Outcome]:
+    """One condition of the selected ``rows`` as one inspect task (in this process), its
+    requests taking the evaluation's ``slots`` when it has other conditions; its outcomes."""
     from inspect_ai import eval as inspect_eval
 
     options = EvalOptions.model_validate(values)
-    (task,) = build_tasks(run, rows, [condition], options)
+    concurrency = options.concurrency
+    (task,) = build_tasks(run, rows, [condition], options, slots)
     # a model of its own for this endpoint (inspect memoizes models by name, and a second
     # evaluation in one process may talk to another server)
     model = reader_model(options.model) if is_reader(options.model) else \
