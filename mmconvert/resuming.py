@@ -11,8 +11,7 @@ from collections.abc import Collection
 
 from .errors import RunFolderError
 from .runfolder import RunFolder
-from .shards import check as check_shards
-from .shards import is_sharded
+from .shards import check_shards, is_sharded
 
 
 def take_stock(folder: RunFolder, selected: Collection[str] | None

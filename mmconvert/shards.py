@@ -342,7 +342,8 @@ def holds(path: Path, lines: list[bytes]) -> bool:
     return True
 
 
-def check(root: Path, ids: list[Any], lines: Callable[[], Iterator[bytes]]) -> tuple[int, int]:
+def check_shards(root: Path, ids: list[Any],
+                 lines: Callable[[], Iterator[bytes]]) -> tuple[int, int]:
     """Keep the shards that hold the manifest's rows (``ids``, in order, and ``lines()``, the
     manifest's lines) from the first, checked row by row and byte by byte (``holds``); remove
     the first one that does not and every one after it. Returns (manifest rows the kept

@@ -16,28 +16,13 @@ SAME_MEANING = {
     "plot": "each command's plot of its result (stats, curve, frontier, a sweep's eval)",
     "table": "each command's text table of its result",
     "point_config": "the render config of a curve's or a frontier's point",
-    "convert": "mmconvert.convert is converter.convert, imported when called "
-               "(document/truetype's converts a font; see KNOWN)",
+    "convert": "mmconvert.convert is converter.convert, imported when called",
     "load_recipe": "mmconvert.load_recipe is recipes.load_recipe, imported when called",
     "main": "the CLI's entry point, and the shipped score.py's",
 }
-# different meanings under one name, known, to be renamed: name -> the modules' meanings
-KNOWN = {
-    "RenderedDataset": "the training dataset of rows; VLMEvalKit's dataset class",
-    "check": "shards' check of a folder; a text budget's check of its options",
-    "check_fewshot": "the harness's one-line notice; lm-eval task's few-shot check",
-    "check_name": "an id or subset checked file-name safe; a harness task name checked",
-    "compare": "eval compare of folders; a recipe's fingerprint compared",
-    "convert": "converter.convert (a run); document.truetype.convert (a font)",
-    "dataset_folder": "the harness's data folder of a task; lm-eval's local dataset folder",
-    "export": "the exporters' function; the export command",
-    "harness": "the harness runtime's cache; the harness command",
-    "load": "an eval folder's results and responses; a style file",
-    "make": "a recipe made from its spec; a chain's run made",
-    "normalise": "dedup's normalised text; layout's normalised text for drawing",
-    "score": "the score command; an answer scored",
-    "tokens": "VCR's tokens of a span, strict and official",
-}
+# different meanings under one name, known, to be renamed: name -> the modules' meanings (none
+# left: the last 14 were renamed in one commit)
+KNOWN: dict[str, str] = {}
 STANDALONE = "exporters/templates/"  # shipped files, copied out as they are
 
 

@@ -19,7 +19,7 @@ from mmconvert.cli import main
 from mmconvert.errors import MMConvertError, UsageError
 from mmconvert.items import content_id
 from mmconvert.recipes import REFERENCE_ITEMS, Drawer, load_recipe, shipped
-from mmconvert.recipes.training import RenderedDataset
+from mmconvert.recipes.training import TrainingDataset
 from tests.test_stats import tiktoken_files
 
 SHIPPED = ["deepseek-ocr-base", "deepseek-ocr-large", "deepseek-ocr-small", "deepseek-ocr-tiny",
@@ -237,7 +237,7 @@ def test_training_transform_draws_each_item_with_its_own_seed():
     sizes = {image.size for images in whole for image in images}
     assert len(sizes) > 1  # the style is drawn per item
     # the item is what a renderer draws with --seed 7: the same pages as rendering in memory
-    again = RenderedDataset([{"id": "a", "text": "First passage.", "question": "q1?"}], recipe,
+    again = TrainingDataset([{"id": "a", "text": "First passage.", "question": "q1?"}], recipe,
                             seed=7, fields={"context": "text"})
     assert len(again) == 1 and digest(again[0]["images"]) == digest(whole[0])
     other_seed = recipe.transform(fields={"context": "text"}, seed=8)
@@ -406,7 +406,7 @@ def test_every_field_of_every_shipped_recipe_edited_is_caught():
     redone only where the edit can change it (a setting or a reference item); an edit of
     what was recorded is compared with the pages drawn once."""
     from mmconvert.recipes import Drawer, Recipe
-    from mmconvert.recipes.fingerprints import compare, made_with, page_hash, verify
+    from mmconvert.recipes.fingerprints import compare_pages, made_with, page_hash, verify
 
     caught, refused, missed = 0, 0, []
     for name, path in shipped().items():
@@ -416,14 +416,14 @@ def test_every_field_of_every_shipped_recipe_edited_is_caught():
         drawn = [[page_hash(p) for p in drawer.draw(ref.item, i).pages]
                  for i, ref in enumerate(recipe.references)]
         here = made_with(drawer)
-        assert compare(recipe, drawn, here).identical, name
+        assert compare_pages(recipe, drawn, here).identical, name
         for what, edit in edits(data):
             copy = json.loads(json.dumps(data))
             edit(copy)
             edited = Recipe.model_validate(copy)
             redraw = not (what.startswith("made_with") or ".pages[" in what)
             try:
-                verdict = verify(edited) if redraw else compare(edited, drawn, here)
+                verdict = verify(edited) if redraw else compare_pages(edited, drawn, here)
             except MMConvertError:  # the edit cannot draw (a scope a reference lacks): said
                 refused += 1
                 continue
@@ -508,8 +508,8 @@ def test_id_less_items_get_one_id_and_the_same_pixels_on_every_path(tmp_path):
              ("context", "question", "options", "answer", "language")}
     paths["transform"] = {k: digest(images) for k, images in
                           zip(ids, transform(batch)["images"], strict=True)}
-    dataset = RenderedDataset(list(reversed(IDLESS)), recipe)
-    paths["RenderedDataset"] = {k: digest(dataset[len(IDLESS) - 1 - n]["images"])
+    dataset = TrainingDataset(list(reversed(IDLESS)), recipe)
+    paths["TrainingDataset"] = {k: digest(dataset[len(IDLESS) - 1 - n]["images"])
                                 for n, k in enumerate(ids)}
     kit = KitDataset(IDLESS[::2] + IDLESS[1::2], "pixelworld", cache_dir=tmp_path / "kit")
     paths["VLMEvalKit"] = {k: digest(kit.drawn({"id": k}).images()) for k in ids}

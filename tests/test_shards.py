@@ -261,7 +261,8 @@ def test_a_stopped_run_keeps_the_shards_packed_in_order_and_resume_drops_the_res
     rows = JsonlLog(out / "manifest.jsonl").read()
     assert packed == [0, 2] and len(rows) == 4  # shard 0's rows only
     manifest = JsonlLog(out / "manifest.jsonl")
-    assert shards.check(out, [r["id"] for r in rows], manifest.lines) == (4, 1)  # shard 2 goes
+    # shard 2 goes
+    assert shards.check_shards(out, [r["id"] for r in rows], manifest.lines) == (4, 1)
     assert [p.name for p in shard_files(out)] == ["shard-000000.parquet"]
     assert shard_bytes(out)["shard-000000.parquet"] == \
         shard_bytes(sharded)["shard-000000.parquet"]

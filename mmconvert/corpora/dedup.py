@@ -74,7 +74,7 @@ def text_of(item: Item, which: DedupField) -> str:
     return "\n".join(p for p in (item.context, item.question, *item.options) if p)
 
 
-def normalise(text: str) -> str:
+def dedup_text(text: str) -> str:
     """What an exact duplicate ignores: Unicode form, case and runs of white space."""
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
 
@@ -94,7 +94,7 @@ def dedup_positions(items: Iterable[Item], options: DedupOptions, *, progress: b
         for i, item in enumerate(items):
             ids.append(item.id)
             text = text_of(item, options.field)
-            key = normalise(text)
+            key = dedup_text(text)
             if not key:
                 report.no_text.append(item.id)
                 continue

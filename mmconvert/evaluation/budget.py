@@ -24,7 +24,7 @@ Cut = Literal["head", "tail", "ends"]
 FIELD = "text_budget"
 
 
-def check(tokenizer: str | None, models: list[str] | None) -> str:
+def check_budget_options(tokenizer: str | None, models: list[str] | None) -> str:
     """The model whose vision tokens are the budget (the first --ratio-model); one line when
     the tokenizer or the model is missing."""
     if not tokenizer:

@@ -14,7 +14,7 @@ from ..manifest import JsonlLog
 from .results import unparsed_shares, unparsed_warnings, worst_unparsed
 
 
-def load(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load_evaluation(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     results, responses = folder / "results.json", folder / "responses.jsonl"
     if not results.is_file() or not responses.is_file():
         raise SourceError(f"{folder}: no results.json and responses.jsonl: not an mmconvert "
@@ -40,7 +40,7 @@ def lost_in_images(responses: list[dict[str, Any]]) -> set[str]:
 def compare(folders: list[Path]) -> dict[str, Any]:
     if len(folders) < 2:
         raise UsageError("mmconvert eval compare needs two or more eval folders")
-    loaded = [(folder, *load(folder)) for folder in folders]
+    loaded = [(folder, *load_evaluation(folder)) for folder in folders]
     runs = {results["run"] for _, results, _ in loaded}
     items = [{r["id"] for r in responses} for _, _, responses in loaded]
     common = set.intersection(*items)

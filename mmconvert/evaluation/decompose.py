@@ -29,7 +29,7 @@ from ..errors import UsageError
 from ..manifest import write_json
 from ..plots import pyplot, save_plot
 from ..rows import Row, manifest_entries
-from .compare import load
+from .compare import load_evaluation
 from .paired import bootstrap_mean, paired_bootstrap
 
 ANSWERS = ("blank", "image", "text", "text-budget")
@@ -68,7 +68,7 @@ def decompose(folders: list[Path], seed: int = 0) -> dict[str, Any]:
     scores = Scores()
     models: set[str] = set()
     for folder in folders:
-        results, responses = load(folder)
+        results, responses = load_evaluation(folder)
         models.add(results["model"])
         scores.add(responses, is_nonce(Path(results["run"])), str(folder))
     if len(models) > 1:

@@ -37,7 +37,7 @@ from ..recipes import load_recipe, options_section
 from ..recipes.resolve import Resolved, resolve_config
 from ..renderers import renderer_class, row_renderer
 from ..renderers.page_options import PageOptions
-from ..renderers.style_files import load, plain_value
+from ..renderers.style_files import load_style, plain_value
 from ..rows import Row
 from ..runfolder import LOCK, open_run, read_run_file
 from ..tokens import load_tokenizer
@@ -134,7 +134,7 @@ def style_points(options: FrontierOptions) -> list[Point]:
     from ..postprocess.sweep import parse_vary
 
     check_grid_fields(options.grid)
-    style, fixed = load(base_style(options))
+    style, fixed = load_style(base_style(options))
     if options.grid:
         base = {**fixed, **style.draw(options.seed, "frontier-base")}
         axes = [parse_vary(text, "--grid") for text in options.grid]

@@ -42,7 +42,7 @@ from ..scoring.transcription import transcription_scores
 from ..tokens import load_tokenizer
 from ..vision_tokens import TOKEN_RULES, image_tokens, token_rule
 from .budget import FIELD as BUDGET
-from .budget import Cut, budgeted, check, summary
+from .budget import Cut, budgeted, check_budget_options, summary
 from .decompose import blank_page, decomposition, drawn_nonce
 from .endpoint import REDIRECTED, SERVICE, api_key, check_endpoint, inspect_model
 from .judge import judge_prompt, read_judgement
@@ -227,7 +227,7 @@ def plan(run: Path, options: EvalOptions) -> Plan:
         if is_reader(options.model):
             check_readable(run, rows, conditions, options)
     if "text-budget" in conditions:  # each item's text cut to its pages' vision tokens
-        model = check(options.tokenizer, options.ratio_models)
+        model = check_budget_options(options.tokenizer, options.ratio_models)
         tokenizer = load_tokenizer(cast(str, options.tokenizer))
         rows = [budgeted(row, tokenizer, model, options.budget_cut) for row in rows]
     if options.probe == "transcribe":  # a page at a time where each page's text is recorded

@@ -30,8 +30,8 @@ from . import export as run_export
                    "naming it (fail), or record it in export-skipped.jsonl and go on (skip).")
 @click.option("--overwrite", is_flag=True, help="Replace what --out holds.")
 @reports_errors
-def export(run_dir, fmt, out, name, accepted_only, reject_votes, paths, on_error,
-                   overwrite):
+def export_cli(run_dir, fmt, out, name, accepted_only, reject_votes, paths, on_error,
+               overwrite):
     """Export RUN_DIR for an evaluation harness, leaving out the items rejected in its
     qa.jsonl; every format carries each item's text-only twin (text_prompt).
 
@@ -49,4 +49,4 @@ def export(run_dir, fmt, out, name, accepted_only, reject_votes, paths, on_error
 def export_command() -> click.Command:
     """The command; its ``--format`` names every registered exporter, a plugin's too (the
     module is imported when the command is used, ``cli.lazy_command``)."""
-    return export
+    return export_cli

@@ -101,7 +101,7 @@ def _leaves(index: dict[str, tuple[str, str | None, tuple[str, ...]]], name: str
     return found
 
 
-def dataset_folder(source: Path, config: dict[str, Any]) -> Path:
+def task_data_folder(source: Path, config: dict[str, Any]) -> Path:
     """The folder under ``source`` holding a task's dataset (``corpora.lmeval.dataset_folder``,
     the layout ``render lm-eval:TASK --source`` reads too)."""
     from ..corpora.lmeval import dataset_folder as folder_of
@@ -162,7 +162,7 @@ def task_yaml(task: str, config: dict[str, Any], source: Path | None, *,
         if config.get(name) is not None:
             out[name] = config[name]
     if source is not None:
-        builder, files = data_files(dataset_folder(source, config), config)
+        builder, files = data_files(task_data_folder(source, config), config)
         out["dataset_path"] = builder
         out.pop("dataset_name", None)
         out["dataset_kwargs"] = {"data_files": files}
@@ -242,7 +242,7 @@ def file_stem(task: str) -> str:
     return plain if plain == task else f"{plain}-{_digest(task)}"
 
 
-def check_name(task: str) -> str:
+def check_task_name(task: str) -> str:
     """A task name as lm-eval's index gives them (``corpora.lmeval.task_name_ok``), or one
     line."""
     from ..corpora.lmeval import task_name_ok
@@ -302,7 +302,7 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
     assert found is not None
     configs = {}
     for task in tasks:
-        check_name(task)
+        check_task_name(task)
         config = task_config(task)
         if config is None:
             raise UsageError(f"lm-eval task {task}: not a task of one YAML file")
@@ -324,7 +324,7 @@ def write_tasks(tasks: list[str], recipe: str, out: Path, *, harness: str = LM_E
                                "output_type": configs[task].get("output_type"),
                                "yaml": str(task_index()[task][1]),
                                "num_fewshot": configs[task].get("num_fewshot"),
-                               "source": str(dataset_folder(source, configs[task]).resolve())
+                               "source": str(task_data_folder(source, configs[task]).resolve())
                                if source is not None else None}
                         for task in configs},
               "source": str(source.resolve()) if source is not None else None,

@@ -38,13 +38,13 @@ def common(fn):
     return fn
 
 
-@click.group()
-def harness():
+@click.group("harness")
+def harness_group():
     """Tasks for the evaluation harnesses that draw each doc with a recipe as the harness
     runs, keeping the task's own data, prompts, few-shot examples, filters and metrics."""
 
 
-@harness.command("lm-eval")
+@harness_group.command("lm-eval")
 @common
 @reports_errors
 def lm_eval_command(tasks, recipe, source, out, prompt_style, tokenizer, models):
@@ -62,7 +62,7 @@ def lm_eval_command(tasks, recipe, source, out, prompt_style, tokenizer, models)
     write(LM_EVAL, tasks, recipe, source, out, prompt_style, tokenizer, models)
 
 
-@harness.command("lmms-eval")
+@harness_group.command("lmms-eval")
 @common
 @reports_errors
 def lmms_eval_command(tasks, recipe, source, out, prompt_style, tokenizer, models):
@@ -99,4 +99,4 @@ def write(harness, tasks, recipe, source, out, prompt_style, tokenizer, models):
 
 
 def harness_command() -> click.Group:
-    return harness
+    return harness_group

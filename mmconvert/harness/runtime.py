@@ -39,12 +39,12 @@ def argv_value(flag: str) -> str | None:
 def check_backend(folder: Path | None = None) -> None:
     """Run by the written module when the harness imports it: an image task asked of a
     backend, named on lm-eval's command line, that sends no images is refused before any
-    request; a ``--num_fewshot`` the written tasks do not take is said (``check_fewshot``)."""
+    request; a ``--num_fewshot`` the written tasks do not take is said (``fewshot_notice``)."""
     program = Path(sys.argv[0]).parent.name if sys.argv[0].endswith("__main__.py") \
         else Path(sys.argv[0]).name
     model, tasks = argv_value("--model"), argv_value("--tasks")
     if folder is not None and tasks is not None:
-        check_fewshot(folder, tasks)
+        fewshot_notice(folder, tasks)
     if program not in ("lm_eval", "lm-eval") or model is None or tasks is None:
         return
     images = [t for t in tasks.split(",") if t.startswith(PREFIX) and not t.endswith("_text")
@@ -57,7 +57,7 @@ def check_backend(folder: Path | None = None) -> None:
 _SAID: set[str] = set()
 
 
-def check_fewshot(folder: Path, tasks: str) -> None:
+def fewshot_notice(folder: Path, tasks: str) -> None:
     """``--num_fewshot N`` asked of written tasks that do not take it is one line on stderr
     for each (the harness would ignore it with a log line at INFO): lm-eval's
     multiple-choice tasks, asked with no examples (an example's answer is the letter of an

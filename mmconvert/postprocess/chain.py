@@ -41,7 +41,7 @@ class ChainSummary:
         return text
 
 
-def make(base: Path, steps: list[Transform], row: Row) -> Made | Failed:
+def chain_row(base: Path, steps: list[Transform], row: Row) -> Made | Failed:
     """One row through the chain."""
     try:
         pictures = [(entry, decode(read_entry(base, row, entry, f"images[{i}].path",
@@ -53,7 +53,7 @@ def make(base: Path, steps: list[Transform], row: Row) -> Made | Failed:
 
 
 def _worker(base: Path, steps: list[Transform]):
-    return functools.partial(make, base, steps)
+    return functools.partial(chain_row, base, steps)
 
 
 def transform_run(base: Path, out: Path, specs: list[str], *, workers: int = 1,

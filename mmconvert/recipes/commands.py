@@ -10,7 +10,7 @@ from ..cli import OneLineError, one_line, reports_errors
 from ..errors import MMConvertError, UsageError
 from ..manifest import atomic_write
 from . import dump, load_recipe
-from .fingerprints import make, verify
+from .fingerprints import make_recipe, verify
 
 
 @click.group()
@@ -78,7 +78,7 @@ def make_command(spec, out):
     Example:
       mmconvert recipe make my-spec.yaml --out my-recipe.yaml
     """
-    made = make(load_recipe(spec))
+    made = make_recipe(load_recipe(spec))
     atomic_write(out, dump(made).encode("utf-8"))
     pages = sum(len(ref.pages) for ref in made.references)
     click.echo(f"recipe {made.name}: {len(made.references)} reference item(s), {pages} "

@@ -76,7 +76,7 @@ def made_with(drawer: Drawer) -> dict[str, Any]:
     return record
 
 
-def make(recipe: Recipe) -> Recipe:
+def make_recipe(recipe: Recipe) -> Recipe:
     """``recipe`` with its ``made_with`` and its references' page hashes as this machine
     draws them (its own reference items, or the shipped ones)."""
     drawer = Drawer(recipe)
@@ -121,10 +121,10 @@ def verify(recipe: Recipe, *, allow_paid: bool = False) -> Verdict:
     drawer = Drawer(recipe)
     drawn = [[page_hash(p) for p in drawer.draw(reference.item, index).pages]
              for index, reference in enumerate(recipe.references)]
-    return compare(recipe, drawn, made_with(drawer))
+    return compare_pages(recipe, drawn, made_with(drawer))
 
 
-def compare(recipe: Recipe, drawn: list[list[PageHash]], here: dict[str, Any]) -> Verdict:
+def compare_pages(recipe: Recipe, drawn: list[list[PageHash]], here: dict[str, Any]) -> Verdict:
     """``recipe``'s fingerprint against its reference pages as drawn here (``drawn``, one list
     of pages a reference) and what they were made with here (``here``, ``made_with``)."""
     lines: list[str] = []

@@ -2,7 +2,7 @@
 
 ``recipe.transform()`` is a function for ``datasets.Dataset.with_transform`` (or ``set_transform``):
 each row of a batch becomes an item in the generic schema (``fields`` maps an item field to the
-dataset's column) and gains a column of its pages as Pillow images. ``RenderedDataset(rows,
+dataset's column) and gains a column of its pages as Pillow images. ``TrainingDataset(rows,
 recipe)`` is a map-style dataset (``__len__`` and ``__getitem__``, what PyTorch's ``DataLoader``
 reads) over any sequence of row dicts.
 
@@ -82,7 +82,7 @@ class ItemTransform:
         return out
 
 
-class RenderedDataset:
+class TrainingDataset:
     """``rows`` (a sequence of dicts: a list, a ``datasets.Dataset``) with each row's pages
     drawn as it is read: ``dataset[i]`` is the row with ``column`` added. A map-style dataset
     for PyTorch's ``DataLoader``, whose workers each open their own renderer."""

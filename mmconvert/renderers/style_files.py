@@ -194,7 +194,7 @@ def _parse_field(where: str, name: str, spec: Any, is_list: bool) -> Draw | Any:
     return draw
 
 
-def load(ref: str) -> tuple[Style, dict[str, Any]]:
+def load_style(ref: str) -> tuple[Style, dict[str, Any]]:
     """A style named by a preset name or a file path: the Style (its draws) and its fixed
     values. One line naming the file and the field on any problem."""
     shipped = presets()

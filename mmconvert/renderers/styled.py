@@ -20,7 +20,7 @@ from ..jobs import Job
 from ..options import cli, first_error
 from ..tokens import load_tokenizer
 from ..vision_tokens import image_tokens, token_rule
-from .style_files import Style, load
+from .style_files import Style, load_style
 from .target import TOLERANCE, TargetOptions, close_enough, fit, fit_pages, fit_width
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class StyledConfig(RunConfig):
         if not isinstance(data, dict) or not isinstance(data.get("style"), str):
             return data
 
-        style, fixed = load(data["style"])
+        style, fixed = load_style(data["style"])
         section = cls.STYLED
         fields = cls.model_fields[section].annotation.model_fields  # type: ignore[union-attr]
         options = data.get(section) or {}

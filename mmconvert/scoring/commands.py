@@ -9,12 +9,12 @@ import click
 from ..cli import reports_errors
 
 
-@click.group()
-def score():
+@click.group("score")
+def score_group():
     """Score a model's answers against a run."""
 
 
-@score.command("vcr")
+@score_group.command("vcr")
 @click.argument("source", type=click.Path(path_type=Path))
 @click.argument("predictions", type=click.Path(path_type=Path))
 @click.option("--protocol", type=click.Choice(["official", "strict"]), default="official",
@@ -46,4 +46,4 @@ def score_vcr(source, predictions, protocol, as_json):
 
 
 def score_command() -> click.Command:
-    return score
+    return score_group

@@ -43,7 +43,7 @@ def _strict_tokenizer(language: str):
     return spacy.blank(language).tokenizer
 
 
-def tokens(text: str, language: str, protocol: Protocol = "strict") -> list[str]:
+def span_tokens(text: str, language: str, protocol: Protocol = "strict") -> list[str]:
     """The protocol's tokens: official keeps white-space tokens (and Chinese words), strict
     leaves them out (and splits Chinese per character)."""
     if protocol == "official":
@@ -86,8 +86,8 @@ def strict_span(span: str, answer: str, language: str) -> SpanScore:
     except ImportError:
         raise UsageError(INSTALL_HINT) from None
     joiner = "" if language == "zh" else " "
-    wanted = tokens(span, language)
-    said = tokens(answer, language)
+    wanted = span_tokens(span, language)
+    said = span_tokens(answer, language)
     n = len(wanted)
     target = joiner.join(wanted)
     best: list[str] | None = None

@@ -15,9 +15,9 @@ from mmconvert.cli import main
 from mmconvert.corpora.dedup import (
     DedupOptions,
     dedup_positions,
+    dedup_text,
     near_duplicates,
     near_duplicates_faiss,
-    normalise,
 )
 from mmconvert.errors import UsageError
 from tests.conftest import FIXTURES, make_item
@@ -73,7 +73,8 @@ def test_greedy_keeps_the_first_of_a_chain():
 
 
 def test_normalised_text_ignores_case_width_and_spacing():
-    assert normalise("  The  Cat\n sat ") == normalise("the cat sat") == normalise("ｔｈｅ cat sat")
+    assert dedup_text("  The  Cat\n sat ") == dedup_text("the cat sat") \
+        == dedup_text("ｔｈｅ cat sat")
 
 
 def items_with_duplicates():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mmconvert.harness import check_name, file_stem, identifier, module_text
+from mmconvert.harness import check_task_name, file_stem, identifier, module_text
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
 
@@ -46,7 +46,7 @@ def test_names_are_literals_and_identifiers_in_the_written_module():
     assert file_stem("a/b") != "a/b" and "/" not in file_stem("a/b")
     for bad in ("arc_easy\nimport os", "../x", "a\\b", ".hidden", ""):
         with pytest.raises(Exception, match="not a name lm-eval gives"):
-            check_name(bad)
+            check_task_name(bad)
 
 
 def test_a_dotted_task_is_written_as_a_module_that_names_its_functions(tmp_path):
@@ -176,16 +176,16 @@ def test_a_num_fewshot_the_written_tasks_do_not_take_is_one_line(tmp_path, monke
                "mmconvert_arc_easy,mmconvert_arc_easy_text,mmconvert_gsm8k", "--num_fewshot"]
     monkeypatch.setattr(runtime, "_SAID", set())
     monkeypatch.setattr("sys.argv", [*program, "2"])
-    runtime.check_fewshot(tmp_path / "lm-eval", ",".join(program[2:3]))
+    runtime.fewshot_notice(tmp_path / "lm-eval", ",".join(program[2:3]))
     assert capsys.readouterr().err.splitlines() == [
         "mmconvert harness: --num_fewshot 2 is not used for mmconvert_arc_easy: a "
         "multiple-choice task is asked with no few-shot examples (an example's answer would "
         "be the letter of an option only its page shows)"]
-    runtime.check_fewshot(tmp_path / "lmms-eval", "mmconvert_gsm8k")
+    runtime.fewshot_notice(tmp_path / "lmms-eval", "mmconvert_gsm8k")
     assert capsys.readouterr().err.splitlines() == [
         "mmconvert harness: --num_fewshot 2 is not used for mmconvert_gsm8k: its prompt holds "
         "gsm8k's own few-shot examples (5), as lm-eval writes them"]
     monkeypatch.setattr("sys.argv", [*program, "0"])
     monkeypatch.setattr(runtime, "_SAID", set())
-    runtime.check_fewshot(tmp_path / "lm-eval", ",".join(program[2:3]))
+    runtime.fewshot_notice(tmp_path / "lm-eval", ",".join(program[2:3]))
     assert capsys.readouterr().err == ""

@@ -338,7 +338,7 @@ def test_id_less_items_give_the_same_prompt_pixels_and_score_on_every_path(tmp_p
     item with no gold answer is unscored on every path, never 0."""
     from mmconvert.items import content_id
     from mmconvert.recipes import load_recipe
-    from mmconvert.recipes.training import RenderedDataset as TrainingDataset
+    from mmconvert.recipes.training import TrainingDataset
     from mmconvert.scoring.spec import unscorable
     from tests.test_recipes import IDLESS
 

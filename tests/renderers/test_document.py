@@ -631,7 +631,7 @@ def test_a_converted_face_is_kept_checked_and_the_same_each_time(tmp_path, monke
     from fontTools.ttLib import TTFont
 
     from mmconvert.renderers.document.css import CODE_FACES, _shipped
-    from mmconvert.renderers.document.truetype import MAX_ERROR, convert, truetype
+    from mmconvert.renderers.document.truetype import MAX_ERROR, to_truetype, truetype
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     truetype.cache_clear()
@@ -639,7 +639,7 @@ def test_a_converted_face_is_kept_checked_and_the_same_each_time(tmp_path, monke
         source = _shipped(CODE_FACES["normal"])
         made = truetype(source)
         (kept,) = (tmp_path / "mmconvert" / "faces").iterdir()
-        assert kept.read_bytes() == made == convert(source)
+        assert kept.read_bytes() == made == to_truetype(source)
         assert truetype(made) is made  # TrueType already: served as it is
         cff, ttf = TTFont(io.BytesIO(source)), TTFont(io.BytesIO(made))
         assert "glyf" in ttf and "CFF " not in ttf

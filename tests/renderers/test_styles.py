@@ -15,7 +15,7 @@ from PIL import Image
 from mmconvert.errors import UsageError
 from mmconvert.qa.textlayer import check_pdf
 from mmconvert.renderers.page import PageJob, PageOptions, PageRenderer, RenderConfig, pixels
-from mmconvert.renderers.style_files import load, presets
+from mmconvert.renderers.style_files import load_style, presets
 from mmconvert.rows import PageRow
 from tests.conftest import make_item
 from tests.test_cli import run
@@ -161,9 +161,9 @@ def test_flags_given_beside_a_style_win_and_the_rest_comes_from_it():
 def test_every_preset_loads_and_lists(tmp_path):
     assert set(presets()) == {"readbench", "glyph", "pixelworld", "vtcbench", "wild"}
     for name in presets():
-        style, fixed = load(name)
+        style, fixed = load_style(name)
         assert style.name == name and len(style.sha256) == 64
-    glyph = load("glyph")[1]
+    glyph = load_style("glyph")[1]
     assert glyph["ppi"] == 72 and glyph["font_size"] == 9 and glyph["line_pitch"] == 10
     assert glyph["crop_pad"] == 10 and glyph["font"] == ["Noto Sans"]
     result = run("list", "styles")
@@ -188,7 +188,7 @@ def test_a_bad_style_file_is_one_line_naming_the_file_and_field(tmp_path, text, 
     path = tmp_path / "style.yaml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(UsageError) as err:
-        load(str(path))
+        load_style(str(path))
     assert str(path) in str(err.value) and message in str(err.value)
     assert "\n" not in str(err.value)
 

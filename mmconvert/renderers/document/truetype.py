@@ -47,7 +47,7 @@ def truetype(data: bytes) -> bytes:
             continue  # unreadable: converted again
         if path.name == _name(stem, kept):
             return kept
-    made = convert(data)
+    made = to_truetype(data)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / _name(stem, made), made, durable=False)
@@ -60,7 +60,7 @@ def _name(stem: str, face: bytes) -> str:
     return f"{stem}-{hashlib.sha256(face).hexdigest()[:16]}.ttf"
 
 
-def convert(data: bytes) -> bytes:
+def to_truetype(data: bytes) -> bytes:
     """An OpenType CFF face as TrueType: each glyph's cubic curves as quadratic ones (turned
     round: TrueType's outer contours run clockwise), every other table as it was, and the
     head table's dates kept, so that the bytes depend on the face alone."""
