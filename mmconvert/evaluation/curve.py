@@ -19,11 +19,13 @@ from the shared response cache (``OUT/cache``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, model_validator
 
+from ..executors.local import ProcessExecutor
 from ..locks import locked
 from ..manifest import write_json
 from ..options import cli
@@ -187,7 +189,6 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
                 tokenizer, display: str, echo) -> dict[str, Any]:
     """One model's points: the renders for its rule (shared by the models of one rule), its
     evaluations (``OUT/evals/<model>/<point>``), the response cache shared by all."""
-    from ..converter import convert
     from .sweeps import image_interval
 
     source, checked = {**RULE_SOURCES, **EXTRA_SOURCES}.get(RULE_ALIASES.get(rule, rule),
@@ -197,11 +198,11 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
     evaluation = EvalOptions.model_validate({**values, "model": model, "ratio_models": [rule]})
     labels = points_of(options)
     points = []
-    for number, (label, target) in enumerate(labels, start=1):
-        run = out / "points" / f"{safe(rule)}-{label}"
-        config = point_config(corpus, options, target, rule)
-        summary = convert(config.values, resolved=config, out=run, workers=options.workers,
-                          log=lambda m: None)
+    runs = [out / "points" / f"{safe(rule)}-{label}" for label, _ in labels]
+    drawn = draw_ahead([(corpus, options, target, rule, run)
+                        for (_, target), run in zip(labels, runs, strict=True)])
+    for number, ((label, target), run) in enumerate(zip(labels, runs, strict=True), start=1):
+        rendered, already_done = next(drawn)
         rows = open_run(run).rows()
         folder = out / "evals" / safe(model) / label
         point: dict[str, Any] = {"name": label, "target": target,
@@ -223,8 +224,8 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
         if "text" in overall:
             point["text"] = overall["text"]["score"]
         points.append(point)
-        echo(f"{model} [{number}/{len(labels)}] {label}: {summary.rendered} item(s) rendered, "
-             f"{summary.already_done} already done; {point['vision_tokens']} vision tokens an "
+        echo(f"{model} [{number}/{len(labels)}] {label}: {rendered} item(s) rendered, "
+             f"{already_done} already done; {point['vision_tokens']} vision tokens an "
              f"item, image {_pct(point['accuracy'])}, text at the budget "
              f"{_pct(point.get('text_baseline'))}, unparsed "
              f"{_pct(worst_unparsed(point['unparsed_share']))}")
@@ -234,6 +235,35 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
     return {"model": model, "rule": {"name": rule, "source": source, "checked": checked},
             "measure": headline(options.probe)[1],
             "text": texts.pop() if len(texts) == 1 else None, "points": points}
+
+
+def draw_ahead(points: list[tuple[str, CurveOptions, dict[str, Any] | None, str, Path]]
+               ) -> Iterator[tuple[int, int]]:
+    """Each point's render (``corpus, options, target, rule, run``), in order: its items
+    rendered and already done. With two points or more, the renders go on in a process of
+    their own while the points before them are evaluated, so a curve takes about its
+    rendering, or its requests, whichever is longer, not their sum (bench/curve_speed.py
+    --floor). Each render is the one ``render`` would make, into the point's own folder."""
+    if len(points) == 1:
+        yield draw_point(points[0])
+        return
+    yield from ProcessExecutor(1).map(point_drawer, points)
+
+
+def point_drawer():
+    """The render process's worker: one task is ``draw_point``'s."""
+    return draw_point
+
+
+def draw_point(point: tuple[str, CurveOptions, dict[str, Any] | None, str, Path]
+               ) -> tuple[int, int]:
+    from ..converter import convert
+
+    corpus, options, target, rule, run = point
+    config = point_config(corpus, options, target, rule)
+    summary = convert(config.values, resolved=config, out=run, workers=options.workers,
+                      log=lambda m: None)
+    return summary.rendered, summary.already_done
 
 
 def _pct(value: float | None) -> str:
