@@ -73,3 +73,41 @@ def test_no_module_outside_recipes_puts_a_recipe_together_itself():
                 if name in own:
                     found.append(f"{path.relative_to(package)}:{node.lineno} {name}")
     assert not found, found
+
+
+def test_a_later_side_wins_over_an_earlier_named_page_size(tmp_path):
+    """A recipe's (or a config file's) named page size and a later ``--page-height``: the
+    later side wins, the other stays the size's, and run.json says where each came from.
+    Before, the named size set both sides and the flag was silently lost."""
+    recipe_layer = {"page": {"page_size": "letter", "ppi": 72}}
+    resolved = resolve_config([("--config c.yaml", recipe_layer),
+                               ("flag", {"page": {"page_height": 5.0}})])
+    assert resolved.values["page"] == {"page_width": 8.5, "page_height": 5.0, "ppi": 72}
+    assert resolved.sources["page.page_width"] == "--config c.yaml"
+    assert resolved.sources["page.page_height"] == "flag"
+    assert "page.page_size" not in resolved.sources
+    assert recipe_layer == {"page": {"page_size": "letter", "ppi": 72}}  # not changed
+    # a later named size still sets both sides over earlier ones
+    again = resolve_config([("a", {"page": {"page_height": 5.0}}),
+                            ("b", {"page": {"page_size": "letter"}})])
+    assert again.values["page"] == {"page_height": 5.0, "page_size": "letter"}
+    config = tmp_path / "c.yaml"
+    config.write_text("page:\n  page_size: letter\n")
+    out = tmp_path / "run"
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--limit", 1, "--config", config,
+               "--page-height", 5, "--ppi", 72, "--crop", "none", "--out", out).exit_code == 0
+    page = json.loads((out / "manifest.jsonl").read_text().splitlines()[0])["images"][0]
+    assert (page["width"], page["height"]) == (8.5 * 72, 5 * 72)  # not 11 in high
+
+
+def test_a_page_size_and_a_side_given_together_must_agree(tmp_path):
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--page-size", "letter",
+                 "--page-height", 5, "--out", tmp_path / "run")
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: page.page_size letter is 8.5 x 11 in, and page.page_height is 5: give "
+        "page_size or page_width and page_height, not both")
+    assert not (tmp_path / "run" / "manifest.jsonl").exists()
+    # the same page twice (A4 as 8.27 in) is no conflict
+    assert run("render", "mmlu-redux", "--source", SAMPLE, "--limit", 1, "--page-size", "a4",
+               "--page-width", 8.27, "--out", tmp_path / "a4").exit_code == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..units import POINTS_PER_INCH, page_size
 from . import Recipe, load_recipe, merged
 from .fingerprints import fingerprint_note, run_record
 
@@ -63,9 +64,65 @@ def resolve_config(layers: list[tuple[str, dict[str, Any]]], *,
         record = run_record(found, recipe if isinstance(recipe, (str, Path)) else found.name,
                             note)
     for source, layer in layers:
+        _sides_agree(layer)
+        values = _sides_over_a_size(values, layer, sources)
         values = merged(values, layer)
         sources.update(dict.fromkeys(_leaves(layer), source))
     return Resolved(values, dict(sorted(sources.items())), found, note, record)
+
+
+SIDES = ("page_width", "page_height")
+
+
+def _sides_over_a_size(values: dict[str, Any], layer: dict[str, Any], sources: dict[str, str],
+                       prefix: str = "") -> dict[str, Any]:
+    """``values`` (not changed: a section may be a recipe's own) with a later source's
+    page_width or page_height over an earlier one's named ``page_size`` (a recipe's letter,
+    ``--page-height 5``) settled: the size gives way to its two sides, each recorded as coming
+    from where the size did, so that the later side wins as any later value does and the other
+    side stays the size's. (A named size sets both sides: the later one was silently lost.)"""
+    out = dict(values)
+    for key, value in layer.items():
+        held = out.get(key)
+        if isinstance(value, dict) and isinstance(held, dict):
+            out[key] = _sides_over_a_size(held, value, sources, f"{prefix}{key}.")
+    named = out.get("page_size")
+    if named is None or not any(side in layer for side in SIDES):
+        return out
+    from_where = sources.pop(f"{prefix}page_size", None)
+    del out["page_size"]
+    width, height = page_size(str(named))
+    out.update(page_width=width / POINTS_PER_INCH, page_height=height / POINTS_PER_INCH)
+    if from_where is not None:
+        sources.update({f"{prefix}{side}": from_where for side in SIDES})
+    return out
+
+
+# how far a side given beside a named page size may be from the size's own and still be the
+# same page (A4 is 8.2639 in wide, often written 8.27)
+SAME_SIDE = 0.01
+
+
+def _sides_agree(layer: dict[str, Any], prefix: str = "") -> None:
+    """One source giving a named page size and another side (``--page-size letter
+    --page-height 5``) is one line: the size would set both sides, and the side be lost."""
+    for key, value in layer.items():
+        if isinstance(value, dict):
+            _sides_agree(value, f"{prefix}{key}.")
+    named = layer.get("page_size")
+    if named is None:
+        return
+    try:
+        sides = [side / POINTS_PER_INCH for side in page_size(str(named))]
+    except ValueError:
+        return  # the config's own check names a size it cannot read
+    width, height = sides
+    for name, side in zip(SIDES, sides, strict=True):
+        given = layer.get(name)
+        if isinstance(given, (int, float)) and abs(given - side) > SAME_SIDE:
+            raise UsageError(f"{prefix}page_size {named} is {width:g} x {height:g} in, and "
+                             f"{prefix}{name} is {given:g}: give page_size or page_width and "
+                             "page_height, not both")
 
 
 def _leaves(values: dict[str, Any], prefix: str = "") -> list[str]:
