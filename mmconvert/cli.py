@@ -292,7 +292,8 @@ def run_command(renderer_name: str, name: str, corpus_options=None) -> click.Com
             renderer=config_model.model_fields["renderer"].default,
             mismatch=f": use mmconvert render CORPUS --recipe {recipe}",
             warn=lambda m: click.echo(m, err=True))
-        config = build(config_model, resolved.values, origin, flags=names)
+        config = build(config_model, resolved.values, origin, flags=names,
+                       sources=resolved.sources)
         api = build(ApiOptions, fill(api_flags, given, api_values), origin, flags=names) \
             if api_flags else None
         execution = fill(exec_flags, given, {"out": Path("runs") / f"{Path(corpus).stem}{suffix}"})

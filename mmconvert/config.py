@@ -329,14 +329,21 @@ FLAGS = "options"
 
 
 def build(model: type[BaseModel], values: dict[str, Any], origin: str = FLAGS,
-          whole: str = "options", flags: dict[str, str] | None = None):
+          whole: str = "options", flags: dict[str, str] | None = None,
+          sources: dict[str, str] | None = None):
     """Validate ``values`` into ``model``; the first problem becomes one readable line
     (``whole`` names the field of a problem with the model as a whole; values from flags are
-    named by their flag, ``flags`` naming those that are not ``--<field>``)."""
+    named by their flag, ``flags`` naming those that are not ``--<field>``). ``sources``
+    (``recipes.resolve``'s: each dotted field and where its value came from) names the source
+    of the field at fault instead of ``origin``: a recipe's bad value is the recipe's, not a
+    flag's."""
     try:
         return model.model_validate(values)
     except ValidationError as err:
         first = first_error(err)
+        named = (sources or {}).get(".".join(p for p in first["loc"] if isinstance(p, str)))
+        if named is not None:
+            origin = FLAGS if named == "flag" else named
         message = first["msg"]
         value = first.get("input")
         if first["loc"] and isinstance(value, (str, int, float)) and not isinstance(value, bool):

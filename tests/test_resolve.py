@@ -111,3 +111,25 @@ def test_a_page_size_and_a_side_given_together_must_agree(tmp_path):
     # the same page twice (A4 as 8.27 in) is no conflict
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--limit", 1, "--page-size", "a4",
                "--page-width", 8.27, "--out", tmp_path / "a4").exit_code == 0
+
+
+def test_a_bad_value_is_named_by_the_source_it_came_from(tmp_path):
+    """A recipe's bad value is the recipe's, a config file's the file's, a flag's the flag's
+    (the recipe's ppi was named ``--ppi``, a flag the user never gave)."""
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text("name: mine\nstyle: readbench\noptions:\n  ppi: -3\n  font_size: 400\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("page:\n  ppi: 5\n")
+
+    def error(*args) -> str:
+        result = run("render", "mmlu-redux", "--source", SAMPLE, *args,
+                     "--out", tmp_path / "run")
+        assert result.exit_code == 2, result.output
+        return result.output.strip().splitlines()[-1]
+
+    assert error("--recipe", recipe).startswith("Error: recipe mine: page.ppi: -3 is not a PPI")
+    assert error("--recipe", recipe, "--ppi", 3).startswith("Error: --ppi: 3 is not a PPI")
+    assert error("--recipe", recipe, "--config", config).startswith(
+        f"Error: --config {config}: page.ppi: 5 is not a PPI")
+    assert error("--recipe", recipe, "--ppi", 72).startswith(
+        "Error: recipe mine: page.font_size: Input should be less than or equal to 72")
