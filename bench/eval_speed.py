@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.openai_server import FakeOpenAI  # noqa: E402
+from tests.typed import typed  # noqa: E402
 
 
 def scoring_seconds(count: int = 10_000) -> float:
@@ -53,6 +54,7 @@ def scoring_seconds(count: int = 10_000) -> float:
         {"renderer": {"name": "occlude"}, "language": "en",
          "masked_spans": [{"text": "in front of a mirror"}, {"text": "a red umbrella"}]},
     ]
+    rows = [typed(row) for row in rows]  # as a run's reader hands them over
     replies = ["Let me think step by step about each option. The answer is (C).",
                "Mary went to the kitchen and then to the garden. Answer: garden",
                "The documents say it is kept in the old archive in Place 1. Answer: Place 1",

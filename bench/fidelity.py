@@ -25,6 +25,7 @@ from mmconvert.errors import ItemError  # noqa: E402
 from mmconvert.items import Item  # noqa: E402
 from mmconvert.qa.textlayer import check_pdf  # noqa: E402
 from mmconvert.renderers.page import PageJob, PageRenderer, RenderConfig  # noqa: E402
+from tests.typed import typed  # noqa: E402
 
 CHUNK = 6000  # characters per rendered item
 
@@ -115,7 +116,7 @@ def run(argv: list[str], style: str | None) -> int:
                                                "render": "context"}},
                        "id": item.id, "corpus": "fidelity", "subset": "x", "split": "x",
                        "context": text, "question": "", "options": []}
-                expected = PageRenderer.expected_text(row)
+                expected = PageRenderer.expected_text(typed(row))
                 report = check_pdf(result.pdf, expected, renderer.insets())
                 f_total += report.expected
                 f_missing += sum(report.missing.values())

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.openai_server import FakeOpenAI  # noqa: E402
+from tests.typed import typed  # noqa: E402
 
 SAMPLE = Path("/work/shared/data/mmlu-pro/data")
 FIXTURE = ROOT / "tests" / "fixtures" / "mmlu-pro" / "data"
@@ -68,7 +69,7 @@ def server(folders: list[Path], delay: float) -> FakeOpenAI:
         for png in pngs:  # every page the item is shown
             with Image.open(io.BytesIO(png)) as image:
                 area += image.width * image.height
-        right = area / len(expected_text(row)) >= PIXELS_PER_CHARACTER
+        right = area / len(expected_text(typed(row))) >= PIXELS_PER_CHARACTER
         return f"Answer: {row['answer'] if right else 'Z'}"
 
     return FakeOpenAI(answer=answer, delay=delay, models=("reader",))
@@ -80,7 +81,8 @@ def expected_accuracy(run: Path) -> float:
     from mmconvert.qa.checks import expected_text
 
     rows = JsonlLog(run / "manifest.jsonl").read()
-    right = [sum(i["width"] * i["height"] for i in r["images"]) / len(expected_text(r))
+    right = [sum(i["width"] * i["height"] for i in r["images"])
+             / len(expected_text(typed(r)))
              >= PIXELS_PER_CHARACTER for r in rows]
     return 100 * sum(right) / len(right)
 
