@@ -139,8 +139,11 @@ def convert(config: RunConfig | dict | None = None, *, items: list[dict] | None 
     if config is not None and not isinstance(config, (RunConfig, dict)):
         raise UsageError("config: expected a mapping of option names to values, not "
                          f"{type(config).__name__}")
-    given = config.model_dump(mode="json") if isinstance(config, RunConfig) else \
-        dict(config or {})
+    # a config model: the fields its caller set, and its renderer (the model's own); its
+    # defaults are not the caller's (given over a recipe, they silently undid its values)
+    given = {"renderer": config.renderer,
+             **config.model_dump(mode="json", exclude_unset=True)} \
+        if isinstance(config, RunConfig) else dict(config or {})
     if items is not None:
         given.setdefault("corpus", InMemory.name)
     if resolved is None:

@@ -9,8 +9,11 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
+
 import mmconvert
 from mmconvert.converter import convert
+from mmconvert.errors import UsageError
 from mmconvert.recipes.resolve import resolve_config
 from tests.conftest import SAMPLE
 from tests.test_cli import run
@@ -133,3 +136,26 @@ def test_a_bad_value_is_named_by_the_source_it_came_from(tmp_path):
         f"Error: --config {config}: page.ppi: 5 is not a PPI")
     assert error("--recipe", recipe, "--ppi", 72).startswith(
         "Error: recipe mine: page.font_size: Input should be less than or equal to 72")
+
+
+def test_a_config_model_over_a_recipe_gives_only_the_fields_it_sets(tmp_path):
+    """``convert(RenderConfig(...), recipe=...)``: the model's defaults are not the caller's.
+    They went over the recipe's values (Glyph's 72 PPI and 9 pt Noto Sans became 92.9 and
+    12 pt Liberation Sans, silently, under a run.json naming the recipe)."""
+    from mmconvert.renderers.document import DocumentConfig
+    from mmconvert.renderers.page import RenderConfig
+
+    common = {"corpus": "mmlu-redux", "source": str(SAMPLE), "limit": 1}
+    convert(common, recipe="glyph", out=tmp_path / "dict", log=lambda m: None)
+    convert(RenderConfig(**common), recipe="glyph", out=tmp_path / "model", log=lambda m: None)
+    made = {name: json.loads((tmp_path / name / "run.json").read_text())
+            for name in ("dict", "model")}
+    assert made["model"]["config"] == made["dict"]["config"]
+    assert made["model"]["config"]["page"]["ppi"] == 72.0
+    assert made["model"]["sources"] == {**made["dict"]["sources"], "renderer": "call"}
+    assert (tmp_path / "model" / "manifest.jsonl").read_bytes() == \
+        (tmp_path / "dict" / "manifest.jsonl").read_bytes()
+    # the model's own renderer is the caller's: a page recipe under a document config
+    with pytest.raises(UsageError, match="recipe glyph is drawn by the page renderer"):
+        convert(DocumentConfig(**common), recipe="glyph", out=tmp_path / "doc",
+                log=lambda m: None)
