@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mmconvert.renderers.fonts import font_chain
-from mmconvert.renderers.layout import Block, LineBreaker, normalise
+from mmconvert.renderers.layout import _PIECES, Block, LineBreaker, normalise
 
 WIDTH = 559.44  # A4 text width at 0.25 in margins, in points
 
@@ -134,6 +134,7 @@ def character_by_character(breaker: LineBreaker):
 def test_words_measured_whole_lay_out_as_character_by_character(options):
     """The fast path (a word of narrow visible characters measured once, and placed whole)
     gives the very pieces, runs and floats of the character-by-character one."""
+    _PIECES.clear()  # measured here, not taken from another case's breaker
     fast = LineBreaker(font_chain(), 10.37, 301.3, **options)
     slow = character_by_character(fast)
     for text in MIXED:
@@ -143,6 +144,27 @@ def test_words_measured_whole_lay_out_as_character_by_character(options):
         assert [[(r.x, r.text, r.font, r.end, r.glyphs) for r in line.runs] for line in ours] \
             == [[(r.x, r.text, r.font, r.end, r.glyphs) for r in line.runs] for line in theirs]
     assert fast._measured and not slow._measured
+
+
+def test_a_paragraph_s_pieces_kept_for_the_next_breaker_are_the_ones_it_would_measure():
+    """A budget search's breakers of one size and several widths share each paragraph's
+    pieces: the kept ones are those a breaker of its own measures, float for float, and the
+    lines they make are the same; a list handed out is the caller's to change."""
+    for size, spacing in ((10.37, 0.0), (10.37, 0.4), (11.0, 0.0)):
+        for text in MIXED:
+            _PIECES.clear()
+            LineBreaker(font_chain(), size, 301.3, spacing=spacing).pieces(text).clear()
+            assert _PIECES.get((font_chain(), size, spacing, text)) is not None  # kept
+            for width in (150.7, 301.3, 412.9):
+                kept = LineBreaker(font_chain(), size, width, spacing=spacing)
+                alone = LineBreaker(font_chain(), size, width, spacing=spacing)
+                alone.pieces = alone.measured_pieces  # measures every paragraph itself
+                assert kept.pieces(text) == alone.pieces(text)
+                block = Block(text, hanging=7.5)
+                assert [[(r.x, r.text, r.font, r.end) for r in line.runs]
+                        for line in kept.lines(block)] == \
+                    [[(r.x, r.text, r.font, r.end) for r in line.runs]
+                     for line in alone.lines(block)]
 
 
 def test_the_space_and_control_tables_are_unicodes():
