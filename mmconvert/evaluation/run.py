@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -317,8 +318,9 @@ def build_tasks(run: Path, rows: list[Row], conditions: list[Condition],
                 return Score(value=read.precision or 0.0, answer=None,
                              metadata={"parsed": read.recall is not None, **read.as_dict()})
             if judge is not None and free_form(row):
-                reply = await judge.generate(judge_prompt(row, response),
-                                             cache=CachePolicy(expiry=None))
+                async with slots.taken() if slots is not None else nullcontext():
+                    reply = await judge.generate(judge_prompt(row, response),
+                                                 cache=CachePolicy(expiry=None))
                 scored = read_judgement(reply.completion or "")
             else:
                 scored = score_row(row, response, protocol=options.protocol)

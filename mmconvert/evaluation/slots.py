@@ -11,7 +11,8 @@ server never sees more than ``--concurrency`` at once and no slot waits on a fin
 condition.
 
 A slot is taken before inspect's ``generate`` and given back after it, retries included, so
-the wait for a slot is not counted against ``--timeout``'s bound on an attempt.
+the wait for a slot is not counted against ``--timeout``'s bound on an attempt; a judge's
+request (``--judge-model``, made while the answer is scored) takes one too.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ real server on 127.0.0.1 counts the requests it holds at once."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.openai_server import FakeOpenAI
@@ -46,3 +48,31 @@ def test_the_conditions_processes_share_the_whole_concurrency(sample_run, tmp_pa
     # ... and all 4 used: split evenly (4 // 3 = 1 each), the cached text's share sat idle
     # and the server saw at most 2
     assert most_at_once(fake.requests("chat")[first:]) == 4
+
+
+def test_a_judges_requests_take_the_same_slots(tmp_path, monkeypatch):
+    """Free-form answers graded by ``--judge-model``: the judge's requests, made while each
+    answer is scored, count against ``--concurrency`` too (they took none)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written")
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(f'{{"id": "q-{n}", "question": "Name {n}?", "answer": "x{n}"}}\n'
+                             for n in range(8)))
+    assert run("render", items, "--out", tmp_path / "run").exit_code == 0
+
+    def answer(body):
+        text = json.dumps(body["messages"])
+        return "SCORE: 10" if "You are grading" in text else "It is x1."
+
+    fake = FakeOpenAI(answer=answer, models=("reader", "judge"), delay=0.25)
+    url = fake.start()
+    try:
+        result = run("eval", tmp_path / "run", "--model", "reader", "--judge-model", "judge",
+                     "--modality", "image,text", "--concurrency", "2", "--base-url", url,
+                     "--out", tmp_path / "ev")
+        assert result.exit_code == 0, result.output
+    finally:
+        fake.stop()
+    asked = fake.requests("chat")
+    # a judgement an item (the image's and the text's replies are one, judged once: cached)
+    assert sum("You are grading" in json.dumps(e.body) for e in asked) >= 8
+    assert most_at_once(asked) == 2
