@@ -111,6 +111,12 @@ def test_a_page_size_and_a_side_given_together_must_agree(tmp_path):
         "Error: page.page_size letter is 8.5 x 11 in, and page.page_height is 5: give "
         "page_size or page_width and page_height, not both")
     assert not (tmp_path / "run" / "manifest.jsonl").exists()
+    # a size that is no size, under a later side: its own one line, as without the side
+    config = tmp_path / "c.yaml"
+    config.write_text("page:\n  page_size: huge\n")
+    result = run("render", "mmlu-redux", "--source", SAMPLE, "--config", config,
+                 "--page-height", 5, "--out", tmp_path / "huge")
+    assert result.exit_code == 2 and "'huge' is not a page size" in result.output
     # the same page twice (A4 as 8.27 in) is no conflict
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--limit", 1, "--page-size", "a4",
                "--page-width", 8.27, "--out", tmp_path / "a4").exit_code == 0

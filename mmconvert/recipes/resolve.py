@@ -89,9 +89,12 @@ def _sides_over_a_size(values: dict[str, Any], layer: dict[str, Any], sources: d
     named = out.get("page_size")
     if named is None or not any(side in layer for side in SIDES):
         return out
+    try:
+        width, height = page_size(str(named))
+    except ValueError:
+        return out  # the config's own check names a size it cannot read
     from_where = sources.pop(f"{prefix}page_size", None)
     del out["page_size"]
-    width, height = page_size(str(named))
     out.update(page_width=width / POINTS_PER_INCH, page_height=height / POINTS_PER_INCH)
     if from_where is not None:
         sources.update({f"{prefix}{side}": from_where for side in SIDES})
