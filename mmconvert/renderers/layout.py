@@ -9,6 +9,7 @@ next 0.5 in stop. Text must already be normalised (see ``normalise``).
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass, field, replace
 from functools import reduce
@@ -154,23 +155,28 @@ class _Kept:
     def __init__(self, chars: int):
         self.chars, self.held = chars, 0
         self._found: dict[tuple, tuple[Piece, ...]] = {}
+        self._lock = threading.Lock()  # a thread executor's workers lay out side by side
 
     def get(self, key: tuple) -> tuple[Piece, ...] | None:
         return self._found.get(key)
 
     def clear(self) -> None:
-        self._found.clear()
-        self.held = 0
+        with self._lock:
+            self._found.clear()
+            self.held = 0
 
     def keep(self, key: tuple, pieces: tuple[Piece, ...], size: int) -> None:
         if size > self.chars:
             return
-        while self._found and self.held + size > self.chars:
-            oldest = next(iter(self._found))
-            self.held -= len(oldest[-1])
-            del self._found[oldest]
-        self._found[key] = pieces
-        self.held += size
+        with self._lock:
+            if key in self._found:
+                return
+            while self._found and self.held + size > self.chars:
+                oldest = next(iter(self._found))
+                self.held -= len(oldest[-1])
+                del self._found[oldest]
+            self._found[key] = pieces
+            self.held += size
 
 
 # a long context's worth: each character's pieces take about 40 bytes, so about 40 MB at most
