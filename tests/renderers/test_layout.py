@@ -167,6 +167,19 @@ def test_a_paragraph_s_pieces_kept_for_the_next_breaker_are_the_ones_it_would_me
                      for line in alone.lines(block)]
 
 
+def test_kept_pieces_let_the_oldest_go_past_their_bound():
+    from mmconvert.renderers.layout import _Kept
+
+    kept = _Kept(10)
+    for text in ("abcd", "efgh", "ijkl"):
+        kept.keep(("k", text), (), len(text))
+    assert kept.get(("k", "abcd")) is None and kept.get(("k", "ijkl")) == ()
+    assert kept.held == 8
+    kept.keep(("k", "ijkl"), (), 4)  # kept once
+    kept.keep(("k", "x" * 11), (), 11)  # past the bound alone: not kept
+    assert kept.held == 8 and kept.get(("k", "x" * 11)) is None
+
+
 def test_the_space_and_control_tables_are_unicodes():
     """``_SPACES`` and ``_CONTROLS`` hold exactly the characters their predicates name."""
     import unicodedata
