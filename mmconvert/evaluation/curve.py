@@ -35,7 +35,9 @@ from ..rows import Row
 from ..runfolder import LOCK, open_run
 from ..tokens import load_tokenizer
 from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES, token_rule
+from .endpoint import api_key, check_endpoint
 from .frontier import point_compression
+from .readers import check_reader, is_reader
 from .results import (
     PRECISION,
     READ_NOTE,
@@ -170,6 +172,8 @@ def curve(corpus: str, out: Path, options: CurveOptions, *, display: str = "none
     """Render and score every model's points into ``out``; write and return curve.json: a
     curve per model (``curves``), each with its rule named."""
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
+    for model, rule in options.pairs():  # and an endpoint that will not answer
+        reachable(evaluation_options(options, model, rule))
     if options.recipe is not None:  # its fingerprint's note, once
         resolve_config([], recipe=options.recipe, warn=echo)
     with locked(out / LOCK, out):
@@ -193,9 +197,7 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
 
     source, checked = {**RULE_SOURCES, **EXTRA_SOURCES}.get(RULE_ALIASES.get(rule, rule),
                                                            ("", None))
-    values = {name: getattr(options, name) for name in EvalOptions.model_fields
-              if name not in ("limit", "subsets", "ratio_models", "model")}
-    evaluation = EvalOptions.model_validate({**values, "model": model, "ratio_models": [rule]})
+    evaluation = evaluation_options(options, model, rule)
     labels = points_of(options)
     points = []
     runs = [out / "points" / f"{safe(rule)}-{label}" for label, _ in labels]
@@ -235,6 +237,22 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
     return {"model": model, "rule": {"name": rule, "source": source, "checked": checked},
             "measure": headline(options.probe)[1],
             "text": texts.pop() if len(texts) == 1 else None, "points": points}
+
+
+def evaluation_options(options: CurveOptions, model: str, rule: str) -> EvalOptions:
+    """``eval``'s options for one model's points."""
+    values = {name: getattr(options, name) for name in EvalOptions.model_fields
+              if name not in ("limit", "subsets", "ratio_models", "model")}
+    return EvalOptions.model_validate({**values, "model": model, "ratio_models": [rule]})
+
+
+def reachable(evaluation: EvalOptions) -> None:
+    """The model answers here before anything is drawn: a local reader is installed, or the
+    endpoint takes the key and lists the model (``eval``'s own checks, one free request)."""
+    if is_reader(evaluation.model):
+        check_reader(evaluation.model)
+    else:
+        check_endpoint(evaluation, api_key(evaluation))
 
 
 def draw_ahead(points: list[tuple[str, CurveOptions, dict[str, Any] | None, str, Path]]

@@ -139,3 +139,24 @@ def test_a_curve_of_unparsed_replies_says_so_everywhere(tmp_path, monkeypatch):
     assert "unparsed" in header
     assert sorted(p.name for p in (out / "evals").iterdir()) == [
         "org_m", "org_m-" + __import__("hashlib").sha256(b"org/m").hexdigest()[:8]]
+
+
+@pytest.mark.slow
+def test_a_model_the_endpoint_does_not_list_stops_the_curve_before_anything_is_drawn(
+        tmp_path, monkeypatch):
+    """eval's own free check (GET /models), made once for every model before the first point
+    is drawn: the curve drew its first point, and its second beside the first evaluation,
+    before it said so."""
+    items = codeword_items(tmp_path / "items.jsonl", 2, 12, (1,))
+    fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    try:
+        result = run("curve", items, "--model", "reader,readr", "--base-url", url,
+                     "--tokenizer", "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl",
+                     "--budgets", "128,256", "--recipe", "readbench", "--out", tmp_path / "c")
+    finally:
+        fake.stop()
+    assert result.exit_code != 0 and "readr" in result.output.strip().splitlines()[-1]
+    assert not (tmp_path / "c" / "points").exists() and not fake.requests("chat")
