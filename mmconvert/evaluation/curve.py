@@ -173,7 +173,7 @@ def curve(corpus: str, out: Path, options: CurveOptions, *, display: str = "none
     curve per model (``curves``), each with its rule named."""
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
     for model, rule in options.pairs():  # and an endpoint that will not answer
-        reachable(evaluation_options(options, model, rule))
+        model_answers_here(evaluation_options(options, model, rule))
     if options.recipe is not None:  # its fingerprint's note, once
         resolve_config([], recipe=options.recipe, warn=echo)
     with locked(out / LOCK, out):
@@ -246,7 +246,7 @@ def evaluation_options(options: CurveOptions, model: str, rule: str) -> EvalOpti
     return EvalOptions.model_validate({**values, "model": model, "ratio_models": [rule]})
 
 
-def reachable(evaluation: EvalOptions) -> None:
+def model_answers_here(evaluation: EvalOptions) -> None:
     """The model answers here before anything is drawn: a local reader is installed, or the
     endpoint takes the key and lists the model (``eval``'s own checks, one free request)."""
     if is_reader(evaluation.model):
