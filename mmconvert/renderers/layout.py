@@ -149,8 +149,7 @@ class Piece:
 
 
 class _Kept:
-    """Paragraphs' pieces by (fonts, size, spacing, paragraph), the oldest let go past
-    ``chars`` characters of paragraphs held."""
+    """Paragraphs' pieces by (fonts, size, spacing, paragraph); the oldest go past ``chars``."""
 
     def __init__(self, chars: int):
         self.chars, self.held = chars, 0
@@ -166,10 +165,8 @@ class _Kept:
             self.held = 0
 
     def keep(self, key: tuple, pieces: tuple[Piece, ...], size: int) -> None:
-        if size > self.chars:
-            return
         with self._lock:
-            if key in self._found:
+            if size > self.chars or key in self._found:
                 return
             while self._found and self.held + size > self.chars:
                 oldest = next(iter(self._found))
@@ -179,8 +176,7 @@ class _Kept:
             self.held += size
 
 
-# a long context's worth: each character's pieces take about 40 bytes, so about 40 MB at most
-_PIECES = _Kept(1_000_000)
+_PIECES = _Kept(1_000_000)  # a long context's worth: about 40 bytes a character, 40 MB at most
 
 
 class LineBreaker:
@@ -190,10 +186,7 @@ class LineBreaker:
 
     def __init__(self, chain: FontChain, size: float, width: float, *, spacing: float = 0.0,
                  words: bool = False, shrink: float = 0.0):
-        self.chain = chain
-        self.size = size
-        self.width = width
-        self.spacing = spacing
+        self.chain, self.size, self.width, self.spacing = chain, size, width, spacing
         self.words = words or bool(spacing)
         # the share of each space's width a line may run past ``width`` to take one more
         # word (reportlab's spaceShrinkage); 0: never past it
