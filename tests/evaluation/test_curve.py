@@ -109,6 +109,20 @@ def test_vtcbenchs_two_modes_are_a_recipe_with_or_without_a_size_per_model():
 
 
 @pytest.mark.slow
+def readbench_curve(fake: FakeOpenAI, monkeypatch, items, models: str, budgets: str, out):
+    """``mmconvert curve`` of ``items`` in ReadBench's pages, for qwen2.5-vl's rule, against
+    ``fake`` (started and stopped here)."""
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    try:
+        return run("curve", items, "--model", models, "--base-url", url, "--tokenizer",
+                   "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl", "--budgets", budgets,
+                   "--recipe", "readbench", "--out", out)
+    finally:
+        fake.stop()
+
+
 def test_a_curve_of_unparsed_replies_says_so_everywhere(tmp_path, monkeypatch):
     """Issue 53: replies with no answer line made every point 0.0 %, and only each point's
     results.json said they were unparsed. Now curve.json, the table and a warning say it; two
@@ -116,15 +130,7 @@ def test_a_curve_of_unparsed_replies_says_so_everywhere(tmp_path, monkeypatch):
     items = codeword_items(tmp_path / "items.jsonl", 2, 4, (1,))
     out = tmp_path / "curve"
     fake = FakeOpenAI(answer=lambda body: "I think it is ZEPHYR000.", models=("org/m", "org_m"))
-    url = fake.start()
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
-    try:
-        result = run("curve", items, "--model", "org/m,org_m", "--base-url", url,
-                     "--tokenizer", "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl",
-                     "--budgets", "256", "--recipe", "readbench", "--out", out)
-    finally:
-        fake.stop()
+    result = readbench_curve(fake, monkeypatch, items, "org/m,org_m", "256", out)
     assert result.exit_code == 0, result.output
     found = json.loads((out / "curve.json").read_text())
     for curve in found["curves"]:
@@ -149,14 +155,7 @@ def test_a_model_the_endpoint_does_not_list_stops_the_curve_before_anything_is_d
     before it said so."""
     items = codeword_items(tmp_path / "items.jsonl", 2, 12, (1,))
     fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
-    url = fake.start()
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
-    try:
-        result = run("curve", items, "--model", "reader,readr", "--base-url", url,
-                     "--tokenizer", "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl",
-                     "--budgets", "128,256", "--recipe", "readbench", "--out", tmp_path / "c")
-    finally:
-        fake.stop()
+    result = readbench_curve(fake, monkeypatch, items, "reader,readr", "128,256",
+                             tmp_path / "c")
     assert result.exit_code != 0 and "readr" in result.output.strip().splitlines()[-1]
     assert not (tmp_path / "c" / "points").exists() and not fake.requests("chat")
