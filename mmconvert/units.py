@@ -92,6 +92,12 @@ def page_size(value: str) -> tuple[float, float]:
     return width, height
 
 
+def page_inches(value: str) -> tuple[float, float]:
+    """``page_size``'s (width, height), in inches."""
+    width, height = page_size(value)
+    return width / POINTS_PER_INCH, height / POINTS_PER_INCH
+
+
 POINTS_PER_INCH = 72.0
 
 

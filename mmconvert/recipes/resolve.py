@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..units import POINTS_PER_INCH, page_size
+from ..units import page_inches
 from . import Recipe, load_recipe, merged
 from .fingerprints import fingerprint_note, run_record
 
@@ -64,9 +64,7 @@ def resolve_config(layers: list[tuple[str, dict[str, Any]]], *,
         record = run_record(found, recipe if isinstance(recipe, (str, Path)) else found.name,
                             note)
     for source, layer in layers:
-        _sides_agree(layer)
-        values = _sides_over_a_size(values, layer, sources)
-        values = merged(values, layer)
+        values = merged(_sides_settled(values, layer, sources), layer)
         sources.update(dict.fromkeys(_leaves(layer), source))
     return Resolved(values, dict(sorted(sources.items())), found, note, record)
 
@@ -74,28 +72,33 @@ def resolve_config(layers: list[tuple[str, dict[str, Any]]], *,
 SIDES = ("page_width", "page_height")
 
 
-def _sides_over_a_size(values: dict[str, Any], layer: dict[str, Any], sources: dict[str, str],
-                       prefix: str = "") -> dict[str, Any]:
+def _sides_settled(values: dict[str, Any], layer: dict[str, Any], sources: dict[str, str],
+                   prefix: str = "") -> dict[str, Any]:
     """``values`` (not changed: a section may be a recipe's own) with a later source's
     page_width or page_height over an earlier one's named ``page_size`` (a recipe's letter,
     ``--page-height 5``) settled: the size gives way to its two sides, each recorded as coming
     from where the size did, so that the later side wins as any later value does and the other
-    side stays the size's. (A named size sets both sides: the later one was silently lost.)"""
+    side stays the size's. (A named size sets both sides: the later one was silently lost.)
+    Each section of ``layer`` is checked on the way (``_sides_agree``)."""
     out = dict(values)
     for key, value in layer.items():
-        held = out.get(key)
-        if isinstance(value, dict) and isinstance(held, dict):
-            out[key] = _sides_over_a_size(held, value, sources, f"{prefix}{key}.")
+        if isinstance(value, dict):
+            held = out.get(key)
+            settled = _sides_settled(held if isinstance(held, dict) else {}, value, sources,
+                                     f"{prefix}{key}.")
+            if isinstance(held, dict):
+                out[key] = settled
+    _sides_agree(layer, prefix)
     named = out.get("page_size")
     if named is None or not any(side in layer for side in SIDES):
         return out
     try:
-        width, height = page_size(str(named))
+        width, height = page_inches(str(named))
     except ValueError:
         return out  # the config's own check names a size it cannot read
     from_where = sources.pop(f"{prefix}page_size", None)
     del out["page_size"]
-    out.update(page_width=width / POINTS_PER_INCH, page_height=height / POINTS_PER_INCH)
+    out.update(page_width=width, page_height=height)
     if from_where is not None:
         sources.update({f"{prefix}{side}": from_where for side in SIDES})
     return out
@@ -106,26 +109,22 @@ def _sides_over_a_size(values: dict[str, Any], layer: dict[str, Any], sources: d
 SAME_SIDE = 0.01
 
 
-def _sides_agree(layer: dict[str, Any], prefix: str = "") -> None:
-    """One source giving a named page size and another side (``--page-size letter
+def _sides_agree(section: dict[str, Any], prefix: str) -> None:
+    """One source's section giving a named page size and another side (``--page-size letter
     --page-height 5``) is one line: the size would set both sides, and the side be lost."""
-    for key, value in layer.items():
-        if isinstance(value, dict):
-            _sides_agree(value, f"{prefix}{key}.")
-    named = layer.get("page_size")
+    named = section.get("page_size")
     if named is None:
         return
     try:
-        sides = [side / POINTS_PER_INCH for side in page_size(str(named))]
+        sides = page_inches(str(named))
     except ValueError:
         return  # the config's own check names a size it cannot read
-    width, height = sides
     for name, side in zip(SIDES, sides, strict=True):
-        given = layer.get(name)
+        given = section.get(name)
         if isinstance(given, (int, float)) and abs(given - side) > SAME_SIDE:
-            raise UsageError(f"{prefix}page_size {named} is {width:g} x {height:g} in, and "
-                             f"{prefix}{name} is {given:g}: give page_size or page_width and "
-                             "page_height, not both")
+            raise UsageError(f"{prefix}page_size {named} is {sides[0]:g} x {sides[1]:g} in, "
+                             f"and {prefix}{name} is {given:g}: give page_size or page_width "
+                             "and page_height, not both")
 
 
 def _leaves(values: dict[str, Any], prefix: str = "") -> list[str]:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..items import RenderPart
 from ..options import OPTIONS, cli
-from ..units import POINTS_PER_INCH, PPI, Colour, Inches, Points, is_gray, page_size
+from ..units import POINTS_PER_INCH, PPI, Colour, Inches, Points, is_gray, page_inches
 from .fonts import page_font
 
 
@@ -17,9 +17,8 @@ def named_page_size(data: Any) -> Any:
     """Options given as a dict with a named ``page_size`` (a4, letter): its width and height
     in inches set from it."""
     if isinstance(data, dict) and data.get("page_size") is not None:
-        width, height = page_size(str(data["page_size"]))
-        data = {**data, "page_width": width / POINTS_PER_INCH,
-                "page_height": height / POINTS_PER_INCH}
+        width, height = page_inches(str(data["page_size"]))
+        data = {**data, "page_width": width, "page_height": height}
     return data
 
 
