@@ -306,6 +306,9 @@ def build_tasks(run: Path, rows: list[Row], conditions: list[Condition],
     judge = inspect_model(options.judge_model, options.base_url) if options.judge_model \
         else None
 
+    def slot():  # one of the evaluation's slots, when its processes share them
+        return slots.taken() if slots is not None else nullcontext()
+
     @scorer(metrics=[mean()], name="mmconvert")
     def mmconvert_scorer():
         async def score(state, target):
@@ -318,7 +321,7 @@ def build_tasks(run: Path, rows: list[Row], conditions: list[Condition],
                 return Score(value=read.precision or 0.0, answer=None,
                              metadata={"parsed": read.recall is not None, **read.as_dict()})
             if judge is not None and free_form(row):
-                async with slots.taken() if slots is not None else nullcontext():
+                async with slot():
                     reply = await judge.generate(judge_prompt(row, response),
                                                  cache=CachePolicy(expiry=None))
                 scored = read_judgement(reply.completion or "")
@@ -331,7 +334,7 @@ def build_tasks(run: Path, rows: list[Row], conditions: list[Condition],
     @solver(name="mmconvert_generate")
     def asked():  # inspect's generate, each request holding one of the shared slots
         async def solve(state, ask):
-            async with cast(Slots, slots).taken():
+            async with slot():
                 return await ask(state, cache=CachePolicy(expiry=None))
         return solve
 
