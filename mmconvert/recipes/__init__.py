@@ -424,7 +424,7 @@ class Drawer:
             pictures = self.job.pictures(made, self.job.part(made, self.corpus))
         except ItemError as err:
             raise MMConvertError(str(err)) from None
-        return pictures if pictures is not None else self.draw(item, index).images()
+        return pictures if pictures is not None else self.draw(made, index).images()
 
 
 def dump(recipe: Recipe) -> str:
