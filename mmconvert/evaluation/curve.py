@@ -35,9 +35,7 @@ from ..rows import Row
 from ..runfolder import LOCK, open_run
 from ..tokens import load_tokenizer
 from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES, token_rule
-from .endpoint import api_key, check_endpoint
 from .frontier import point_compression
-from .readers import check_reader, is_reader
 from .results import (
     PRECISION,
     READ_NOTE,
@@ -46,7 +44,7 @@ from .results import (
     unparsed_warnings,
     worst_unparsed,
 )
-from .run import EvalOptions, Modality, evaluate
+from .run import EvalOptions, Modality, answering_key, evaluate
 
 CURVE = "curve.json"
 
@@ -173,7 +171,7 @@ def curve(corpus: str, out: Path, options: CurveOptions, *, display: str = "none
     curve per model (``curves``), each with its rule named."""
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
     for model, rule in options.pairs():  # and an endpoint that will not answer
-        model_answers_here(evaluation_options(options, model, rule))
+        answering_key(evaluation_options(options, model, rule))  # eval's own check
     if options.recipe is not None:  # its fingerprint's note, once
         resolve_config([], recipe=options.recipe, warn=echo)
     with locked(out / LOCK, out):
@@ -244,15 +242,6 @@ def evaluation_options(options: CurveOptions, model: str, rule: str) -> EvalOpti
     values = {name: getattr(options, name) for name in EvalOptions.model_fields
               if name not in ("limit", "subsets", "ratio_models", "model")}
     return EvalOptions.model_validate({**values, "model": model, "ratio_models": [rule]})
-
-
-def model_answers_here(evaluation: EvalOptions) -> None:
-    """The model answers here before anything is drawn: a local reader is installed, or the
-    endpoint takes the key and lists the model (``eval``'s own checks, one free request)."""
-    if is_reader(evaluation.model):
-        check_reader(evaluation.model)
-    else:
-        check_endpoint(evaluation, api_key(evaluation))
 
 
 def draw_ahead(points: list[tuple[str, CurveOptions, dict[str, Any] | None, str, Path]]

@@ -409,14 +409,21 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
                 "--limit or raise --budget")
     if options.tokenizer:  # a tokenizer that cannot be read stops before any request
         load_tokenizer(options.tokenizer)
-    if is_reader(options.model):  # a reader on this machine: no endpoint, no key
-        check_reader(options.model)
-        key = "none"
-    else:
-        key = api_key(options)
-        check_endpoint(options, key)
+    key = answering_key(options)
     with locked(out / LOCK, out):  # one evaluation at a time into ``out``
         return _evaluate(run, out, options, todo, key, display, cache)
+
+
+def answering_key(options: EvalOptions) -> str:
+    """The key ``options.model`` is asked with, once it is known to answer here: a reader on
+    this machine, installed (no endpoint, no key), or the endpoint taking the key and listing
+    the model (one free request)."""
+    if is_reader(options.model):
+        check_reader(options.model)
+        return "none"
+    key = api_key(options)
+    check_endpoint(options, key)
+    return key
 
 
 def _evaluate(run: Path, out: Path, options: EvalOptions, todo: Plan, key: str, display: str,
