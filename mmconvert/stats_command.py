@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .cli import reports_errors
+from .command_base import reports_errors
 from .errors import UsageError, needs
 from .stats import as_text, gather, plot
 from .tokens import load_tokenizer

@@ -17,7 +17,7 @@ def test_the_reference_is_current():
 
 
 def test_a_changed_flag_changes_the_reference(monkeypatch):
-    from mmconvert.cli import run_command
+    from mmconvert.render_command import run_command
     from mmconvert.renderers.page import PageOptions
 
     run_command.cache_clear()

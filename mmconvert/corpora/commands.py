@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..cli import CONFIG, command, progress_option, read_config
+from ..command_base import progress_option
+from ..command_options import CONFIG, command, read_config
 from ..config import Selection, build, show_progress
 from ..flags import corpus_flags, fill, flag_names, model_flags
 from ..manifest import write_json

@@ -8,24 +8,32 @@ from pathlib import Path
 
 import click
 
-from ..cli import command, progress_option
+from ..command_base import progress_option
+from ..command_options import command
 from ..config import build, show_progress
 from ..errors import UsageError
 from ..flags import fill, flag_names, model_flags
+from ..postprocess.sweep import SWEEP
+from .compare import compare, compare_table
+from .curve import CurveOptions, curve, safe
+from .curve import table as curve_table
+from .decompose import decompose, decompose_table, write_decomposition
+from .frontier import FrontierOptions, frontier
+from .frontier import table as frontier_table
+from .readers import is_reader
+from .results import table
+from .run import EvalOptions, evaluate, plan
+from .sweeps import evaluate_sweep, sweep_table
 
 
 def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bool,
              as_json: bool, display: str, echo) -> None:
     """``mmconvert eval TARGETS``; ``echo(text, err=False)`` prints."""
     if targets[0] == "compare":
-        from .compare import compare, compare_table
-
         result = compare([Path(t) for t in targets[1:]])
         echo(json.dumps(result, indent=1) if as_json else compare_table(result))
         return
     if targets[0] == "decompose":
-        from .decompose import decompose, decompose_table, write_decomposition
-
         found = decompose([Path(t) for t in targets[1:]])
         if out is not None:  # decompose.json and its plot
             found["written"] = write_decomposition(found, out)
@@ -33,23 +41,15 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
         return
     if len(targets) != 1:
         raise UsageError("mmconvert eval takes one RUN_DIR or SWEEP_DIR (or: compare DIR...)")
-    from ..postprocess.sweep import SWEEP
-    from .results import table
-    from .run import evaluate, plan
-
     source = Path(targets[0])
     label = "".join(c if c.isalnum() or c in ".-" else "_" for c in options.model)
     out = out or source.with_name(f"{source.name}-eval-{label}")
     if (source / SWEEP).is_file():
-        from .sweeps import evaluate_sweep, sweep_table
-
         result = evaluate_sweep(source, out, options, dry_run=dry_run, display=display)
         echo(json.dumps(result, indent=1) if as_json else sweep_table(result))
         return
     if dry_run:
         todo = plan(source, options)
-        from .readers import is_reader
-
         if is_reader(options.model):
             cost = f"none: {options.model} reads the pages on this machine"
         elif todo.estimate_usd is None:
@@ -76,19 +76,15 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
     else:
         echo(table(results))
         if "decomposition" in results:
-            from .decompose import decompose_table
-
             echo("\n" + decompose_table(results["decomposition"]))
     echo(f"results in {out / 'results.json'}, responses in {out / 'responses.jsonl'}; "
          f"inspect view --log-dir {out / 'logs'}", err=True)
 
 
 def eval_command() -> click.Command:
-    from .run import EvalOptions
-
     flags = model_flags(EvalOptions)
 
-    def evaluate(targets, out, dry_run, as_json, progress, **given):
+    def eval_targets(targets, out, dry_run, as_json, progress, **given):
         """Evaluate RUN_DIR's items through an OpenAI-compatible endpoint, each as its image
         prompt and as its text-only twin, on inspect_ai; score them by family and compare them
         item by item (paired bootstrap interval of the difference, exact McNemar p for
@@ -118,7 +114,7 @@ def eval_command() -> click.Command:
                  display="full" if show_progress(progress) else "none",
                  echo=lambda text, err=False: click.echo(text, err=err))
 
-    return command("eval", evaluate, flags, [
+    return command("eval", eval_targets, flags, [
         click.Argument(["targets"], nargs=-1, required=True),
         click.Option(["--out", "-o"], type=click.Path(path_type=Path),
                      help="Folder for results.json, responses.jsonl, logs/ and cache/ "
@@ -131,8 +127,6 @@ def eval_command() -> click.Command:
 
 
 def frontier_command() -> click.Command:
-    from .frontier import FrontierOptions
-
     flags = model_flags(FrontierOptions)
 
     def run_frontier(corpus, out, as_json, progress, **given):
@@ -151,9 +145,6 @@ def frontier_command() -> click.Command:
           mmconvert frontier mmlu-pro --tokenizer tok.json --ratio-model qwen2.5-vl \\
               --points 24 --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
         """
-        from .curve import safe
-        from .frontier import frontier, table
-
         values = fill(flags, given, {})
         options = build(FrontierOptions, values, flags=flag_names(flags))
         label = safe(options.model or "ocr")
@@ -161,7 +152,7 @@ def frontier_command() -> click.Command:
         result = frontier(corpus, target, options,
                           display="full" if show_progress(progress) else "none",
                           echo=lambda text: click.echo(text, err=True))
-        click.echo(json.dumps(result, indent=1) if as_json else table(result))
+        click.echo(json.dumps(result, indent=1) if as_json else frontier_table(result))
         click.echo(f"frontier in {target / 'frontier.json'}", err=True)
 
     return command("frontier", run_frontier, flags, [
@@ -175,8 +166,6 @@ def frontier_command() -> click.Command:
 
 
 def curve_command() -> click.Command:
-    from .curve import CurveOptions
-
     flags = model_flags(CurveOptions)
 
     def run_curve(corpus, out, as_json, progress, **given):
@@ -197,15 +186,13 @@ def curve_command() -> click.Command:
           mmconvert curve longbench --model Q,I --base-url URL --tokenizer tok.json \\
               --ratio-model qwen2.5-vl,internvl2.5 --ratios 1,2,4 --recipe vtcbench
         """
-        from .curve import curve, safe, table
-
         values = fill(flags, given, {})
         options = build(CurveOptions, values, flags=flag_names(flags))
         target = out or Path("runs") / f"{Path(corpus).stem}-curve-{safe(options.models[0])}"
         result = curve(corpus, target, options,
                        display="full" if show_progress(progress) else "none",
                        echo=lambda text: click.echo(text, err=True))
-        click.echo(json.dumps(result, indent=1) if as_json else table(result))
+        click.echo(json.dumps(result, indent=1) if as_json else curve_table(result))
 
     return command("curve", run_curve, flags, [
         click.Argument(["corpus"]),

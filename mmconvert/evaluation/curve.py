@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from ..converter import convert
 from ..executors.local import ProcessExecutor
 from ..locks import locked
 from ..manifest import write_json
@@ -45,6 +46,7 @@ from .results import (
     worst_unparsed,
 )
 from .run import EvalOptions, Modality, answering_key, evaluate
+from .sweeps import image_interval
 
 CURVE = "curve.json"
 
@@ -191,8 +193,6 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
                 tokenizer, display: str, echo) -> dict[str, Any]:
     """One model's points: the renders for its rule (shared by the models of one rule), its
     evaluations (``OUT/evals/<model>/<point>``), the response cache shared by all."""
-    from .sweeps import image_interval
-
     source, checked = {**RULE_SOURCES, **EXTRA_SOURCES}.get(RULE_ALIASES.get(rule, rule),
                                                            ("", None))
     evaluation = evaluation_options(options, model, rule)
@@ -264,8 +264,6 @@ def point_drawer():
 
 def draw_point(point: tuple[str, CurveOptions, dict[str, Any] | None, str, Path]
                ) -> tuple[int, int]:
-    from ..converter import convert
-
     corpus, options, target, rule, run = point
     config = point_config(corpus, options, target, rule)
     summary = convert(config.values, resolved=config, out=run, workers=options.workers,

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from ..converter import convert
 from ..counting import figures_of, item_tokens
 from ..errors import UsageError, did_you_mean
 from ..executors import local_executor
@@ -31,6 +32,7 @@ from ..locks import locked
 from ..manifest import atomic_write, write_json
 from ..options import cli
 from ..plots import pyplot, save_plot
+from ..postprocess.sweep import parse_vary
 from ..qa.checks import expected_text, ocr_images
 from ..qa.ocr import errors, ocr, ocr_languages, readable, tesseract_path
 from ..recipes import load_recipe, options_section
@@ -52,6 +54,7 @@ from .results import (
     worst_unparsed,
 )
 from .run import EvalOptions, Modality, evaluate
+from .sweeps import image_interval
 
 FRONTIER = "frontier.json"
 
@@ -131,8 +134,6 @@ class Point:
 def style_points(options: FrontierOptions) -> list[Point]:
     """The frontier's styles: ``--grid``'s combinations over ``--style`` (its ranges drawn
     once), or ``--points`` draws from it; the same values twice are one point."""
-    from ..postprocess.sweep import parse_vary
-
     check_grid_fields(options.grid)
     style, fixed = load_style(base_style(options))
     if options.grid:
@@ -273,8 +274,6 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
                    display: str) -> dict[str, Any]:
     """The point's score through ``mmconvert eval`` (the image condition, and the text
     twin's when asked), with the image score's 95 % interval."""
-    from .sweeps import image_interval
-
     values = {name: getattr(options, name) for name in EvalOptions.model_fields
               if name not in ("limit", "subsets", "ratio_models")}
     results = evaluate(run, folder, EvalOptions.model_validate(
@@ -312,8 +311,6 @@ def pareto(points: list[Point]) -> list[Point]:
 def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str = "none",
              echo=print) -> dict[str, Any]:
     """Render, cost and score every point into ``out``; write and return frontier.json."""
-    from ..converter import convert
-
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
     if options.model is None:
         tesseract_path()  # no model and no Tesseract: one line before any render
@@ -440,8 +437,6 @@ def table(result: dict[str, Any]) -> str:
 
 def check_grid_fields(grid: list[str] | None) -> None:
     """A grid field that is no page style field: one line with a did-you-mean."""
-    from ..postprocess.sweep import parse_vary
-
     for text in grid or []:
         name, _ = parse_vary(text, "--grid")
         if name not in PageOptions.model_fields or name == "render":

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import reject_votes_option, reports_errors
+from ..command_base import reject_votes_option, reports_errors
 from . import EXPORTERS
 from . import export as run_export
 

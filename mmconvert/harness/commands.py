@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import reports_errors
+from ..command_base import reports_errors
 from ..tokens import load_tokenizer
 from ..vision_tokens import rules_for
 from . import LM_EVAL, LMMS_EVAL, task_names, write_tasks

@@ -8,17 +8,15 @@ from pathlib import Path
 
 import click
 
-from ..cli import (
-    CONFIG,
-    command,
-    execution_flags,
-    read_config,
-    run_and_report,
-)
+from ..command_options import CONFIG, command, execution_flags, read_config
 from ..config import ExecutionOptions, Selection, build, show_progress
 from ..errors import UsageError
 from ..flags import corpus_flags, fill, flag_names, given_names, model_flags
+from ..render_command import run_and_report
 from ..renderers import DEFAULT, renderer_class
+from .chain import transform_run
+from .sweep import SweepOptions, parse_vary
+from .sweep import sweep as make_sweep
 
 
 @functools.cache
@@ -26,8 +24,6 @@ def sweep_command(corpus_options=None) -> click.Command:
     """Its axes, the base render's flags (one a sweep axis also names gets ``--base-``), the
     flags of a corpus SOURCE's options (``corpus_options``, its options model) and where it
     runs."""
-    from .sweep import SweepOptions, parse_vary
-
     axes = model_flags(SweepOptions)
     base_model = renderer_class(DEFAULT).config_model
     skip = {*Selection.model_fields, "store", "shard_rows"}
@@ -52,8 +48,6 @@ def sweep_command(corpus_options=None) -> click.Command:
           mmconvert sweep runs/redux --vary-style font_size:9,10,14 --vary-style align:justify
           mmconvert sweep runs/demo --config sweep.yaml   (sweep: {ppi: [72, 150], rotate: [90]})
         """
-        from .sweep import sweep as make
-
         source = target
         values, origin = read_config(config_file)
         options = fill(axes, given, dict(values.pop("sweep", None) or {}))
@@ -82,7 +76,7 @@ def sweep_command(corpus_options=None) -> click.Command:
             config = build(base_model, values, origin, flags=flag_names(selection + render))
             base = run.out / "base"
             run_and_report(config, run.model_copy(update={"out": base}))
-        summary = make(base, run.out, options, workers=run.workers, overwrite=run.overwrite,
+        summary = make_sweep(base, run.out, options, workers=run.workers, overwrite=run.overwrite,
                        on_error=on_error, progress=show_progress(run.progress))
         click.echo(summary.line(), err=True)
 
@@ -111,8 +105,6 @@ def transform_command() -> click.Command:
           mmconvert transform runs/demo --apply blur:1.5 --apply jpeg:75
           mmconvert transform runs/vcr --apply augraphy:scanner --out runs/vcr-scanned
         """
-        from .chain import transform_run
-
         label = "-".join(s.replace(":", "").replace("=", "").replace(",", "") for s in steps)
         run = build(ExecutionOptions, fill(execution, given, {
             "out": run_dir.with_name(f"{run_dir.name}-{label or 'transform'}")}),

@@ -6,8 +6,13 @@ from pathlib import Path
 
 import click
 
-from ..cli import backend_options, reject_votes_option, reports_errors, use_backend
+from ..command_base import reject_votes_option, reports_errors
+from ..command_options import backend_options, use_backend
 from ..config import show_progress
+from .checks import Checker, ocr_statistics
+from .events import check_reviewer
+from .review import ReviewServer, ReviewState
+from .summary import review_summary, review_text
 
 
 @click.group()
@@ -55,8 +60,6 @@ def qa_check(run_dir, checks, jobs, max_cer, thresholds, recheck, progress, exec
 
     from tqdm import tqdm
 
-    from .checks import Checker, ocr_statistics
-
     use_backend(executor, address)
     names = tuple(c.strip() for c in checks.split(",") if c.strip())
     checker = Checker(run_dir, checks=names, jobs=jobs or os.cpu_count() or 1, max_cer=max_cer,
@@ -95,9 +98,6 @@ def qa_review(run_dir, host, port, reviewer, reject_votes, open_browser):
       mmconvert qa review runs/demo --reviewer ana
       mmconvert qa review runs/vistw --reject-votes 3
     """
-    from .events import check_reviewer
-    from .review import ReviewServer, ReviewState
-
     if reviewer:
         check_reviewer(reviewer)
     server = ReviewServer(ReviewState(run_dir, reject_votes), host, port, reviewer)
@@ -125,8 +125,6 @@ def qa_review(run_dir, host, port, reviewer, reject_votes, open_browser):
 def qa_summary(run_dir, as_json, reject_votes):
     """Counts by status and reason, the acceptance rate and per-check figures of RUN_DIR."""
     import json
-
-    from .summary import review_summary, review_text
 
     result = review_summary(run_dir, reject_votes)
     click.echo(json.dumps(result, ensure_ascii=False, indent=1) if as_json else review_text(result))

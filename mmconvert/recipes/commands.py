@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import OneLineError, one_line, reports_errors
+from ..command_base import OneLineError, one_line, reports_errors
 from ..errors import MMConvertError, UsageError
 from ..manifest import atomic_write
 from . import dump, load_recipe

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
-from ..cli import reports_errors
+from ..command_base import reports_errors
+from .vcr import as_json as json_figures
+from .vcr import score_run, table
 
 
 @click.group("score")
@@ -35,11 +38,6 @@ def score_vcr(source, predictions, protocol, as_json):
     is the model's answer as one string; under --protocol strict also a list with one string
     per span, in order.
     """
-    import json
-
-    from .vcr import as_json as json_figures
-    from .vcr import score_run, table
-
     result = score_run(source, predictions, protocol)
     click.echo(json.dumps(json_figures(result), ensure_ascii=False, indent=1) if as_json
                else table(result))
