@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -31,7 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.test_layers import PACKAGE, _type_checking_only, modules, targets  # noqa: E402
+from tests.test_layers import (  # noqa: E402
+    PACKAGE,
+    _type_checking_only,
+    modules,
+    parsed,
+    targets,
+)
 
 STRICT: list[tuple[str, str]] = [
     ("base", r"errors|options|items|registry|parts|config|rows|runfolder|resuming|shards|jobs"
@@ -109,13 +116,14 @@ def strict_layer(module: str) -> int:
     raise SystemExit(f"{module} is in no layer of the strict map")
 
 
+@functools.cache
 def edges() -> list[tuple[str, str, int, bool]]:
     """(importer, imported, line, inside a function) for every import of the package by
     itself, annotations-only imports left out."""
     known = modules()
     found = []
     for module, path in known.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         skip = _type_checking_only(tree)
         inside: set[int] = set()
         for node in ast.walk(tree):

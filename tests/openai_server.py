@@ -141,7 +141,9 @@ class FakeOpenAI:
                 fake._list_models(self)
 
         self._server = _Server(("127.0.0.1", port), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # a short poll: stop()'s shutdown() waits for the loop's next look (0.5 s by default)
+        threading.Thread(target=self._server.serve_forever, daemon=True,
+                         kwargs={"poll_interval": 0.05}).start()
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def stop(self) -> None:

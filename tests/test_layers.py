@@ -9,6 +9,7 @@ and the exceptions.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -102,12 +103,19 @@ def targets(module: str, path: Path, node: ast.Import | ast.ImportFrom,
     return found
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once a session (the tests here and ``bench/shape.py``
+    walk the package several times)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def imports() -> list[tuple[str, str, int]]:
     """(importer, imported module, line) for every import of the package by itself."""
     known = modules()
     found = []
     for module, path in known.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         skip = _type_checking_only(tree)
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skip:
@@ -183,6 +191,7 @@ if __name__ == "__main__":
     main()
 
 
+@functools.cache
 def _shape():
     import importlib.util
 

@@ -48,9 +48,8 @@ def test_letters_alternate_and_another_seed_draws_other_words():
     assert len({nonce_word("reading", seed) for seed in range(20)}) >= 19
 
 
-def test_render_nonce_draws_the_nonce_text_and_keeps_the_mapping(tmp_path):
-    plain, nonce = tmp_path / "plain", tmp_path / "nonce"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", plain).exit_code == 0
+def test_render_nonce_draws_the_nonce_text_and_keeps_the_mapping(tmp_path, sample_run):
+    plain, nonce = sample_run, tmp_path / "nonce"  # the session's plain render, read only
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--nonce", "7", "--out", nonce)
     assert result.exit_code == 0, result.output
     before = {r.id: r for r in typed_rows(plain)}

@@ -31,9 +31,8 @@ READ, REASONS, READ_NONCE = {0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 2,
 
 
 @pytest.mark.slow
-def test_every_cell_of_the_decomposition_equals_its_truth(tmp_path, monkeypatch):
-    real, nonce = tmp_path / "real", tmp_path / "nonce"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", real).exit_code == 0
+def test_every_cell_of_the_decomposition_equals_its_truth(tmp_path, monkeypatch, sample_run):
+    real, nonce = sample_run, tmp_path / "nonce"  # the session's plain render, read only
     assert run("render", "mmlu-redux", "--source", SAMPLE, "--nonce", "1", "--out",
                nonce).exit_code == 0
     rows = typed_rows(real)

@@ -11,7 +11,8 @@ from PIL import Image, ImageDraw
 
 from mmconvert.qa.checks import find_parts, word_count
 from mmconvert.qa.ocr import readable
-from tests.conftest import FIXTURES, SAMPLE
+from tests.conftest import FIXTURES
+from tests.conftest import copy_run as copy_shared
 from tests.test_cli import run
 from tests.typed import typed
 
@@ -40,9 +41,8 @@ def summary(folder, *args):
 
 
 @pytest.fixture(scope="module")
-def page_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("qa") / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
+def page_run(tmp_path_factory, sample_run):
+    out = copy_shared(sample_run, tmp_path_factory.mktemp("qa") / "demo")  # qa check writes
     result = run("qa", "check", out, "--no-progress")
     assert result.exit_code == 0, result.output
     return out

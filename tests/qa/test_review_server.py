@@ -39,7 +39,9 @@ class Serving:
     def __init__(self, folder: Path, **kwargs):
         self.server = ReviewServer(ReviewState(folder, kwargs.pop("reject_votes", 1)),
                                    **kwargs)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # a short poll: shutdown() waits for the loop's next look (half a second by default)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True,
+                                       kwargs={"poll_interval": 0.05})
         self.thread.start()
         self.port = self.server.port
 

@@ -9,7 +9,7 @@ import pytest
 
 from mmconvert.errors import SourceError
 from mmconvert.scoring.vcr import score_run, score_span
-from tests.conftest import FIXTURES, SAMPLE
+from tests.conftest import FIXTURES
 from tests.test_cli import run
 
 
@@ -115,10 +115,8 @@ def test_bad_prediction_files_are_one_line_errors(vcr_run, tmp_path, lines, mess
     assert str(err.value) == f"{path} {message}"
 
 
-def test_only_occlude_runs_are_scored(tmp_path):
-    page_run = tmp_path / "pages"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", page_run,
-               "--limit", 1).exit_code == 0
+def test_only_occlude_runs_are_scored(tmp_path, sample_run):
+    page_run = sample_run  # a page run, read only
     path = write(tmp_path / "p.jsonl", [])
     result = run("score", "vcr", page_run, path)
     assert result.exit_code == 1
