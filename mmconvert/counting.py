@@ -2,14 +2,14 @@
 item shows, the words on each, its vision tokens under each model's rule, its text tokens and
 their ratio (eval's compression figures, frontiers and text budgets count with these).
 
-Words are counted as the QA check counts them (``qa.checks.word_count``). For page runs each
-page's words come from its stored layout, so a page is counted with exactly the text drawn on
-it.
+Words are counted as the QA check counts them (``qa.checks.word_count``). Each page's words
+come from the text its renderer records for it (a page run's stored layout, a document's PDF
+text layer), so a page is counted with exactly the text drawn on it; where no text is recorded
+per page, only the item's words are known, and its pages' are reported as unknown.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -17,21 +17,9 @@ from typing import Any
 from .errors import ItemError
 from .qa.checks import word_count
 from .renderers import row_renderer
-from .renderers.fields import layout_texts
 from .rows import ImageEntry, Row
 from .runfolder import read_run_file
 from .vision_tokens import image_tokens
-
-
-def _page_words(run: Path, row: Row) -> list[int] | None:
-    layout = getattr(row, "layout", None)
-    if layout is None:
-        return None
-    try:
-        record = json.loads(read_run_file(run, layout.path).decode("utf-8"))
-    except (KeyError, ItemError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return [word_count(text) for text in layout_texts(record)]
 
 
 def shown_images(row: Row) -> list[ImageEntry]:
@@ -39,18 +27,32 @@ def shown_images(row: Row) -> list[ImageEntry]:
     return row.images_in(row_renderer(row).profile.shown)
 
 
-def image_words(run: Path, row: Row) -> list[int]:
-    """Words in each image the model is shown."""
+def image_words(run: Path, row: Row) -> list[int | None]:
+    """Words in each image the model is shown: each page's text as its renderer records it
+    (``Renderer.page_texts``: a page run's stored layout, a document's PDF text layer); all
+    the item's words when it shows one image. None for each image of an item that shows
+    several and records no text per image (a run from before layouts were kept, a plugin's):
+    its words are known for the whole item only (``item_words``), never guessed per image."""
     renderer = row_renderer(row)
     shown = shown_images(row)
     if not shown:
         return []
-    if getattr(row, "layout", None):  # a stored layout: the words of each page
-        pages = _page_words(run, row)
-        if pages is not None and len(pages) == len(shown):
-            return pages
-    total = word_count(renderer.expected_text(row))
-    return [total // len(shown)] * len(shown)  # no layout: the words spread evenly
+    try:
+        texts = renderer.page_texts(row, lambda rel: read_run_file(run, rel))
+    except (ItemError, OSError, ValueError, RuntimeError):  # a file gone or unreadable
+        texts = None
+    if texts is not None and len(texts) == len(shown):
+        return [word_count(text) for text in texts]
+    if len(shown) == 1:
+        return [word_count(renderer.expected_text(row))]
+    return [None] * len(shown)
+
+
+def item_words(row: Row, per_image: list[int | None]) -> int:
+    """The item's words: those of its images when each is known, else its whole text's."""
+    if per_image and all(count is not None for count in per_image):
+        return sum(count for count in per_image if count is not None)
+    return word_count(row_renderer(row).expected_text(row))
 
 
 def figures_of(given: list[float | None]) -> dict[str, float]:

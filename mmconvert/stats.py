@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .counting import figures_of, image_words, item_tokens, ratio_summary, shown_images
+from .counting import figures_of, image_words, item_tokens, item_words, ratio_summary, shown_images
 from .manifest import no_links_in
 from .plots import pyplot, save_plot
 from .qa.checks import BUCKETS, DENSITY, density
@@ -41,12 +41,13 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
         words = image_words(run, row)
         figures = item_tokens(row, rules, tokenizer)
         item = {key: figures.pop(key) for key in ("id", "subset", "images")}
-        per_item.append({**item, "words": sum(words), **figures})
+        per_item.append({**item, "words": item_words(row, words), **figures})
         for img, count in zip(shown, words, strict=True):
             per_image.append({"id": row.id, "path": img.path, "width": img.width,
                               "height": img.height, "words": count,
-                              "density": density(count)})
+                              "density": None if count is None else density(count)})
     buckets = Counter(image["density"] for image in per_image)
+    unknown = buckets.pop(None, 0)
     config = info.get("config") or {}
     name = config.get("renderer", rows[0].renderer.name if rows else None)
     return {
@@ -57,6 +58,8 @@ def gather(run: Path, tokenizer=None, models: list[str] | None = None) -> dict[s
         "images_per_item_counts": dict(sorted(Counter(i["images"] for i in per_item).items())),
         "words_per_image": figures_of([i["words"] for i in per_image]),
         "density": {name: buckets.get(name, 0) for name in BUCKETS},
+        # images of items that record no text per image: their words are not guessed
+        **({"words_unknown_images": unknown} if unknown else {}),
         "width": figures_of([i["width"] for i in per_image]),
         "height": figures_of([i["height"] for i in per_image]),
         "megapixels": figures_of([round(i["width"] * i["height"] / 1e6, 3) for i in per_image]),
@@ -84,7 +87,9 @@ def as_text(stats: dict[str, Any]) -> str:
            line(f"{unit} per item", stats["images_per_item"]),
            line("words per image", stats["words_per_image"]),
            "  density (words/image)  " + ", ".join(
-               f"{name}: {n}" for name, n in stats["density"].items()),
+               f"{name}: {n}" for name, n in stats["density"].items())
+           + (f"; words unknown for {stats['words_unknown_images']} image(s) (no text "
+              "recorded per image)" if stats.get("words_unknown_images") else ""),
            line("width (px)", stats["width"]), line("height (px)", stats["height"]),
            line("megapixels", stats["megapixels"]),
            "vision tokens per item (estimates; rules below):"]
@@ -123,7 +128,7 @@ def plot(stats: dict[str, Any], folder: Path) -> list[Path]:
     save(fig, "images_per_item")
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    words = [i["words"] for i in stats["per_image"]]
+    words = [i["words"] for i in stats["per_image"] if i["words"] is not None]
     left.hist(words, bins=min(40, max(1, len(set(words)))), color="#4c72b0")
     for limit, _ in DENSITY:
         left.axvline(limit, color="grey", linestyle=":", linewidth=1)

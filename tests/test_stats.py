@@ -54,6 +54,56 @@ def test_words_per_page_come_from_the_stored_layout(tmp_path):
     assert figures["density"][">200"] == len(pages) - 1
 
 
+def test_a_documents_words_per_page_are_its_pdf_pages_words_not_an_even_split(tmp_path):
+    """A document's pages hold what Chromium broke onto them: each page's words in stats are
+    the words of that page's text as MuPDF reads it from the stored PDF (the reference, read
+    here apart), not the item's words split evenly (the rule before, which also dropped the
+    remainder of the division from the item's count)."""
+    import pymupdf
+
+    context = "\n\n".join(f"Paragraph {i}: " + " ".join(["word"] * (5 + i % 37))
+                          for i in range(90))
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "long", "context": context, "question": "Q?",
+                                 "answer": ["x"]}) + "\n")
+    out = tmp_path / "run"
+    assert run("render", items, "--renderer", "document", "--render", "context",
+               "--out", out).exit_code == 0
+    row, = typed_rows(out)
+    with pymupdf.open(out / row["pdf"]) as doc:
+        reference = [word_count(page.get_text()) for page in doc]
+    figures = gather(out)
+    pages = [image["words"] for image in figures["per_image"]]
+    assert len(pages) == len(row["images"]) > 2 and len(set(pages)) > 1
+    assert pages == reference
+    assert figures["per_item"][0]["words"] == sum(reference)
+    assert "words_unknown_images" not in figures
+
+
+def test_an_item_of_pages_with_no_text_each_has_unknown_words_per_page_not_a_guess(tmp_path):
+    """A page run recorded before layouts were kept: its item's words are known, each page's
+    are not, and stats says so (None, and a count of such images) instead of splitting the
+    item's words evenly."""
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "long", "context": "alpha beta gamma delta " * 850,
+                                 "question": "Q?", "answer": ["x"]}) + "\n")
+    out = tmp_path / "run"
+    assert run("render", items, "--render", "context", "--out", out).exit_code == 0
+    manifest = out / "manifest.jsonl"
+    row = json.loads(manifest.read_text())
+    del row["layout"]
+    manifest.write_text(json.dumps(row) + "\n")
+    figures = gather(out)
+    assert len(figures["per_image"]) > 1
+    assert all(image["words"] is None for image in figures["per_image"])
+    assert figures["per_item"][0]["words"] == 3400
+    assert figures["words_unknown_images"] == len(figures["per_image"])
+    assert sum(figures["density"].values()) == 0
+    result = run("stats", out, "--no-plots")
+    assert result.exit_code == 0 and f"words unknown for {len(figures['per_image'])} image(s)" \
+        in result.output, result.output
+
+
 def test_stats_command_prints_and_plots(tmp_path, csv_run):
     out = copy_run(csv_run, tmp_path / "run")  # stats writes its plots into the run
     result = run("stats", out)
