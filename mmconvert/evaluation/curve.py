@@ -19,7 +19,8 @@ from the shared response cache (``OUT/cache``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -201,36 +202,38 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
     runs = [out / "points" / f"{safe(rule)}-{label}" for label, _ in labels]
     drawn = draw_ahead([(corpus, options, target, rule, run)
                         for (_, target), run in zip(labels, runs, strict=True)])
-    for number, ((label, target), run) in enumerate(zip(labels, runs, strict=True), start=1):
-        rendered, already_done = next(drawn)
-        rows = open_run(run).rows()
-        folder = out / "evals" / safe(model) / label
-        point: dict[str, Any] = {"name": label, "target": target,
-                                 "run": str(run.relative_to(out)),
-                                 **measured(rows, tokenizer, rule)}
-        results = evaluate(run, folder, evaluation, display=display, cache=out / "cache")
-        overall = results["overall"]
-        shown, _ = headline(options.probe)
-        point.update({
-            "accuracy": overall[shown]["score"] if shown in overall else None,
-            "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed, shown),
-            "n": next(iter(overall.values()))["n"] if overall else 0,
-            "unscored": results["unscored"]["n"],
-            "unparsed_share": unparsed_shares(results)})
-        if "text-budget" in overall:
-            point["text_baseline"] = overall["text-budget"]["score"]
-            point["text_baseline_tokens"] = results["text_budget"]["kept_tokens"].get("mean")
-            point["text_baseline_delta"] = overall.get("budget_delta")
-        if "text" in overall:
-            point["text"] = overall["text"]["score"]
-        points.append(point)
-        echo(f"{model} [{number}/{len(labels)}] {label}: {rendered} item(s) rendered, "
-             f"{already_done} already done; {point['vision_tokens']} vision tokens an "
-             f"item, image {_pct(point['accuracy'])}, text at the budget "
-             f"{_pct(point.get('text_baseline'))}, unparsed "
-             f"{_pct(worst_unparsed(point['unparsed_share']))}")
-        for line in unparsed_warnings(f"{model} {label}", point["unparsed_share"]):
-            echo(line)
+    with closing(drawn):  # an error below ends the render drawn ahead, not waits for it
+        for number, ((label, target), run) in enumerate(zip(labels, runs, strict=True),
+                                                        start=1):
+            rendered, already_done = next(drawn)
+            rows = open_run(run).rows()
+            folder = out / "evals" / safe(model) / label
+            point: dict[str, Any] = {"name": label, "target": target,
+                                     "run": str(run.relative_to(out)),
+                                     **measured(rows, tokenizer, rule)}
+            results = evaluate(run, folder, evaluation, display=display, cache=out / "cache")
+            overall = results["overall"]
+            shown, _ = headline(options.probe)
+            point.update({
+                "accuracy": overall[shown]["score"] if shown in overall else None,
+                "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed, shown),
+                "n": next(iter(overall.values()))["n"] if overall else 0,
+                "unscored": results["unscored"]["n"],
+                "unparsed_share": unparsed_shares(results)})
+            if "text-budget" in overall:
+                point["text_baseline"] = overall["text-budget"]["score"]
+                point["text_baseline_tokens"] = results["text_budget"]["kept_tokens"].get("mean")
+                point["text_baseline_delta"] = overall.get("budget_delta")
+            if "text" in overall:
+                point["text"] = overall["text"]["score"]
+            points.append(point)
+            echo(f"{model} [{number}/{len(labels)}] {label}: {rendered} item(s) rendered, "
+                 f"{already_done} already done; {point['vision_tokens']} vision tokens an "
+                 f"item, image {_pct(point['accuracy'])}, text at the budget "
+                 f"{_pct(point.get('text_baseline'))}, unparsed "
+                 f"{_pct(worst_unparsed(point['unparsed_share']))}")
+            for line in unparsed_warnings(f"{model} {label}", point["unparsed_share"]):
+                echo(line)
     texts = {p.get("text") for p in points} - {None}
     return {"model": model, "rule": {"name": rule, "source": source, "checked": checked},
             "measure": headline(options.probe)[1],
@@ -245,7 +248,7 @@ def evaluation_options(options: CurveOptions, model: str, rule: str) -> EvalOpti
 
 
 def draw_ahead(points: list[tuple[str, CurveOptions, dict[str, Any] | None, str, Path]]
-               ) -> Iterator[tuple[int, int]]:
+               ) -> Generator[tuple[int, int], None, None]:
     """Each point's render (``corpus, options, target, rule, run``), in order: its items
     rendered and already done. With two points or more, the renders go on in a process of
     their own while the points before them are evaluated, so a curve takes about its
@@ -254,7 +257,8 @@ def draw_ahead(points: list[tuple[str, CurveOptions, dict[str, Any] | None, str,
     if len(points) == 1:
         yield draw_point(points[0])
         return
-    yield from ProcessExecutor(1).map(point_drawer, points)
+    # a point's evaluation that fails ends the render drawn ahead at once (it resumes)
+    yield from ProcessExecutor(1).map(point_drawer, points, end_early=True)
 
 
 def point_drawer():

@@ -25,9 +25,11 @@ class InlineExecutor(Executor):
 
 
 def _windowed(pool: PoolExecutor, call: Callable[[Any], Any], tasks: Iterable[Any],
-              window: int) -> Iterator[Any]:
+              window: int, stop: Callable[[], None] | None = None) -> Iterator[Any]:
     """``call`` over ``tasks`` in ``pool``, results in task order, at most ``window`` tasks
-    submitted ahead (a long run does not queue every task at once)."""
+    submitted ahead (a long run does not queue every task at once). When the caller stops
+    early (an error, or the iterator closed), the tasks not started are cancelled and those
+    running are waited for, or ended by ``stop`` when it is given."""
     pending: deque = deque()
     with pool:
         try:
@@ -40,6 +42,8 @@ def _windowed(pool: PoolExecutor, call: Callable[[Any], Any], tasks: Iterable[An
         except BaseException:
             for future in pending:
                 future.cancel()
+            if stop is not None:
+                stop()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
 
@@ -96,10 +100,26 @@ class ProcessExecutor(Executor):
     name = "process"
     description = "a pool of worker processes, each building its own worker"
 
-    def map(self, make_worker, tasks, *, remote=None):
+    def map(self, make_worker, tasks, *, remote=None, end_early: bool = False):
+        """``end_early``: when the caller stops before the last result (an error, or the
+        iterator closed), the workers are ended at once rather than their running tasks
+        waited for: for tasks that are each a whole run (a curve's next point), which a
+        killed run resumes."""
         # imported here: multiprocessing's machinery costs a one-worker run 12 ms to import
         from concurrent.futures import ProcessPoolExecutor
 
         pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_start,
                                    initargs=(make_worker, os.getpid()))
-        yield from _windowed(pool, _call, tasks, 4 * self.workers)
+        yield from _windowed(pool, _call, tasks, 4 * self.workers,
+                             (lambda: _end_workers(pool)) if end_early else None)
+
+
+def _end_workers(pool) -> None:
+    """Kill the pool's worker processes (Python 3.14 names this ``terminate_workers``); each
+    worker's own workers die with it (``_die_with_parent``)."""
+    ending = getattr(pool, "terminate_workers", None)
+    if ending is not None:
+        ending()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()

@@ -159,3 +159,57 @@ def test_a_model_the_endpoint_does_not_list_stops_the_curve_before_anything_is_d
                              tmp_path / "c")
     assert result.exit_code != 0 and "readr" in result.output.strip().splitlines()[-1]
     assert not (tmp_path / "c" / "points").exists() and not fake.requests("chat")
+
+
+@pytest.mark.slow
+def test_a_failed_evaluation_ends_the_render_drawn_ahead_instead_of_waiting_for_it(tmp_path):
+    """The next point is drawn in a process of its own while a point is evaluated. When that
+    evaluation fails, the curve ends that render at once (a killed render resumes) and the
+    command exits with why; before, the process waited at its exit for the whole of the next
+    point's render (here a minute)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    items = codeword_items(tmp_path / "items.jsonl", 2, 12, (1,))
+    driver = tmp_path / "driver.py"
+    driver.write_text("""
+import sys, time
+from mmconvert.errors import MMConvertError
+from mmconvert.evaluation import curve
+
+drawn = curve.draw_point
+
+def slow_second(point):  # runs in the render's process, forked after this patch
+    if point[4].name.endswith("budget-256"):
+        time.sleep(60)
+    return drawn(point)
+
+def endpoint_gone(*args, **kwargs):
+    raise MMConvertError("the endpoint went away")
+
+curve.draw_point, curve.evaluate = slow_second, endpoint_gone
+from mmconvert.cli import main
+main(sys.argv[1:])
+""")
+    fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
+    url = fake.start()
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-never-written-0123456789",
+           "TIKTOKEN_CACHE_DIR": tiktoken_files()}
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, str(driver), "curve", str(items), "--model", "reader",
+             "--base-url", url, "--tokenizer", "tiktoken:o200k_base", "--ratio-model",
+             "qwen2.5-vl", "--budgets", "128,256", "--recipe", "readbench", "--out",
+             str(tmp_path / "c"), "--no-progress"],
+            capture_output=True, text=True, timeout=120, env=env)
+    finally:
+        fake.stop()
+    seconds = time.monotonic() - started
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "Error: the endpoint went away", \
+        (seconds, done.stderr)
+    assert seconds < 30, seconds
+    assert (tmp_path / "c" / "points" / "qwen2.5-vl-budget-128" / "manifest.jsonl").is_file()
