@@ -108,7 +108,6 @@ def test_vtcbenchs_two_modes_are_a_recipe_with_or_without_a_size_per_model():
                                 "ratio_model": "glm-4.1v", "move_width": False}
 
 
-@pytest.mark.slow
 def readbench_curve(fake: FakeOpenAI, monkeypatch, items, models: str, budgets: str, out):
     """``mmconvert curve`` of ``items`` in ReadBench's pages, for qwen2.5-vl's rule, against
     ``fake`` (started and stopped here)."""
@@ -123,6 +122,7 @@ def readbench_curve(fake: FakeOpenAI, monkeypatch, items, models: str, budgets: 
         fake.stop()
 
 
+@pytest.mark.slow
 def test_a_curve_of_unparsed_replies_says_so_everywhere(tmp_path, monkeypatch):
     """Issue 53: replies with no answer line made every point 0.0 %, and only each point's
     results.json said they were unparsed. Now curve.json, the table and a warning say it; two
