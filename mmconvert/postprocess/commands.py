@@ -76,8 +76,9 @@ def sweep_command(corpus_options=None) -> click.Command:
             config = build(base_model, values, origin, flags=flag_names(selection + render))
             base = run.out / "base"
             run_and_report(config, run.model_copy(update={"out": base}))
-        summary = make_sweep(base, run.out, options, workers=run.workers, overwrite=run.overwrite,
-                       on_error=on_error, progress=show_progress(run.progress))
+        summary = make_sweep(base, run.out, options, workers=run.workers,
+                             overwrite=run.overwrite, on_error=on_error,
+                             progress=show_progress(run.progress))
         click.echo(summary.line(), err=True)
 
     return command("sweep", sweep, axes + selection + render + execution, [
