@@ -46,7 +46,7 @@ from .results import (
     unparsed_warnings,
     worst_unparsed,
 )
-from .run import EvalOptions, Modality, answering_key, evaluate
+from .run import EvalOptions, Modality, answering_key, eval_options, evaluate
 from .sweeps import image_interval
 
 CURVE = "curve.json"
@@ -242,9 +242,7 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
 
 def evaluation_options(options: CurveOptions, model: str, rule: str) -> EvalOptions:
     """``eval``'s options for one model's points."""
-    values = {name: getattr(options, name) for name in EvalOptions.model_fields
-              if name not in ("limit", "subsets", "ratio_models", "model")}
-    return EvalOptions.model_validate({**values, "model": model, "ratio_models": [rule]})
+    return eval_options(options, model=model, ratio_models=[rule])
 
 
 def draw_ahead(points: list[tuple[str, CurveOptions, dict[str, Any] | None, str, Path]]

@@ -53,7 +53,7 @@ from .results import (
     unparsed_warnings,
     worst_unparsed,
 )
-from .run import EvalOptions, Modality, evaluate
+from .run import EvalOptions, Modality, eval_options, evaluate
 from .sweeps import image_interval
 
 FRONTIER = "frontier.json"
@@ -274,10 +274,8 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
                    display: str) -> dict[str, Any]:
     """The point's score through ``mmconvert eval`` (the image condition, and the text
     twin's when asked), with the image score's 95 % interval."""
-    values = {name: getattr(options, name) for name in EvalOptions.model_fields
-              if name not in ("limit", "subsets", "ratio_models")}
-    results = evaluate(run, folder, EvalOptions.model_validate(
-        {**values, "ratio_models": [options.ratio_model]}), display=display, cache=cache)
+    results = evaluate(run, folder, eval_options(options, ratio_models=[options.ratio_model]),
+                       display=display, cache=cache)
     overall = results["overall"]
     shown, _ = headline(options.probe)
     return {"accuracy": overall[shown]["score"],
