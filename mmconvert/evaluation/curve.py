@@ -37,7 +37,7 @@ from ..rows import Row
 from ..runfolder import LOCK, open_run
 from ..tokens import load_tokenizer
 from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES, token_rule
-from .frontier import point_compression
+from .frontier import eval_options, point_compression
 from .results import (
     PRECISION,
     READ_NOTE,
@@ -46,7 +46,7 @@ from .results import (
     unparsed_warnings,
     worst_unparsed,
 )
-from .run import EvalOptions, Modality, answering_key, eval_options, evaluate
+from .run import EvalOptions, Modality, answering_key, evaluate
 from .sweeps import image_interval
 
 CURVE = "curve.json"

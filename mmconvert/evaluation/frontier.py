@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from ..converter import convert
 from ..counting import figures_of, item_tokens
@@ -53,7 +53,7 @@ from .results import (
     unparsed_warnings,
     worst_unparsed,
 )
-from .run import EvalOptions, Modality, eval_options, evaluate
+from .run import EvalOptions, Modality, evaluate
 from .sweeps import image_interval
 
 FRONTIER = "frontier.json"
@@ -268,6 +268,15 @@ def summary_of(items: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     return {"accuracy": round(100 * sum(values) / len(values), 4) if values else None,
             "accuracy_ci95": [round(100 * b, 4) for b in interval] if interval else None,
             "n": len(values), "unscored": len(items) - len(values)}
+
+
+def eval_options(options: BaseModel, **fixed: Any) -> EvalOptions:
+    """``eval``'s options for a command that evaluates its own runs (a curve's points, a
+    frontier's): each field of ``options`` that ``EvalOptions`` has, but the selection's
+    (``limit``, ``subsets``: the runs are already drawn), with the ``fixed`` fields set."""
+    values = {name: getattr(options, name) for name in EvalOptions.model_fields
+              if name not in ("limit", "subsets", *fixed)}
+    return EvalOptions.model_validate({**values, **fixed})
 
 
 def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Path,

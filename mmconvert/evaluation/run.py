@@ -414,15 +414,6 @@ def evaluate(run: Path, out: Path, options: EvalOptions, *, display: str = "none
         return _evaluate(run, out, options, todo, key, display, cache)
 
 
-def eval_options(options: BaseModel, **fixed: Any) -> EvalOptions:
-    """``eval``'s options for a command that evaluates its own runs (a curve's points, a
-    frontier's): each field of ``options`` that ``EvalOptions`` has, but the selection's
-    (``limit``, ``subsets``: the runs are already drawn), with the ``fixed`` fields set."""
-    values = {name: getattr(options, name) for name in EvalOptions.model_fields
-              if name not in ("limit", "subsets", *fixed)}
-    return EvalOptions.model_validate({**values, **fixed})
-
-
 def answering_key(options: EvalOptions) -> str:
     """The key ``options.model`` is asked with, once it is known to answer here: a reader on
     this machine, installed (no endpoint, no key), or the endpoint taking the key and listing
