@@ -70,7 +70,7 @@ DECLARED: dict[tuple[str, str], str] = {
 # the package's own modules imported inside functions, by importer, each with what importing it
 # there would add to the importer's own import (seconds, ``python bench/shape.py --measure``,
 # 2 cores, at rest): kept lazy because each command's start pays for what its module imports
-# (``mmconvert --version`` takes 0.06 s, ``render --help`` 0.39). Those marked otherwise are
+# (``mmconvert --version`` takes 0.06 s, ``render --help`` 0.35). Those marked otherwise are
 # lazy for the reason given. tests/test_layers.py holds the imports to this list.
 LAZY: dict[tuple[str, str], float | str] = {
     ("mmconvert", "converter"): 0.208,
@@ -140,10 +140,17 @@ def edges() -> list[tuple[str, str, int, bool]]:
 def lazy_commands() -> dict[str, str]:
     """``cli.LAZY``: each command the group imports by its module's name when it is used
     (``importlib``, so ``edges`` does not see it), by the module it is built in."""
-    tree = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
+    tree = parsed(PACKAGE / "cli.py")
     table = next(node.value for node in tree.body if isinstance(node, ast.Assign)
                  and any(isinstance(t, ast.Name) and t.id == "LAZY" for t in node.targets))
     return {name: where.partition(":")[0] for name, where in ast.literal_eval(table).items()}
+
+
+def call_time_pairs() -> set[tuple[str, str]]:
+    """Every (importer, imported) pair, at the top of a file, inside a function, or through
+    ``cli.LAZY``: the imports a cycle may run through at call time."""
+    return ({(a, b) for a, b, _, _ in edges()}
+            | {("mmconvert.cli", module) for module in lazy_commands().values()})
 
 
 def cycles(pairs: set[tuple[str, str]]) -> list[list[str]]:
@@ -250,8 +257,7 @@ def main() -> None:
     up = upward()
     top_cycles = cycles({(a, b) for a, b, _, inside in found if not inside})
     commands = lazy_commands()
-    all_cycles = cycles({(a, b) for a, b, _, _ in found}
-                        | {("mmconvert.cli", module) for module in commands.values()})
+    all_cycles = cycles(call_time_pairs())
     cli_lines = sum(len((PACKAGE / name).read_text(encoding="utf-8").splitlines())
                     for name in CLI)
     reads = [(m, len(ROW_READ.findall(p.read_text(encoding="utf-8"))))
