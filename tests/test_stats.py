@@ -38,12 +38,25 @@ def test_token_rules(rule, size, tokens):
     assert rule(*size) == tokens
 
 
-def test_words_per_page_come_from_the_stored_layout(tmp_path):
-    items = tmp_path / "items.jsonl"
-    items.write_text(json.dumps({"id": "long", "context": "alpha beta gamma delta " * 850,
-                                 "question": "Q?", "answer": ["x"]}) + "\n")
-    out = tmp_path / "run"
-    assert run("render", items, "--render", "context", "--out", out).exit_code == 0
+def rendered_item(folder, context: str, *flags):
+    """A run of one item of ``context`` (and its question), drawn with ``flags``."""
+    items = folder / "items.jsonl"
+    items.write_text(json.dumps({"id": "long", "context": context, "question": "Q?",
+                                 "answer": ["x"]}) + "\n")
+    out = folder / "run"
+    assert run("render", items, "--render", "context", *flags, "--out", out).exit_code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def long_page_run(tmp_path_factory):
+    """One item of 3,400 words over several pages: read only (a test that changes it copies
+    it)."""
+    return rendered_item(tmp_path_factory.mktemp("long"), "alpha beta gamma delta " * 850)
+
+
+def test_words_per_page_come_from_the_stored_layout(long_page_run):
+    out = long_page_run
     figures = gather(out)
     row = typed_rows(out)[0]
     pages = [image["words"] for image in figures["per_image"]]
@@ -63,12 +76,7 @@ def test_a_documents_words_per_page_are_its_pdf_pages_words_not_an_even_split(tm
 
     context = "\n\n".join(f"Paragraph {i}: " + " ".join(["word"] * (5 + i % 37))
                           for i in range(90))
-    items = tmp_path / "items.jsonl"
-    items.write_text(json.dumps({"id": "long", "context": context, "question": "Q?",
-                                 "answer": ["x"]}) + "\n")
-    out = tmp_path / "run"
-    assert run("render", items, "--renderer", "document", "--render", "context",
-               "--out", out).exit_code == 0
+    out = rendered_item(tmp_path, context, "--renderer", "document")
     row, = typed_rows(out)
     with pymupdf.open(out / row["pdf"]) as doc:
         reference = [word_count(page.get_text()) for page in doc]
@@ -80,15 +88,12 @@ def test_a_documents_words_per_page_are_its_pdf_pages_words_not_an_even_split(tm
     assert "words_unknown_images" not in figures
 
 
-def test_an_item_of_pages_with_no_text_each_has_unknown_words_per_page_not_a_guess(tmp_path):
+def test_an_item_of_pages_with_no_text_each_has_unknown_words_per_page_not_a_guess(
+        tmp_path, long_page_run):
     """A page run recorded before layouts were kept: its item's words are known, each page's
     are not, and stats says so (None, and a count of such images) instead of splitting the
     item's words evenly."""
-    items = tmp_path / "items.jsonl"
-    items.write_text(json.dumps({"id": "long", "context": "alpha beta gamma delta " * 850,
-                                 "question": "Q?", "answer": ["x"]}) + "\n")
-    out = tmp_path / "run"
-    assert run("render", items, "--render", "context", "--out", out).exit_code == 0
+    out = copy_run(long_page_run, tmp_path / "run")
     manifest = out / "manifest.jsonl"
     row = json.loads(manifest.read_text())
     del row["layout"]

@@ -29,7 +29,7 @@ def test_a_curve_scores_each_budget_by_known_functions_and_meets_it(tmp_path, mo
     out = tmp_path / "curve"
     fake = FakeOpenAI(answer=known_reader(out), models=("reader", "reader-2"))
     url = fake.start()
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
     args = ["curve", items, "--model", "reader,reader-2", "--base-url", url, "--tokenizer",
             "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl,qwen3-vl", "--budgets",
@@ -108,16 +108,25 @@ def test_vtcbenchs_two_modes_are_a_recipe_with_or_without_a_size_per_model():
                                 "ratio_model": "glm-4.1v", "move_width": False}
 
 
+KEY = "sk-test-never-written-0123456789"
+
+
+def curve_args(items, models: str, url: str, budgets: str, out) -> list[str]:
+    """``mmconvert curve``'s arguments for ``items`` in ReadBench's pages, for qwen2.5-vl's
+    rule, against the endpoint at ``url``."""
+    return [str(a) for a in ("curve", items, "--model", models, "--base-url", url,
+                             "--tokenizer", "tiktoken:o200k_base", "--ratio-model",
+                             "qwen2.5-vl", "--budgets", budgets, "--recipe", "readbench",
+                             "--out", out)]
+
+
 def readbench_curve(fake: FakeOpenAI, monkeypatch, items, models: str, budgets: str, out):
-    """``mmconvert curve`` of ``items`` in ReadBench's pages, for qwen2.5-vl's rule, against
-    ``fake`` (started and stopped here)."""
+    """``mmconvert curve`` (``curve_args``) against ``fake``, started and stopped here."""
     url = fake.start()
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-written-0123456789")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
     try:
-        return run("curve", items, "--model", models, "--base-url", url, "--tokenizer",
-                   "tiktoken:o200k_base", "--ratio-model", "qwen2.5-vl", "--budgets", budgets,
-                   "--recipe", "readbench", "--out", out)
+        return run(*curve_args(items, models, url, budgets, out))
     finally:
         fake.stop()
 
@@ -195,15 +204,12 @@ main(sys.argv[1:])
 """)
     fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
     url = fake.start()
-    env = {**os.environ, "OPENAI_API_KEY": "sk-test-never-written-0123456789",
-           "TIKTOKEN_CACHE_DIR": tiktoken_files()}
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "TIKTOKEN_CACHE_DIR": tiktoken_files()}
     started = time.monotonic()
     try:
         done = subprocess.run(
-            [sys.executable, str(driver), "curve", str(items), "--model", "reader",
-             "--base-url", url, "--tokenizer", "tiktoken:o200k_base", "--ratio-model",
-             "qwen2.5-vl", "--budgets", "128,256", "--recipe", "readbench", "--out",
-             str(tmp_path / "c"), "--no-progress"],
+            [sys.executable, str(driver),
+             *curve_args(items, "reader", url, "128,256", tmp_path / "c"), "--no-progress"],
             capture_output=True, text=True, timeout=120, env=env)
     finally:
         fake.stop()
