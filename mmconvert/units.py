@@ -4,6 +4,7 @@ them per item)."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any
 
@@ -73,6 +74,11 @@ def rgb(colour: str) -> tuple[float, float, float]:
 
 def is_gray(colour: str) -> bool:
     return colour[1:3] == colour[3:5] == colour[5:7]
+
+
+def pixels(inches: float, ppi: float) -> int:
+    """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
+    return math.floor(inches * ppi + 0.5 + 1e-9)
 
 
 def page_size(value: str) -> tuple[float, float]:

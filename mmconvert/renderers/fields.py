@@ -6,7 +6,6 @@ renderers share them; a page's pixel count, and its stored layout file."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -77,11 +76,6 @@ def label_fields(fields: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
             yield name, f"{option_letter(int(name[8:-1]))}. {text}"
         else:
             yield name, text
-
-
-def pixels(inches: float, ppi: float) -> int:
-    """Pixel count of a length: inches x PPI rounded half up (1240.5 px -> 1241)."""
-    return math.floor(inches * ppi + 0.5 + 1e-9)
 
 
 def layout_texts(record: dict[str, Any]) -> list[str]:

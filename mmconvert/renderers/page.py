@@ -21,7 +21,7 @@ from ..options import first_error
 from ..prompts import Prompts
 from ..rows import PageRow, Row
 from ..runfolder import Output, item_file
-from ..units import POINTS_PER_INCH
+from ..units import POINTS_PER_INCH, pixels
 from .base import Fits, Profile, Redraws, Renderer, Restyles, item_from_row, question_beside_options
 from .drawing import (
     encoders,
@@ -42,7 +42,6 @@ from .fields import (
     image_fields,
     layout_file,
     layout_texts,
-    pixels,
 )
 from .fonts import FontChain, font_manifest, page_chain
 from .layout import (
