@@ -78,7 +78,7 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
     """Lays out the chosen part of an item on A4 pages and rasterises them."""
 
     name = "page"
-    version = "2"
+    version = "3"  # 3: a vision budget or ratio moves the width by a predictive search
     config_model = RenderConfig
     row_model = PageRow
     help = """Render CORPUS (a registered name, or a JSONL/CSV/Parquet file) as page images.

@@ -21,7 +21,15 @@ from ..options import cli, first_error
 from ..tokens import load_tokenizer
 from ..vision_tokens import image_tokens, token_rule
 from .style_files import Style, load_style
-from .target import TOLERANCE, TargetOptions, close_enough, fit, fit_pages, fit_width
+from .target import (
+    TOLERANCE,
+    TargetOptions,
+    WidthPrediction,
+    close_enough,
+    fit,
+    fit_pages,
+    fit_width,
+)
 
 if TYPE_CHECKING:
     from ..items import Item, RenderPart
@@ -173,12 +181,21 @@ class StyledJob(Job):
                     sized[size, width] = None
             return sized[size, width]
 
+        measured: dict[tuple[float, float | None], list[tuple[int, int]] | None] = {}
+
+        def sizes_at(size: float, width: float | None = None) -> list[tuple[int, int]] | None:
+            """The pages' pixel sizes at ``size`` (and ``width``), each laid out once."""
+            if (size, width) not in measured:
+                drawer = at(size, width)
+                measured[size, width] = None if drawer is None else \
+                    drawer.pixel_sizes(item, part)
+            return measured[size, width]
+
         def tokens_at(size: float, width: float | None = None) -> int | None:
-            drawer = at(size, width)
-            if drawer is None:
+            sizes = sizes_at(size, width)
+            if sizes is None:
                 return None
-            return image_tokens(self.rule, [{"width": w, "height": h}
-                                            for w, h in drawer.pixel_sizes(item, part)])
+            return image_tokens(self.rule, [{"width": w, "height": h} for w, h in sizes])
 
         assert self.target is not None  # fitted only for a run with a target
         if self.target.fit_pages is not None:
@@ -194,7 +211,11 @@ class StyledJob(Job):
             if self.target.move_width and hasattr(base, "page_width") and found.responsive \
                     and found.vision_tokens is not None and not close_enough(found.record):
                 found = fit_width(self.target, text_tokens, tokens_at, found,
-                                  base.page_width, base.ppi)
+                                  base.page_width, base.ppi,
+                                  WidthPrediction.of(self.target, self.rule, base,
+                                                     sizes_at(found.font_size), found,
+                                                     sizes_at))
+                found.record["layouts"] = found.layouts = len(measured)  # each laid out once
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
                             item.id, field="target", item_id=item.id, stage="render")

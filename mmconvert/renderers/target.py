@@ -8,17 +8,23 @@ area the text covers, so with the square of the font size: each step scales the 
 square root of wanted over got (a secant step once two sizes are known), kept inside the
 bounds; the size closest to the target is kept. Rules count in steps (tiles, 28 px cells), so
 a target inside a step cannot be met exactly: the row says how close it came and why.
+
+With the page width moved too (``fit_width``), each width's count is predicted from the
+rule before it is laid out (``reachable``, ``WidthPrediction``): a width that cannot come
+closer than the best so far is skipped, and the others seek the count predicted.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
 from ..options import OPTIONS
+from ..units import pixels
 from ..vision_tokens import RULE_ALIASES, WHY_NOT_EXACT, token_rule, width_step
 
 TOLERANCE = 0.05  # the share of the target a result may be off and count as on target
@@ -107,10 +113,13 @@ def on_grid(size: float, low: float, high: float) -> float:
     return round(min(high, max(low, round(size / FONT_STEP) * FONT_STEP)), 2)
 
 
-def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float = 12.0) -> Fit:
+def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float = 12.0,
+        aim: int | None = None) -> Fit:
     """The font size within the bounds whose vision tokens (``tokens_at(size)``: the pages'
     tokens for the model, None when its rule refuses a page) come closest to the target,
-    searched from ``start`` (the style's own size)."""
+    searched from ``start`` (the style's own size). Without ``aim`` the search stops within
+    half the tolerance; with it (the count nearest the target the rule can give these pages,
+    ``reachable``) it seeks that count and stops only there."""
     goal = (options.vision_budget if options.vision_budget is not None
             else text_tokens / options.target_ratio if text_tokens and options.target_ratio
             else None)
@@ -135,23 +144,24 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
 
     size = min(high, max(low, start))
     if goal:
+        seek = aim or goal
         for _ in range(MAX_LAYOUTS):
             size = on_grid(size, low, high)
             got = measure(size)
-            if got is None or error(size) <= TOLERANCE / 2:
+            if got is None or (got == aim if aim else error(size) <= TOLERANCE / 2):
                 break
             known = sorted((s, t) for s, t in tried.items() if t is not None)
-            below = [(s, t) for s, t in known if t < goal]
-            above = [(s, t) for s, t in known if t > goal]
+            below = [(s, t) for s, t in known if t < seek]
+            above = [(s, t) for s, t in known if t > seek]
             if below and above:  # the goal is bracketed: interpolate in the square of size
                 (s0, t0), (s1, t1) = below[-1], above[0]
                 if s1 - s0 <= FONT_STEP + 1e-9:
                     break
-                share = (goal - t0) / (t1 - t0)
+                share = (seek - t0) / (t1 - t0)
                 nxt = math.sqrt(s0 * s0 + share * (s1 * s1 - s0 * s0))
                 nxt = min(max(nxt, s0 + FONT_STEP), s1 - FONT_STEP)
             else:
-                nxt = size * math.sqrt(goal / got)
+                nxt = size * math.sqrt(seek / got)
                 if (nxt >= high and size >= high) or (nxt <= low and size <= low):
                     break
             size = nxt
@@ -189,10 +199,10 @@ RATIO_CLOSE = 0.01  # a ratio this close is left as the font size met it (a budg
 
 
 def close_enough(record: dict[str, Any]) -> bool:
-    """Whether a font-size fit needs no width moved: a budget met exactly; a ratio met
-    exactly or within 1 % (a ratio's goal, text tokens over R, is rarely a whole count). A
-    target out of the font sizes' reach is tried at other widths too: a page of another
-    width may reach it (measured: 2 of 30 long contexts at a budget of 256)."""
+    """Whether a fit needs no width moved: a budget met exactly; a ratio met exactly or
+    within 1 % (a ratio's goal, text tokens over R, is rarely a whole count). A target out of
+    the font sizes' reach is tried at other widths too: a page of another width may reach it
+    (measured: 2 of 30 long contexts at a budget of 256)."""
     if record.get("exact"):
         return True
     ratio, text, tokens = (record.get("target_ratio"), record.get("text_tokens"),
@@ -202,12 +212,181 @@ def close_enough(record: dict[str, Any]) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Pages:
+    """What a rule can count for an item's pages at a page width, known before laying it
+    out: its pages are ``full`` px high (each but the last, and the last too unless
+    ``last_varies``: a crop cuts it below its text), about ``count`` of them."""
+
+    full: int
+    count: int
+    last_varies: bool
+
+
+def reachable(rule, width: int, pages: Pages, goal: float) -> int | None:
+    """The vision tokens nearest ``goal`` that ``rule`` gives pages ``width`` px wide: one
+    page fewer, as many or one more than ``pages.count``, the last of any height up to a full
+    page's when it varies (the rule's count growing with the height). None: the rule refuses
+    such pages, or its count does not grow with the height (``_grows``)."""
+    whole = rule(width, pages.full)
+    if whole is None or (pages.last_varies and not _grows(lambda h: rule(width, h),
+                                                          pages.full)):
+        return None
+    best: int | None = None
+    for count in range(max(1, pages.count - 1), pages.count + 2):
+        before = (count - 1) * whole
+        lasts = _around(lambda h: rule(width, h), goal - before, pages.full) \
+            if pages.last_varies else [whole]
+        for last in lasts:
+            total = before + last
+            if best is None or (abs(total - goal), total) < (abs(best - goal), best):
+                best = total
+    return best
+
+
+def _grows(count_at, high: int) -> bool:
+    """Whether the count seems to grow with the height, read at doubling heights up to
+    ``high``: a processor that scales a small page up to its least pixels (Qwen3-VL's
+    65,536) counts more for a thin page than for a taller one, and is not predicted."""
+    counts = [c for c in (count_at(min(2 ** n, high)) for n in range(high.bit_length() + 1))
+              if c is not None]
+    return all(a <= b for a, b in zip(counts, counts[1:], strict=False))
+
+
+def _around(count_at, want: float, high: int) -> list[int]:
+    """The counts of the heights either side of where ``count_at(height)`` (growing with the
+    height; None, a refused page, counts as too few) first reaches ``want``, in [1, high]."""
+    lo, hi = 1, high
+    while lo < hi:  # the least height whose count reaches want (high when none does)
+        mid = (lo + hi) // 2
+        got = count_at(mid)
+        if got is not None and got >= want:
+            hi = mid
+        else:
+            lo = mid + 1
+    return [c for c in (count_at(lo - 1) if lo > 1 else None, count_at(lo)) if c is not None]
+
+
+class WidthPrediction:
+    """``fit_width``'s prediction for a page renderer's options ``base``, from the pages
+    ``seen`` at the size ``found`` at the style's width (``probe_at(size, inches)`` lays the
+    item out at another width): the count nearest the target the rule can give at a page
+    width (inches; None: the style's), or None when it cannot say.
+
+    - A page as wide as its page is filled by its text, and is as wide as any other width.
+    - A page narrower than its page (a crop to its text) is the style's page at the widths
+      where its lines break at the same words (each side's furthest found by bisection: a
+      greedy break that holds at two widths holds between them); at another width, one
+      layout says how wide it is, and its width may then grow with the size up to the page's.
+    - A size stuck at a bound short of the target keeps its text's area at another width.
+    """
+
+    def __init__(self, options: TargetOptions, rule, base, seen: list[tuple[int, int]],
+                 found: Fit, goal: float, probe_at):
+        self.rule, self.base, self.seen, self.found, self.goal = rule, base, seen, found, goal
+        self.probe_at = probe_at
+        self.scale = getattr(base, "horizontal_scale", 1.0)
+        self.step = width_step(options.ratio_model or "") or 1
+        self.crop = getattr(base, "crop", "none")
+        full = pixels(base.page_height, base.ppi) if len(seen) == 1 else seen[0][1]
+        self.pages = Pages(full, len(seen), last_varies=self.crop != "none")
+        self.filled = pixels(base.page_width * self.scale, base.ppi)
+        self.widest = max(w for w, _ in seen)
+        tokens = found.vision_tokens
+        self.stuck = tokens is not None and (
+            (found.font_size <= options.min_font_size and tokens > goal)
+            or (found.font_size >= options.max_font_size and tokens < goal))
+        self.same: dict[int, int] = {}  # each side: the furthest width step as the style's
+        self.near = cache(lambda width: reachable(rule, width, self.pages, goal))
+
+    @classmethod
+    def of(cls, options: TargetOptions, rule, base, seen, found: Fit, probe_at):
+        """The prediction, or None where there is none: no pages, not a page renderer's
+        options, no goal."""
+        record = found.record
+        goal = record.get("vision_budget") or (
+            record["text_tokens"] / record["target_ratio"] if record.get("text_tokens")
+            else None)
+        if not seen or not goal or not hasattr(base, "page_height"):
+            return None
+        return cls(options, rule, base, seen, found, goal, probe_at)
+
+    def __call__(self, inches: float | None) -> int | None:
+        if inches is None:
+            return self.near(self.widest) if self.widest >= self.filled else None
+        width = pixels(inches * self.scale, self.base.ppi)
+        if self.widest < self.filled:  # its lines' breaks decide its width
+            return self.cropped(inches, width)
+        if self.stuck:  # the size cannot move: the same text at this width, its area kept
+            return self.area_count(width)
+        return self.near(width)
+
+    def cropped(self, inches: float, page: int) -> int | None:
+        """A page cropped to its text at ``inches`` (``page`` px): the style's count where
+        its lines break as at the style's width, else the nearest count of any width from
+        the laid-out one to the page's."""
+        if self.as_style(inches):
+            return self.found.vision_tokens
+        probe = self.probe_at(self.found.font_size, inches)
+        if not probe:
+            return None
+        half = max(1, self.step // 2)
+        start = (max(w for w, _ in probe) - self.step) // half * half
+        counts = [c for c in map(self.near, range(start, page + 1, half)) if c is not None]
+        return min(counts, default=None, key=lambda c: (abs(c - self.goal), c))
+
+    def area_count(self, width: int) -> int | None:
+        """The count of the pages found, their text's area kept at ``width`` px, less a row
+        of the rule's steps toward the target (the area is a guess)."""
+        seen, full = self.seen, self.pages.full
+        total = sum(h for _, h in seen) * self.widest / width
+        total += self.step if (self.found.vision_tokens or 0) < self.goal else -self.step
+        whole, rest = divmod(total, full)
+        if self.pages.last_varies and round(rest) >= 1:
+            counts = [self.rule(width, full)] * int(whole) + [self.rule(width, round(rest))]
+        else:
+            counts = [self.rule(width, full)] * (int(whole) + (rest > 0))
+        return None if None in counts else sum(counts)
+
+    def as_style(self, inches: float) -> bool:
+        """Whether the pages at ``inches`` are the style's at the size found."""
+        ppi, step = self.base.ppi, self.step
+        origin = pixels(self.base.page_width, ppi)
+        k = round((pixels(inches, ppi) - origin) / step)
+        side = 1 if k > 0 else -1
+        if side not in self.same:
+            def width(j: int) -> float:
+                return round((origin + side * j * step) / ppi, 4)
+
+            def same(j: int) -> bool:
+                return self.probe_at(self.found.font_size, width(j)) == self.seen
+
+            lo, hi = 0, WIDTH_MOVES  # the step lo is as the style's; is hi?
+            if side < 0 and self.crop == "content" and getattr(self.base, "crop_pad",
+                                                                None) is None:
+                # ReadBench's crop ends 4 right margins past the widest line: a page as wide
+                # as the crop still holds that line
+                while lo < hi and pixels(width(lo + 1) * self.scale, ppi) >= self.widest:
+                    lo += 1
+            if lo < hi and same(hi):
+                lo = hi
+            while lo < hi - 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if same(mid) else (lo, mid)
+            self.same[side] = lo
+        return abs(k) <= self.same[side]
+
+
 def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found: Fit,
-              page_width: float, ppi: float) -> Fit:
+              page_width: float, ppi: float, predict=None) -> Fit:
     """``found`` (the font size alone) made exact, if it can be, by moving the page width in
     the ratio model's steps too: the widths nearest the style's first, each with its own
-    font size search; the first exact one is kept, else the closest (``found`` if none is
-    closer). The record says what moved, or why the rule cannot be met exactly."""
+    font size search; the first exact one (a ratio: within 1 %) is kept, else the closest
+    (``found`` if none is closer). ``predict(inches)`` (None: the style's width) says before
+    any layout the count nearest the target the rule can give at that width (None when it
+    cannot say): a width that cannot come closer than the best so far is not laid out, and a
+    width's search seeks that count. The record says what moved, or why the rule cannot be
+    met exactly."""
     model = options.ratio_model or ""
     step = width_step(model)
     if step is None:
@@ -217,25 +396,35 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
         return found
     base = round(page_width * ppi)
     layouts = found.layouts
+    goal = found.record.get("vision_budget") or (
+        text_tokens / options.target_ratio if text_tokens and options.target_ratio else 0)
+
+    def off(tokens: int | None) -> float:
+        return math.inf if tokens is None else abs(tokens - goal)
+
     best = found
-    goal = round(found.record.get("vision_budget") or (
-        text_tokens / options.target_ratio if text_tokens and options.target_ratio else 0))
+    aim = predict(None) if predict else None
+    if aim is not None and off(aim) < off(found.vision_tokens):  # the style's width first
+        again = fit(options, text_tokens, tokens_at, start=found.font_size, aim=aim)
+        layouts += again.layouts
+        if off(again.vision_tokens) < off(found.vision_tokens):
+            best = Fit(again.font_size, again.vision_tokens, again.layouts, again.record)
     for k in sorted(range(-WIDTH_MOVES, WIDTH_MOVES + 1), key=lambda k: (abs(k), k)):
+        if close_enough(best.record):
+            break
         pixels = base + k * step
         inches = round(pixels / ppi, 4)
         if k == 0 or not 1 < inches <= 40:
             continue
+        aim = predict(inches) if predict else None
+        if aim is not None and off(aim) >= off(best.vision_tokens):
+            continue  # no closer count at this width: not laid out
         moved = fit(options, text_tokens, lambda size, w=inches: tokens_at(size, w),
-                    start=found.font_size)
+                    start=found.font_size, aim=aim)
         layouts += moved.layouts
-        if moved.vision_tokens is None:
-            continue
-        closer = abs(moved.vision_tokens - goal) < abs((best.vision_tokens or 0) - goal)
-        if moved.record.get("exact") or closer:
+        if off(moved.vision_tokens) < off(best.vision_tokens):
             best = Fit(moved.font_size, moved.vision_tokens, moved.layouts, moved.record,
                        inches)
-            if moved.record.get("exact"):
-                break
     record = dict(best.record)
     record["layouts"] = layouts
     record["moved"] = ["font_size", "page_width"] if best.page_width is not None \

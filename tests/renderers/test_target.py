@@ -148,3 +148,121 @@ def test_a_budget_is_met_exactly_by_moving_the_page_width_in_the_rules_steps(tmp
     reasons = [json.loads(line)["target"].get("reason", "") for line in
                (tiles / "manifest.jsonl").read_text().splitlines()]
     assert any("internvl2.5 cannot be met exactly: it counts whole tiles" in r for r in reasons)
+
+
+@pytest.mark.parametrize("model", ["qwen2.5-vl", "qwen3-vl", "glm-4.1v", "pixtral", "gpt-4.1-mini"])
+def test_reachable_is_the_count_of_every_page_height_nearest_the_goal(model):
+    """The search's prediction against every height tried by brute force, for each rule a
+    width is moved for: the nearest count the rule gives pages of a width (one page fewer,
+    as many, one more; the last of any height up to a full page's when a crop cuts it),
+    without a layout."""
+    import random
+
+    from mmconvert.renderers.target import Pages, reachable
+    from mmconvert.vision_tokens import token_rule
+
+    rule, rng = token_rule(model), random.Random(5)
+    unpredicted = 0
+    for _ in range(40):
+        width, full = rng.randint(200, 1400), rng.randint(300, 1200)
+        pages = Pages(full, rng.randint(1, 3), last_varies=rng.random() < 0.7)
+        goal = rng.choice([64, 100, 256, 400, 1000]) + rng.random() * rng.choice([0, 7])
+        whole = rule(width, full)
+        counts = set()
+        for count in range(max(1, pages.count - 1), pages.count + 2):
+            lasts = range(1, full + 1) if pages.last_varies else [full]
+            counts |= {(count - 1) * whole + c for c in (rule(width, h) for h in lasts)
+                       if c is not None}
+        truth = min(counts, key=lambda c: (abs(c - goal), c))
+        predicted = reachable(rule, width, pages, goal)
+        if predicted is None:  # a count that does not grow with the height: not predicted
+            unpredicted += 1
+            heights = [c for c in (rule(width, h) for h in range(1, full + 1)) if c]
+            assert pages.last_varies and any(
+                a > b for a, b in zip(heights, heights[1:], strict=False))
+        else:
+            assert predicted == truth, (width, full, pages, goal)
+    assert model != "qwen2.5-vl" or unpredicted == 0  # others scale small pages up
+
+
+def test_an_aimed_search_seeks_the_count_and_stops_there():
+    """Unaimed, the search stops within half the tolerance (as a --no-move-width run does):
+    670 for a budget of 680 reachable in steps of 10. Aimed at 680, it goes on to it."""
+    options = TargetOptions(vision_budget=680, ratio_model="qwen2-vl")
+    assert fit(options, None, stepped, start=12).vision_tokens == 670
+    seen = []
+
+    def counted(size):
+        seen.append(size)
+        return stepped(size)
+
+    found = fit(options, None, counted, start=12, aim=680)
+    assert found.vision_tokens == 680 and found.record["exact"] and seen[-1] == found.font_size
+    assert found.layouts == len(seen) <= 4
+
+
+def test_a_moved_width_is_laid_out_only_where_its_rule_can_come_closer(tmp_path):
+    """Issue 57, part 1: the width search predicts each width's nearest count from the rule
+    before laying it out. On the six contexts it chooses what the search of every width
+    chose (28 px cells: 9.774 in, 32 cells across, at the same font sizes) in 8 to 15
+    layouts an item, where laying every width out took 26 to 58. Each layout is counted
+    once: the row's count is the renderer's layouts of the item."""
+    from mmconvert.renderers.page import PageRenderer
+
+    calls = []
+    original = PageRenderer.pixel_sizes
+
+    def counting(self, item, part):
+        calls.append(item.id)
+        return original(self, item, part)
+
+    PageRenderer.pixel_sizes = counting  # type: ignore[method-assign]
+    try:
+        out = tmp_path / "run"
+        assert run("render", items_file(tmp_path), "--render", "context", "--vision-budget",
+                   256, "--ratio-model", "qwen2.5-vl", "--workers", 1, "--out", out
+                   ).exit_code == 0
+    finally:
+        PageRenderer.pixel_sizes = original  # type: ignore[method-assign]
+    rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert [(r["target"]["font_size"], r["target"]["page_width"]) for r in rows] == [
+        (16.5, 9.774), (9.55, 9.774), (7.9, 9.774), (6.65, 9.774), (5.8, 9.774),
+        (5.25, 9.774)]
+    assert all(r["target"]["exact"] for r in rows)
+    assert [r["target"]["layouts"] for r in rows] == [calls.count(r["id"]) for r in rows]
+    assert max(r["target"]["layouts"] for r in rows) <= 16
+
+
+def test_a_width_the_prediction_leaves_out_has_no_closer_count_at_any_size(tmp_path):
+    """The prediction checked on real layouts: for a long context (its lines fill the page)
+    every width the search did not lay out is laid out at every size on the grid within
+    2 pt of the one found, and none gives a count nearer the budget than the row's."""
+    from mmconvert.renderers.base import item_from_row
+    from mmconvert.renderers.page import PageRenderer
+    from mmconvert.renderers.target import Pages, reachable
+    from mmconvert.vision_tokens import image_tokens, token_rule
+    from tests.typed import typed_rows
+
+    out = tmp_path / "run"
+    assert run("render", items_file(tmp_path, 4), "--render", "context", "--vision-budget",
+               300, "--ratio-model", "qwen2.5-vl", "--out", out).exit_code == 0
+    row = typed_rows(out)[3]
+    target, params = row["target"], row["renderer"]["params"]
+    item, rule = item_from_row(row), token_rule("qwen2.5-vl")
+    off = abs(target["vision_tokens"] - 300)
+    base = round(8.27 * 92.9)
+    full = round(11.69 * 92.9 + 1e-9)
+    checked = 0
+    for k in range(-8, 9):
+        inches = round((base + 28 * k) / 92.9, 4)
+        if abs(reachable(rule, base + 28 * k, Pages(full, 1, True), 300) - 300) < off:
+            continue  # a width the search lays out
+        checked += 1
+        for step in range(-40, 41):
+            size = round(target["font_size"] + step * 0.05, 2)
+            drawer = PageRenderer.from_params({**params, "font_size": size,
+                                               "page_width": inches})
+            sizes = drawer.pixel_sizes(item, params["render"])
+            got = image_tokens(rule, [{"width": w, "height": h} for w, h in sizes])
+            assert abs(got - 300) >= off, (inches, size, got)
+    assert checked >= 8
