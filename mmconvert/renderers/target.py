@@ -10,7 +10,7 @@ bounds; the size closest to the target is kept. Rules count in steps (tiles, 28 
 a target inside a step cannot be met exactly: the row says how close it came and why.
 
 With the page width moved too (``fit_width``), each width's count is predicted from the
-rule before it is laid out (``reachable``, ``WidthPrediction``): a width that cannot come
+rule before it is laid out (``nearest_count``, ``WidthPrediction``): a width that cannot come
 closer than the best so far is skipped, and the others seek the count predicted.
 """
 
@@ -119,7 +119,7 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
     tokens for the model, None when its rule refuses a page) come closest to the target,
     searched from ``start`` (the style's own size). Without ``aim`` the search stops within
     half the tolerance; with it (the count nearest the target the rule can give these pages,
-    ``reachable``) it seeks that count and stops only there."""
+    ``nearest_count``) it seeks that count and stops only there."""
     goal = (options.vision_budget if options.vision_budget is not None
             else text_tokens / options.target_ratio if text_tokens and options.target_ratio
             else None)
@@ -223,7 +223,7 @@ class Pages:
     last_varies: bool
 
 
-def reachable(rule, width: int, pages: Pages, goal: float) -> int | None:
+def nearest_count(rule, width: int, pages: Pages, goal: float) -> int | None:
     """The vision tokens nearest ``goal`` that ``rule`` gives pages ``width`` px wide: one
     page fewer, as many or one more than ``pages.count``, the last of any height up to a full
     page's when it varies (the rule's count growing with the height). None: the rule refuses
@@ -297,7 +297,7 @@ class WidthPrediction:
             (found.font_size <= options.min_font_size and tokens > goal)
             or (found.font_size >= options.max_font_size and tokens < goal))
         self.same: dict[int, int] = {}  # each side: the furthest width step as the style's
-        self.near = cache(lambda width: reachable(rule, width, self.pages, goal))
+        self.near = cache(lambda width: nearest_count(rule, width, self.pages, goal))
 
     @classmethod
     def of(cls, options: TargetOptions, rule, base, seen, found: Fit, probe_at):

@@ -151,14 +151,14 @@ def test_a_budget_is_met_exactly_by_moving_the_page_width_in_the_rules_steps(tmp
 
 
 @pytest.mark.parametrize("model", ["qwen2.5-vl", "qwen3-vl", "glm-4.1v", "pixtral", "gpt-4.1-mini"])
-def test_reachable_is_the_count_of_every_page_height_nearest_the_goal(model):
+def test_nearest_count_is_the_count_of_every_page_height_nearest_the_goal(model):
     """The search's prediction against every height tried by brute force, for each rule a
     width is moved for: the nearest count the rule gives pages of a width (one page fewer,
     as many, one more; the last of any height up to a full page's when a crop cuts it),
     without a layout."""
     import random
 
-    from mmconvert.renderers.target import Pages, reachable
+    from mmconvert.renderers.target import Pages, nearest_count
     from mmconvert.vision_tokens import token_rule
 
     rule, rng = token_rule(model), random.Random(5)
@@ -174,7 +174,7 @@ def test_reachable_is_the_count_of_every_page_height_nearest_the_goal(model):
             counts |= {(count - 1) * whole + c for c in (rule(width, h) for h in lasts)
                        if c is not None}
         truth = min(counts, key=lambda c: (abs(c - goal), c))
-        predicted = reachable(rule, width, pages, goal)
+        predicted = nearest_count(rule, width, pages, goal)
         if predicted is None:  # a count that does not grow with the height: not predicted
             unpredicted += 1
             heights = [c for c in (rule(width, h) for h in range(1, full + 1)) if c]
@@ -239,7 +239,7 @@ def test_a_width_the_prediction_leaves_out_has_no_closer_count_at_any_size(tmp_p
     2 pt of the one found, and none gives a count nearer the budget than the row's."""
     from mmconvert.renderers.base import item_from_row
     from mmconvert.renderers.page import PageRenderer
-    from mmconvert.renderers.target import Pages, reachable
+    from mmconvert.renderers.target import Pages, nearest_count
     from mmconvert.vision_tokens import image_tokens, token_rule
     from tests.typed import typed_rows
 
@@ -255,7 +255,7 @@ def test_a_width_the_prediction_leaves_out_has_no_closer_count_at_any_size(tmp_p
     checked = 0
     for k in range(-8, 9):
         inches = round((base + 28 * k) / 92.9, 4)
-        if abs(reachable(rule, base + 28 * k, Pages(full, 1, True), 300) - 300) < off:
+        if abs(nearest_count(rule, base + 28 * k, Pages(full, 1, True), 300) - 300) < off:
             continue  # a width the search lays out
         checked += 1
         for step in range(-40, 41):
