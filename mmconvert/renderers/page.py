@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pydantic import (
@@ -72,6 +73,26 @@ ENCODING_AHEAD = 4  # drawn pages an item's render keeps waiting for their encod
 
 
 LAYOUT_VERSION = 2
+
+
+@lru_cache(maxsize=256)
+def _flowed(raw: str, newlines: str, marker: str, gap: int) -> str:
+    """A field's text as it is laid out (``normalise``, then ``flow``), made once for the
+    layouts of one item at many sizes and widths (a vision budget's search)."""
+    return flow(normalise(raw), newlines, marker, gap)
+
+
+@lru_cache(maxsize=256)
+def _drawable(chain: FontChain, text: str) -> bool:
+    """Whether ``text`` has no control character and a glyph in ``chain`` for each of its
+    characters; where not, ``blocks`` checks it again to say why."""
+    if control_characters(text):
+        return False
+    try:
+        chain.check(text)
+    except ItemError:
+        return False
+    return True
 
 
 class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
@@ -225,8 +246,9 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         blocks: list[Block] = []
         o = self.options
         for name, raw in fields:
-            text = flow(normalise(raw), o.newlines, o.newline_marker, o.paragraph_gap)
-            bad = control_characters(text)
+            text = _flowed(raw, o.newlines, o.newline_marker, o.paragraph_gap)
+            drawable = _drawable(self.chain, text)
+            bad = [] if drawable else control_characters(text)
             if bad:
                 raise ItemError(f"control character U+{ord(bad[0]):04X} in text", where=where,
                                 field=name, item_id=item.id, stage="render")
@@ -235,11 +257,12 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
                 raise ItemError(f"the text holds {marked[0]!r}, a character of the coloured "
                                 "newline marker: choose another --newline-marker",
                                 where=where, field=name, item_id=item.id, stage="render")
-            try:
-                self.chain.check(text, where=where, field=name)
-            except ItemError as err:
-                err.item_id = item.id
-                raise
+            if not drawable:
+                try:
+                    self.chain.check(text, where=where, field=name)
+                except ItemError as err:
+                    err.item_id = item.id
+                    raise
             gap = 1 if blocks and not name.startswith("options[") else 0
             if name.startswith("options["):
                 index = int(name[8:-1])
