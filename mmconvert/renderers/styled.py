@@ -19,12 +19,13 @@ from ..errors import ItemError
 from ..jobs import Job
 from ..options import cli, first_error
 from ..tokens import load_tokenizer
-from ..vision_tokens import image_tokens, token_rule
+from ..vision_tokens import image_tokens, token_rule, width_step
 from .style_files import Style, load_style
 from .target import (
     TOLERANCE,
     TargetOptions,
     WidthPrediction,
+    box_counts,
     close_enough,
     fit,
     fit_pages,
@@ -205,7 +206,15 @@ class StyledJob(Job):
 
             found = fit_pages(self.target, pages_at)
         else:
-            found = fit(self.target, text_tokens, tokens_at, start=base.font_size)
+            step = width_step(self.target.ratio_model or "")
+            moves = self.target.move_width and hasattr(base, "page_width") and bool(step)
+
+            def between(s0: float, s1: float, width: float | None = None) -> set[int] | None:
+                return box_counts(self.rule, step or 1, sizes_at(s0, width),
+                                  sizes_at(s1, width))
+
+            found = fit(self.target, text_tokens, tokens_at, start=base.font_size,
+                        between=between if moves else None)
             # a width is moved only where the type moves the count: a page of a fixed size
             # (a document's) takes the same tokens at any size, and is met by its page size
             if self.target.move_width and hasattr(base, "page_width") and found.responsive \
@@ -214,7 +223,7 @@ class StyledJob(Job):
                                   base.page_width, base.ppi,
                                   WidthPrediction.of(self.target, self.rule, base,
                                                      sizes_at(found.font_size), found,
-                                                     sizes_at))
+                                                     sizes_at), between)
                 found.record["layouts"] = found.layouts = len(measured)  # each laid out once
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or

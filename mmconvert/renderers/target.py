@@ -114,12 +114,15 @@ def on_grid(size: float, low: float, high: float) -> float:
 
 
 def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float = 12.0,
-        aim: int | None = None) -> Fit:
+        aim: int | None = None, between=None) -> Fit:
     """The font size within the bounds whose vision tokens (``tokens_at(size)``: the pages'
     tokens for the model, None when its rule refuses a page) come closest to the target,
     searched from ``start`` (the style's own size). Without ``aim`` the search stops within
     half the tolerance; with it (the count nearest the target the rule can give these pages,
-    ``nearest_count``) it seeks that count and stops only there."""
+    ``nearest_count``) it seeks that count and stops only there. ``between(s0, s1)`` (None: no
+    such knowledge) gives the counts the sizes between two tried ones can take, known from
+    the rule: a bracket none of whose counts is the aim, or nearer the goal than the best so
+    far, is not cut further."""
     goal = (options.vision_budget if options.vision_budget is not None
             else text_tokens / options.target_ratio if text_tokens and options.target_ratio
             else None)
@@ -155,7 +158,8 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
             above = [(s, t) for s, t in known if t > seek]
             if below and above:  # the goal is bracketed: interpolate in the square of size
                 (s0, t0), (s1, t1) = below[-1], above[0]
-                if s1 - s0 <= FONT_STEP + 1e-9:
+                if s1 - s0 <= FONT_STEP + 1e-9 or not _worth(between, s0, s1, aim, goal,
+                                                              known):
                     break
                 share = (seek - t0) / (t1 - t0)
                 nxt = math.sqrt(s0 * s0 + share * (s1 * s1 - s0 * s0))
@@ -192,6 +196,19 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
                                 f"size, {best:g} pt, gives {tokens} against {goal:.0f} wanted")
     return Fit(best, tokens, len(tried), record,
                responsive=len({t for t in tried.values() if t is not None}) > 1)
+
+
+def _worth(between, s0: float, s1: float, aim: int | None, goal: float,
+           known: list[tuple[float, int]]) -> bool:
+    """Whether a size between ``s0`` and ``s1`` may give the aim, or a count nearer the goal
+    than any known: always, unless ``between`` knows the counts there."""
+    counts = between(s0, s1) if between is not None else None
+    if counts is None:
+        return True
+    if aim:
+        return aim in counts
+    nearest = min(abs(t - goal) for _, t in known)
+    return any(abs(c - goal) < nearest for c in counts)
 
 
 WIDTH_MOVES = 8  # page widths tried each side of the style's, in the rule's steps
@@ -265,6 +282,24 @@ def _around(count_at, want: float, high: int) -> list[int]:
         else:
             lo = mid + 1
     return [c for c in (count_at(lo - 1) if lo > 1 else None, count_at(lo)) if c is not None]
+
+
+def box_counts(rule, step: int, one, other) -> set[int] | None:
+    """The counts ``rule`` gives a page whose size lies between two laid-out pages' (``one``
+    and ``other``: lists of pixel sizes), each side read at every ``step`` px (the rule's
+    cell) and at its end: the counts the sizes between two font sizes can give, if a page
+    grows with the size. None: the pages are not one each."""
+    if not one or not other or len(one) != 1 or len(other) != 1:
+        return None
+    (w0, h0), (w1, h1) = sorted((one[0], other[0]))
+    if h1 < h0:
+        return None  # a page that grows wider but shorter: not read
+
+    def sides(a: int, b: int) -> list[int]:
+        return [*range(a, b, step), b]
+
+    counts = {rule(w, h) for w in sides(w0, w1) for h in sides(h0, h1)}
+    return None if None in counts else counts
 
 
 class WidthPrediction:
@@ -378,15 +413,15 @@ class WidthPrediction:
 
 
 def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found: Fit,
-              page_width: float, ppi: float, predict=None) -> Fit:
+              page_width: float, ppi: float, predict=None, between=None) -> Fit:
     """``found`` (the font size alone) made exact, if it can be, by moving the page width in
     the ratio model's steps too: the widths nearest the style's first, each with its own
     font size search; the first exact one (a ratio: within 1 %) is kept, else the closest
     (``found`` if none is closer). ``predict(inches)`` (None: the style's width) says before
     any layout the count nearest the target the rule can give at that width (None when it
     cannot say): a width that cannot come closer than the best so far is not laid out, and a
-    width's search seeks that count. The record says what moved, or why the rule cannot be
-    met exactly."""
+    width's search seeks that count (``between(s0, s1, inches)``: ``fit``'s, at a width).
+    The record says what moved, or why the rule cannot be met exactly."""
     model = options.ratio_model or ""
     step = width_step(model)
     if step is None:
@@ -405,7 +440,8 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
     best = found
     aim = predict(None) if predict else None
     if aim is not None and off(aim) < off(found.vision_tokens):  # the style's width first
-        again = fit(options, text_tokens, tokens_at, start=found.font_size, aim=aim)
+        again = fit(options, text_tokens, tokens_at, start=found.font_size, aim=aim,
+                    between=between and (lambda s0, s1: between(s0, s1, None)))
         layouts += again.layouts
         if off(again.vision_tokens) < off(found.vision_tokens):
             best = Fit(again.font_size, again.vision_tokens, again.layouts, again.record)
@@ -420,7 +456,8 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
         if aim is not None and off(aim) >= off(best.vision_tokens):
             continue  # no closer count at this width: not laid out
         moved = fit(options, text_tokens, lambda size, w=inches: tokens_at(size, w),
-                    start=found.font_size, aim=aim)
+                    start=found.font_size, aim=aim,
+                    between=between and (lambda s0, s1, w=inches: between(s0, s1, w)))
         layouts += moved.layouts
         if off(moved.vision_tokens) < off(best.vision_tokens):
             best = Fit(moved.font_size, moved.vision_tokens, moved.layouts, moved.record,
