@@ -30,6 +30,7 @@ from .target import (
     fit,
     fit_pages,
     fit_width,
+    size_for,
 )
 
 if TYPE_CHECKING:
@@ -213,8 +214,18 @@ class StyledJob(Job):
                 return box_counts(self.rule, step or 1, sizes_at(s0, width),
                                   sizes_at(s1, width))
 
-            found = fit(self.target, text_tokens, tokens_at, start=base.font_size,
-                        between=between if moves else None)
+            def guess(known: list[tuple[float, int]], seek: float,
+                      width: float | None = None) -> float | None:
+                """``fit``'s next size: along the line through the pages of the two tried
+                sizes nearest ``seek`` (``size_for``)."""
+                nearest = sorted(known, key=lambda st: abs(st[1] - seek))[:2]
+                return size_for(self.rule, [(size, sizes_at(size, width) or [])
+                                            for size, _ in sorted(nearest)], seek,
+                                target.min_font_size, target.max_font_size)
+
+            target = self.target
+            found = fit(target, text_tokens, tokens_at, start=base.font_size,
+                        between=between if moves else None, guess=guess if moves else None)
             # a width is moved only where the type moves the count: a page of a fixed size
             # (a document's) takes the same tokens at any size, and is met by its page size
             if self.target.move_width and hasattr(base, "page_width") and found.responsive \
@@ -223,7 +234,7 @@ class StyledJob(Job):
                                   base.page_width, base.ppi,
                                   WidthPrediction.of(self.target, self.rule, base,
                                                      sizes_at(found.font_size), found,
-                                                     sizes_at), between)
+                                                     sizes_at), between, guess)
                 found.record["layouts"] = found.layouts = len(measured)  # each laid out once
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or

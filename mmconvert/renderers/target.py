@@ -114,7 +114,7 @@ def on_grid(size: float, low: float, high: float) -> float:
 
 
 def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float = 12.0,
-        aim: int | None = None, between=None) -> Fit:
+        aim: int | None = None, between=None, guess=None) -> Fit:
     """The font size within the bounds whose vision tokens (``tokens_at(size)``: the pages'
     tokens for the model, None when its rule refuses a page) come closest to the target,
     searched from ``start`` (the style's own size). Without ``aim`` the search stops within
@@ -122,7 +122,9 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
     ``nearest_count``) it seeks that count and stops only there. ``between(s0, s1)`` (None: no
     such knowledge) gives the counts the sizes between two tried ones can take, known from
     the rule: a bracket none of whose counts is the aim, or nearer the goal than the best so
-    far, is not cut further."""
+    far, is not cut further. ``guess(known, seek)`` (None: no such knowledge) predicts the
+    size that gives ``seek`` from the sizes tried so far, ``(size, count)`` in size order, for
+    a step that does not yet bracket it."""
     goal = (options.vision_budget if options.vision_budget is not None
             else text_tokens / options.target_ratio if text_tokens and options.target_ratio
             else None)
@@ -165,7 +167,8 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
                 nxt = math.sqrt(s0 * s0 + share * (s1 * s1 - s0 * s0))
                 nxt = min(max(nxt, s0 + FONT_STEP), s1 - FONT_STEP)
             else:
-                nxt = size * math.sqrt(seek / got)
+                ahead = guess(known, seek) if guess is not None and len(known) > 1 else None
+                nxt = ahead if ahead is not None else size * math.sqrt(seek / got)
                 if (nxt >= high and size >= high) or (nxt <= low and size <= low):
                     break
             size = nxt
@@ -302,6 +305,36 @@ def box_counts(rule, step: int, one, other) -> set[int] | None:
     return None if None in counts else counts
 
 
+def size_for(rule, tried: list[tuple[float, list[tuple[int, int]]]], seek: float,
+             low: float, high: float) -> float | None:
+    """The font size whose page ``rule`` counts nearest ``seek``, its width and height taken
+    along the line through the pages of the two tried sizes nearest it (``(size, pages)``,
+    one page each; a side as wide as its page stays so); None when there is no such line."""
+    if len(tried) < 2 or any(len(pages) != 1 for _, pages in tried):
+        return None
+    (s0, ((w0, h0),)), (s1, ((w1, h1),)) = tried[:2]
+    if s1 == s0:
+        return None
+
+    def count(size: float) -> float:
+        share = (size - s0) / (s1 - s0)
+        width = round(w0 + share * (w1 - w0))
+        height = round(h0 + share * (h1 - h0))
+        if width < 1 or height < 1:
+            return -math.inf
+        got = rule(width, height)
+        return -math.inf if got is None else got
+
+    lo, hi = low, high
+    if count(hi) < seek:
+        return hi
+    for _ in range(24):  # the least size the line counts seek at
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if count(mid) >= seek else (mid, hi)
+    below = max(low, hi - FONT_STEP)
+    return hi if abs(count(hi) - seek) <= abs(count(below) - seek) else below
+
+
 class WidthPrediction:
     """``fit_width``'s prediction for a page renderer's options ``base``, from the pages
     ``seen`` at the size ``found`` at the style's width (``probe_at(size, inches)`` lays the
@@ -413,14 +446,15 @@ class WidthPrediction:
 
 
 def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found: Fit,
-              page_width: float, ppi: float, predict=None, between=None) -> Fit:
+              page_width: float, ppi: float, predict=None, between=None,
+              guess=None) -> Fit:
     """``found`` (the font size alone) made exact, if it can be, by moving the page width in
     the ratio model's steps too: the widths nearest the style's first, each with its own
     font size search; the first exact one (a ratio: within 1 %) is kept, else the closest
     (``found`` if none is closer). ``predict(inches)`` (None: the style's width) says before
     any layout the count nearest the target the rule can give at that width (None when it
     cannot say): a width that cannot come closer than the best so far is not laid out, and a
-    width's search seeks that count (``between(s0, s1, inches)``: ``fit``'s, at a width).
+    width's search seeks that count (``between`` and ``guess``: ``fit``'s, at a width).
     The record says what moved, or why the rule cannot be met exactly."""
     model = options.ratio_model or ""
     step = width_step(model)
@@ -441,7 +475,8 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
     aim = predict(None) if predict else None
     if aim is not None and off(aim) < off(found.vision_tokens):  # the style's width first
         again = fit(options, text_tokens, tokens_at, start=found.font_size, aim=aim,
-                    between=between and (lambda s0, s1: between(s0, s1, None)))
+                    between=between and (lambda s0, s1: between(s0, s1, None)),
+                    guess=guess and (lambda known, seek: guess(known, seek, None)))
         layouts += again.layouts
         if off(again.vision_tokens) < off(found.vision_tokens):
             best = Fit(again.font_size, again.vision_tokens, again.layouts, again.record)
@@ -457,7 +492,8 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
             continue  # no closer count at this width: not laid out
         moved = fit(options, text_tokens, lambda size, w=inches: tokens_at(size, w),
                     start=found.font_size, aim=aim,
-                    between=between and (lambda s0, s1, w=inches: between(s0, s1, w)))
+                    between=between and (lambda s0, s1, w=inches: between(s0, s1, w)),
+                    guess=guess and (lambda known, seek, w=inches: guess(known, seek, w)))
         layouts += moved.layouts
         if off(moved.vision_tokens) < off(best.vision_tokens):
             best = Fit(moved.font_size, moved.vision_tokens, moved.layouts, moved.record,

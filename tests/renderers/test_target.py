@@ -204,8 +204,8 @@ def test_an_aimed_search_seeks_the_count_and_stops_there():
 def test_a_moved_width_is_laid_out_only_where_its_rule_can_come_closer(tmp_path):
     """Issue 57, part 1: the width search predicts each width's nearest count from the rule
     before laying it out. On the six contexts it chooses the width the search of every
-    width chose (28 px cells: 9.774 in, 32 cells across; three at another size that gives
-    256 too) in 6 to 13 layouts an item, where laying every width out took 26 to 58. Each
+    width chose (28 px cells: 9.774 in, 32 cells across; one at another size that gives 256
+    too) in 7 to 11 layouts an item, where laying every width out took 26 to 58. Each
     layout is counted once: the row's count is the renderer's layouts of the item."""
     from mmconvert.renderers.page import PageRenderer
 
@@ -226,11 +226,11 @@ def test_a_moved_width_is_laid_out_only_where_its_rule_can_come_closer(tmp_path)
         PageRenderer.pixel_sizes = original  # type: ignore[method-assign]
     rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
     assert [(r["target"]["font_size"], r["target"]["page_width"]) for r in rows] == [
-        (16.5, 9.774), (10.0, 9.774), (7.9, 9.774), (6.5, 9.774), (5.75, 9.774),
+        (16.5, 9.774), (9.95, 9.774), (7.9, 9.774), (6.65, 9.774), (5.8, 9.774),
         (5.25, 9.774)]
     assert all(r["target"]["exact"] for r in rows)
     assert [r["target"]["layouts"] for r in rows] == [calls.count(r["id"]) for r in rows]
-    assert max(r["target"]["layouts"] for r in rows) <= 14
+    assert max(r["target"]["layouts"] for r in rows) <= 12
 
 
 def test_a_width_the_prediction_leaves_out_has_no_closer_count_at_any_size(tmp_path):
@@ -293,3 +293,24 @@ def test_a_bracket_whose_sizes_between_cannot_come_closer_is_not_cut_further():
     # counts between two pages: each 28 px cell of each side, and its end
     assert box_counts(rule, 28, [(540, 280)], [(560, 300)]) == {190, 200, 209, 220}
     assert box_counts(rule, 28, [(540, 280)], [(560, 300), (560, 10)]) is None
+
+
+def test_the_next_size_is_read_off_the_line_through_two_tried_pages():
+    """``size_for``: a page 40 + 11 px a point wide and 40 + 6 px a point high, tried at 12
+    and 20 pt, is met at 100 Qwen tokens where the line through the two says, and that size
+    is where the page itself first counts nearest 100 on the 0.05 pt grid."""
+    from mmconvert.renderers.target import on_grid, size_for
+    from mmconvert.vision_tokens import token_rule
+
+    rule = token_rule("qwen2.5-vl")
+
+    def page(size):
+        return [(round(11 * size) + 40, round(6 * size) + 40)]
+
+    size = size_for(rule, [(12.0, page(12.0)), (20.0, page(20.0))], 100, 4, 48)
+    grid = [round(4 + 0.05 * n, 2) for n in range(881)]
+    counts = {s: rule(*page(s)[0]) for s in grid}
+    truth = min(grid, key=lambda s: (abs(counts[s] - 100), s))
+    assert size is not None and abs(counts[on_grid(size, 4, 48)] - 100) == abs(counts[truth] - 100)
+    assert size_for(rule, [(12.0, page(12.0))], 100, 4, 48) is None
+    assert size_for(rule, [(12.0, page(12.0) * 2), (20.0, page(20.0) * 2)], 100, 4, 48) is None
