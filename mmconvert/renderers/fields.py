@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+from ..errors import ItemError
 from ..items import Item, RenderPart, option_letter
 from ..runfolder import Output, item_file
-from .layout import flow, normalise
+from .fonts import FontChain
+from .layout import control_characters, flow, normalise
 
 # the most pixels one item's pages may hold (about 14 A4 pages at 1200 PPI, 2,700 at 92.9)
 MAX_ITEM_MEGAPIXELS = 2_000
@@ -54,6 +57,26 @@ def image_fields(item: Item, part: RenderPart) -> list[tuple[str, str]]:
     if part in ("options", "all"):
         fields.extend((f"options[{i}]", o) for i, o in enumerate(item.options))
     return fields
+
+
+@lru_cache(maxsize=256)
+def flowed(raw: str, newlines: str, marker: str, gap: int) -> str:
+    """A field's text as it is laid out (``normalise``, then ``flow``), made once for the
+    layouts of one item at many sizes and widths (a vision budget's search)."""
+    return flow(normalise(raw), newlines, marker, gap)
+
+
+@lru_cache(maxsize=256)
+def well_drawn(chain: FontChain, text: str) -> bool:
+    """Whether ``text`` has no control character and a glyph in ``chain`` for each of its
+    characters; where not, ``PageRenderer.blocks`` checks it again to say why."""
+    if control_characters(text):
+        return False
+    try:
+        chain.check(text)
+    except ItemError:
+        return False
+    return True
 
 
 def drawn_text(item: Item, part: RenderPart, params: dict[str, Any]) -> str:

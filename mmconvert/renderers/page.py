@@ -8,7 +8,6 @@ import json
 import math
 from collections.abc import Callable
 from concurrent.futures import Future
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pydantic import (
@@ -40,9 +39,11 @@ from .fields import (
     PageInk,
     PageRender,
     drawn_text,
+    flowed,
     image_fields,
     layout_file,
     layout_texts,
+    well_drawn,
 )
 from .fonts import FontChain, font_manifest, page_chain
 from .layout import (
@@ -53,9 +54,7 @@ from .layout import (
     align,
     control_characters,
     first_strong_rtl,
-    flow,
     marked_run,
-    normalise,
     paginate,
     split_marked,
 )
@@ -73,26 +72,6 @@ ENCODING_AHEAD = 4  # drawn pages an item's render keeps waiting for their encod
 
 
 LAYOUT_VERSION = 2
-
-
-@lru_cache(maxsize=256)
-def _flowed(raw: str, newlines: str, marker: str, gap: int) -> str:
-    """A field's text as it is laid out (``normalise``, then ``flow``), made once for the
-    layouts of one item at many sizes and widths (a vision budget's search)."""
-    return flow(normalise(raw), newlines, marker, gap)
-
-
-@lru_cache(maxsize=256)
-def _drawable(chain: FontChain, text: str) -> bool:
-    """Whether ``text`` has no control character and a glyph in ``chain`` for each of its
-    characters; where not, ``blocks`` checks it again to say why."""
-    if control_characters(text):
-        return False
-    try:
-        chain.check(text)
-    except ItemError:
-        return False
-    return True
 
 
 class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
@@ -246,8 +225,8 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         blocks: list[Block] = []
         o = self.options
         for name, raw in fields:
-            text = _flowed(raw, o.newlines, o.newline_marker, o.paragraph_gap)
-            drawable = _drawable(self.chain, text)
+            text = flowed(raw, o.newlines, o.newline_marker, o.paragraph_gap)
+            drawable = well_drawn(self.chain, text)
             bad = [] if drawable else control_characters(text)
             if bad:
                 raise ItemError(f"control character U+{ord(bad[0]):04X} in text", where=where,
