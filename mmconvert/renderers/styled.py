@@ -109,6 +109,72 @@ class StyledConfig(RunConfig):
         return data
 
 
+class ItemSizes:
+    """An item's renderers and its pages' pixel sizes at the font sizes and page widths a
+    target's search tries (``job.make_renderer`` with ``base``'s other options), each made and
+    laid out once; and what the search asks of them: tokens, the counts between two sizes
+    (``box_counts``) and the next size along their line (``size_for``)."""
+
+    def __init__(self, job: StyledJob, item: Item, part: RenderPart, base):
+        self.job, self.item, self.part, self.base = job, item, part, base
+        self.rule, self.target = getattr(job, "rule", None), job.target
+        self.step = width_step(job.target.ratio_model or "") if job.target else None
+        self.made: dict[tuple[float, float | None], Any] = {}
+        self.measured: dict[tuple[float, float | None], list[tuple[int, int]] | None] = {}
+
+    def at(self, size: float, width: float | None = None):
+        """The renderer at font ``size`` (and page ``width`` in inches, when moved); None
+        where those options are refused."""
+        if (size, width) not in self.made:
+            base = self.base
+            values: dict[str, Any] = {"font_size": size}
+            if base.line_pitch is not None:  # a fixed pitch keeps its share of the size
+                values["line_pitch"] = base.line_pitch * size / base.font_size
+            if width is not None:
+                values["page_width"] = width
+            try:
+                self.made[size, width] = self.job.make_renderer(base.with_values(values))
+            except ValidationError:
+                self.made[size, width] = None
+        return self.made[size, width]
+
+    def sizes_at(self, size: float, width: float | None = None) -> list[tuple[int, int]] | None:
+        """The pages' pixel sizes at ``size`` (and ``width``), each laid out once."""
+        if (size, width) not in self.measured:
+            drawer = self.at(size, width)
+            self.measured[size, width] = None if drawer is None else \
+                drawer.pixel_sizes(self.item, self.part)
+        return self.measured[size, width]
+
+    def tokens_at(self, size: float, width: float | None = None) -> int | None:
+        sizes = self.sizes_at(size, width)
+        if sizes is None:
+            return None
+        return image_tokens(self.rule, [{"width": w, "height": h} for w, h in sizes])
+
+    def pages_at(self, size: float) -> int | None:
+        drawer = self.at(size)
+        return None if drawer is None else len(drawer.pixel_sizes(self.item, self.part))
+
+    def between(self, s0: float, s1: float, width: float | None = None) -> set[int] | None:
+        return box_counts(self.rule, self.step or 1, self.sizes_at(s0, width),
+                          self.sizes_at(s1, width))
+
+    def guess(self, known: list[tuple[float, int]], seek: float,
+              width: float | None = None) -> float | None:
+        """``fit``'s next size: along the line through the pages of the two tried sizes
+        nearest ``seek`` (``size_for``)."""
+        assert self.target is not None
+        nearest = sorted(known, key=lambda st: abs(st[1] - seek))[:2]
+        return size_for(self.rule, [(size, self.sizes_at(size, width) or [])
+                                    for size, _ in sorted(nearest)], seek,
+                        self.target.min_font_size, self.target.max_font_size)
+
+    def style_sizes(self) -> list[float]:
+        """The font sizes laid out at the style's own width."""
+        return [size for size, width in self.measured if width is None]
+
+
 class StyledJob(Job):
     """A job drawing each item with the run's renderer, or one of the style drawn for it,
     at the font size its target asks for. ``start_style`` sets it up."""
@@ -167,79 +233,31 @@ class StyledJob(Job):
         base = renderer.options
         text_tokens = (self.tokenizer.count(renderer.shown_text(item, part))
                        if self.tokenizer else None)
-        sized: dict[tuple[float, float | None], Any] = {}
-
-        def at(size: float, width: float | None = None):
-            """The renderer at font ``size`` (and page ``width`` in inches, when moved)."""
-            if (size, width) not in sized:
-                values: dict[str, Any] = {"font_size": size}
-                if base.line_pitch is not None:  # a fixed pitch keeps its share of the size
-                    values["line_pitch"] = base.line_pitch * size / base.font_size
-                if width is not None:
-                    values["page_width"] = width
-                try:
-                    sized[size, width] = self.make_renderer(base.with_values(values))
-                except ValidationError:
-                    sized[size, width] = None
-            return sized[size, width]
-
-        measured: dict[tuple[float, float | None], list[tuple[int, int]] | None] = {}
-
-        def sizes_at(size: float, width: float | None = None) -> list[tuple[int, int]] | None:
-            """The pages' pixel sizes at ``size`` (and ``width``), each laid out once."""
-            if (size, width) not in measured:
-                drawer = at(size, width)
-                measured[size, width] = None if drawer is None else \
-                    drawer.pixel_sizes(item, part)
-            return measured[size, width]
-
-        def tokens_at(size: float, width: float | None = None) -> int | None:
-            sizes = sizes_at(size, width)
-            if sizes is None:
-                return None
-            return image_tokens(self.rule, [{"width": w, "height": h} for w, h in sizes])
-
-        assert self.target is not None  # fitted only for a run with a target
-        if self.target.fit_pages is not None:
-            def pages_at(size: float) -> int | None:
-                drawer = at(size)
-                return None if drawer is None else len(drawer.pixel_sizes(item, part))
-
-            found = fit_pages(self.target, pages_at)
+        target = self.target
+        assert target is not None  # fitted only for a run with a target
+        sizes = ItemSizes(self, item, part, base)
+        if target.fit_pages is not None:
+            found = fit_pages(target, sizes.pages_at)
         else:
-            step = width_step(self.target.ratio_model or "")
-            moves = self.target.move_width and hasattr(base, "page_width") and bool(step)
-
-            def between(s0: float, s1: float, width: float | None = None) -> set[int] | None:
-                return box_counts(self.rule, step or 1, sizes_at(s0, width),
-                                  sizes_at(s1, width))
-
-            def guess(known: list[tuple[float, int]], seek: float,
-                      width: float | None = None) -> float | None:
-                """``fit``'s next size: along the line through the pages of the two tried
-                sizes nearest ``seek`` (``size_for``)."""
-                nearest = sorted(known, key=lambda st: abs(st[1] - seek))[:2]
-                return size_for(self.rule, [(size, sizes_at(size, width) or [])
-                                            for size, _ in sorted(nearest)], seek,
-                                target.min_font_size, target.max_font_size)
-
-            target = self.target
-            found = fit(target, text_tokens, tokens_at, start=base.font_size,
-                        between=between if moves else None, guess=guess if moves else None)
+            moves = target.move_width and hasattr(base, "page_width") and bool(sizes.step)
+            found = fit(target, text_tokens, sizes.tokens_at, start=base.font_size,
+                        between=sizes.between if moves else None,
+                        guess=sizes.guess if moves else None)
             # a width is moved only where the type moves the count: a page of a fixed size
             # (a document's) takes the same tokens at any size, and is met by its page size
-            if self.target.move_width and hasattr(base, "page_width") and found.responsive \
+            if target.move_width and hasattr(base, "page_width") and found.responsive \
                     and found.vision_tokens is not None and not close_enough(found.record):
-                found = fit_width(self.target, text_tokens, tokens_at, found,
-                                  base.page_width, base.ppi,
-                                  WidthPrediction.of(self.target, self.rule, base,
-                                                     sizes_at(found.font_size), found,
-                                                     sizes_at), between, guess)
-                found.record["layouts"] = found.layouts = len(measured)  # each laid out once
+                predict = WidthPrediction.of(target, self.rule, base,
+                                             sizes.sizes_at(found.font_size), found,
+                                             sizes.sizes_at, sizes.style_sizes())
+                found = fit_width(target, text_tokens, sizes.tokens_at, found,
+                                  base.page_width, base.ppi, predict, sizes.between,
+                                  sizes.guess)
+                found.record["layouts"] = found.layouts = len(sizes.measured)  # once each
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
                             item.id, field="target", item_id=item.id, stage="render")
-        return at(found.font_size, found.page_width) or renderer, found.record
+        return sizes.at(found.font_size, found.page_width) or renderer, found.record
 
     def styled_renderer(self, item: Item, part: RenderPart) -> tuple[Any, dict | None]:
         """The renderer that draws ``item``, and its target's record (None without one)."""

@@ -17,6 +17,7 @@ closer than the best so far is skipped, and the others seek the count predicted.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -129,76 +130,90 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
             else text_tokens / options.target_ratio if text_tokens and options.target_ratio
             else None)
     low, high = options.min_font_size, options.max_font_size
+    tried: dict[float, int | None] = {}
+
+    def error(size: float) -> float:
+        got = tried[size]
+        return math.inf if got is None or not goal else abs(got - goal) / goal
+
+    step = min(high, max(low, start))
+    for _ in range(MAX_LAYOUTS if goal else 1):
+        size = on_grid(step, low, high)
+        if size not in tried:
+            tried[size] = tokens_at(size)
+        got = tried[size]
+        if not goal or got is None or (got == aim if aim else error(size) <= TOLERANCE / 2):
+            break
+        nxt = _next_size(tried, size, got, aim or goal, aim, goal, options, between, guess)
+        if nxt is None:
+            break
+        step = nxt
+    best = min(tried, key=lambda s: (error(s), abs(s - start))) if goal else next(iter(tried))
+    record = _fit_record(options, text_tokens, goal, tried, best, error(best))
+    return Fit(best, tried[best], len(tried), record,
+               responsive=len({t for t in tried.values() if t is not None}) > 1)
+
+
+def _next_size(tried: dict[float, int | None], size: float, got: int, seek: float,
+               aim: int | None, goal: float, options: TargetOptions, between,
+               guess) -> float | None:
+    """``fit``'s next size to try, or None when there is none to try: a bracket of the goal
+    cut in the square of the size (down to the grid, or to no size that can come closer), or
+    a step towards it (along ``guess``'s line, or by the square root of wanted over got)."""
+    low, high = options.min_font_size, options.max_font_size
+    known = sorted((s, t) for s, t in tried.items() if t is not None)
+    below = [(s, t) for s, t in known if t < seek]
+    above = [(s, t) for s, t in known if t > seek]
+    if below and above:  # the goal is bracketed: interpolate in the square of size
+        (s0, t0), (s1, t1) = below[-1], above[0]
+        if s1 - s0 <= FONT_STEP + 1e-9 or not _worth(between, s0, s1, aim, goal, known):
+            return None
+        share = (seek - t0) / (t1 - t0)
+        nxt = math.sqrt(s0 * s0 + share * (s1 * s1 - s0 * s0))
+        return min(max(nxt, s0 + FONT_STEP), s1 - FONT_STEP)
+    ahead = guess(known, seek) if guess is not None and len(known) > 1 else None
+    nxt = ahead if ahead is not None else size * math.sqrt(seek / got)
+    if (nxt >= high and size >= high) or (nxt <= low and size <= low):
+        return None
+    return nxt
+
+
+def _fit_record(options: TargetOptions, text_tokens: int | None, goal: float | None,
+                tried: dict[float, int | None], best: float, off: float) -> dict[str, Any]:
+    """A target's row record: what was asked, what the size ``best`` met, and why it is
+    off target by more than the tolerance, when it is."""
+    low, high = options.min_font_size, options.max_font_size
+    tokens = tried[best]
     record: dict[str, Any] = {"model": options.ratio_model}
     if options.vision_budget is not None:
         record["vision_budget"] = options.vision_budget
     else:
         record["target_ratio"] = options.target_ratio
     record["text_tokens"] = text_tokens
-    tried: dict[float, int | None] = {}
-
-    def measure(size: float) -> int | None:
-        size = on_grid(size, low, high)
-        if size not in tried:
-            tried[size] = tokens_at(size)
-        return tried[size]
-
-    def error(size: float) -> float:
-        got = tried[size]
-        return math.inf if got is None or not goal else abs(got - goal) / goal
-
-    size = min(high, max(low, start))
-    if goal:
-        seek = aim or goal
-        for _ in range(MAX_LAYOUTS):
-            size = on_grid(size, low, high)
-            got = measure(size)
-            if got is None or (got == aim if aim else error(size) <= TOLERANCE / 2):
-                break
-            known = sorted((s, t) for s, t in tried.items() if t is not None)
-            below = [(s, t) for s, t in known if t < seek]
-            above = [(s, t) for s, t in known if t > seek]
-            if below and above:  # the goal is bracketed: interpolate in the square of size
-                (s0, t0), (s1, t1) = below[-1], above[0]
-                if s1 - s0 <= FONT_STEP + 1e-9 or not _worth(between, s0, s1, aim, goal,
-                                                              known):
-                    break
-                share = (seek - t0) / (t1 - t0)
-                nxt = math.sqrt(s0 * s0 + share * (s1 * s1 - s0 * s0))
-                nxt = min(max(nxt, s0 + FONT_STEP), s1 - FONT_STEP)
-            else:
-                ahead = guess(known, seek) if guess is not None and len(known) > 1 else None
-                nxt = ahead if ahead is not None else size * math.sqrt(seek / got)
-                if (nxt >= high and size >= high) or (nxt <= low and size <= low):
-                    break
-            size = nxt
-    else:
-        measure(size)
-    best = min(tried, key=lambda s: (error(s), abs(s - start))) if goal else next(iter(tried))
-    tokens = tried[best]
     record.update({"font_size": best, "vision_tokens": tokens, "layouts": len(tried)})
     if goal:
         record["exact"] = tokens == round(goal)
     if tokens and text_tokens is not None:
         record["ratio"] = round(text_tokens / tokens, 4)
-    off = error(best) if goal else math.inf
-    record["within"] = off <= TOLERANCE
-    if not record["within"]:
-        if not goal:
-            record["reason"] = "the item has no text tokens to make a ratio of"
-        elif tokens is None:
-            record["reason"] = f"{options.ratio_model}'s processor refuses these pages"
-        elif best >= high and tokens < goal:
-            record["reason"] = (f"even at the largest size, {high:g} pt, the pages take "
-                                f"{tokens} vision tokens, under the {goal:.0f} wanted")
-        elif best <= low and tokens > goal:
-            record["reason"] = (f"even at the smallest size, {low:g} pt, the pages take "
-                                f"{tokens} vision tokens, over the {goal:.0f} wanted")
-        else:
-            record["reason"] = (f"{options.ratio_model}'s tokens come in steps: the nearest "
-                                f"size, {best:g} pt, gives {tokens} against {goal:.0f} wanted")
-    return Fit(best, tokens, len(tried), record,
-               responsive=len({t for t in tried.values() if t is not None}) > 1)
+    record["within"] = bool(goal) and off <= TOLERANCE
+    if record["within"]:
+        return record
+    # a bound's size that counts as the best one: the bound is why (where the count moves)
+    moves = len({t for t in tried.values() if t is not None}) > 1
+    if not goal:
+        record["reason"] = "the item has no text tokens to make a ratio of"
+    elif tokens is None:
+        record["reason"] = f"{options.ratio_model}'s processor refuses these pages"
+    elif (best >= high or moves and tried.get(high) == tokens) and tokens < goal:
+        record["reason"] = (f"even at the largest size, {high:g} pt, the pages take "
+                            f"{tokens} vision tokens, under the {goal:.0f} wanted")
+    elif (best <= low or moves and tried.get(low) == tokens) and tokens > goal:
+        record["reason"] = (f"even at the smallest size, {low:g} pt, the pages take "
+                            f"{tokens} vision tokens, over the {goal:.0f} wanted")
+    else:
+        record["reason"] = (f"{options.ratio_model}'s tokens come in steps: the nearest "
+                            f"size, {best:g} pt, gives {tokens} against {goal:.0f} wanted")
+    return record
 
 
 def _worth(between, s0: float, s1: float, aim: int | None, goal: float,
@@ -325,14 +340,20 @@ def size_for(rule, tried: list[tuple[float, list[tuple[int, int]]]], seek: float
         got = rule(width, height)
         return -math.inf if got is None else got
 
-    lo, hi = low, high
-    if count(hi) < seek:
+    def least(reaches) -> float:  # the least size in the bounds whose count reaches
+        lo, hi = low, high
+        for _ in range(24):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if reaches(count(mid)) else (mid, hi)
         return hi
-    for _ in range(24):  # the least size the line counts seek at
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if count(mid) >= seek else (mid, hi)
-    below = max(low, hi - FONT_STEP)
-    return hi if abs(count(hi) - seek) <= abs(count(below) - seek) else below
+
+    if count(high) < seek:
+        return high
+    first = least(lambda c: c >= seek)
+    if count(first) == seek:  # the middle of the sizes the line counts seek at: the surest
+        return (first + least(lambda c: c > seek)) / 2
+    below = max(low, first - FONT_STEP)
+    return first if abs(count(first) - seek) <= abs(count(below) - seek) else below
 
 
 class WidthPrediction:
@@ -350,9 +371,12 @@ class WidthPrediction:
     """
 
     def __init__(self, options: TargetOptions, rule, base, seen: list[tuple[int, int]],
-                 found: Fit, goal: float, probe_at):
+                 found: Fit, goal: float, probe_at, sizes: Sequence[float] = ()):
         self.rule, self.base, self.seen, self.found, self.goal = rule, base, seen, found, goal
         self.probe_at = probe_at
+        self.low, self.high = options.min_font_size, options.max_font_size
+        near = sorted(sorted(sizes, key=lambda size: abs(size - found.font_size))[:2])
+        self.line = [(size, probe_at(size, None)) for size in near if probe_at(size, None)]
         self.scale = getattr(base, "horizontal_scale", 1.0)
         self.step = width_step(options.ratio_model or "") or 1
         self.crop = getattr(base, "crop", "none")
@@ -368,16 +392,17 @@ class WidthPrediction:
         self.near = cache(lambda width: nearest_count(rule, width, self.pages, goal))
 
     @classmethod
-    def of(cls, options: TargetOptions, rule, base, seen, found: Fit, probe_at):
+    def of(cls, options: TargetOptions, rule, base, seen, found: Fit, probe_at,
+           sizes: Sequence[float] = ()):
         """The prediction, or None where there is none: no pages, not a page renderer's
-        options, no goal."""
+        options, no goal. ``sizes``: the sizes tried at the style's width."""
         record = found.record
         goal = record.get("vision_budget") or (
             record["text_tokens"] / record["target_ratio"] if record.get("text_tokens")
             else None)
         if not seen or not goal or not hasattr(base, "page_height"):
             return None
-        return cls(options, rule, base, seen, found, goal, probe_at)
+        return cls(options, rule, base, seen, found, goal, probe_at, sizes)
 
     def __call__(self, inches: float | None) -> int | None:
         if inches is None:
@@ -388,6 +413,17 @@ class WidthPrediction:
         if self.stuck:  # the size cannot move: the same text at this width, its area kept
             return self.area_count(width)
         return self.near(width)
+
+    def start(self, inches: float, aim: int) -> float | None:
+        """Where a moved width's search starts: for a page its text fills, the size whose
+        page, grown as the style's width's two tried sizes nearest the one found grew, the
+        rule counts ``aim`` at this width (None: the size found, as for a size stuck at a
+        bound)."""
+        if self.widest < self.filled or len(self.line) < 2 or self.stuck:
+            return None
+        width = pixels(inches * self.scale, self.base.ppi)
+        moved = [(size, [(width, h) for _, h in pages]) for size, pages in self.line]
+        return size_for(self.rule, moved, aim, self.low, self.high)
 
     def cropped(self, inches: float, page: int) -> int | None:
         """A page cropped to its text at ``inches`` (``page`` px): the style's count where
@@ -446,8 +482,8 @@ class WidthPrediction:
 
 
 def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found: Fit,
-              page_width: float, ppi: float, predict=None, between=None,
-              guess=None) -> Fit:
+              page_width: float, ppi: float, predict: WidthPrediction | None = None,
+              between=None, guess=None) -> Fit:
     """``found`` (the font size alone) made exact, if it can be, by moving the page width in
     the ratio model's steps too: the widths nearest the style's first, each with its own
     font size search; the first exact one (a ratio: within 1 %) is kept, else the closest
@@ -480,24 +516,35 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
         layouts += again.layouts
         if off(again.vision_tokens) < off(found.vision_tokens):
             best = Fit(again.font_size, again.vision_tokens, again.layouts, again.record)
-    for k in sorted(range(-WIDTH_MOVES, WIDTH_MOVES + 1), key=lambda k: (abs(k), k)):
-        if close_enough(best.record):
-            break
-        pixels = base + k * step
-        inches = round(pixels / ppi, 4)
-        if k == 0 or not 1 < inches <= 40:
-            continue
-        aim = predict(inches) if predict else None
-        if aim is not None and off(aim) >= off(best.vision_tokens):
-            continue  # no closer count at this width: not laid out
-        moved = fit(options, text_tokens, lambda size, w=inches: tokens_at(size, w),
-                    start=found.font_size, aim=aim,
-                    between=between and (lambda s0, s1, w=inches: between(s0, s1, w)),
-                    guess=guess and (lambda known, seek, w=inches: guess(known, seek, w)))
-        layouts += moved.layouts
-        if off(moved.vision_tokens) < off(best.vision_tokens):
-            best = Fit(moved.font_size, moved.vision_tokens, moved.layouts, moved.record,
-                       inches)
+    def meets(tokens: int | None) -> bool:
+        return tokens is not None and close_enough({**found.record, "vision_tokens": tokens,
+                                                    "exact": tokens == round(goal)})
+
+    order = [k for k in sorted(range(-WIDTH_MOVES, WIDTH_MOVES + 1), key=lambda k: (abs(k), k))
+             if k and 1 < round((base + k * step) / ppi, 4) <= 40]
+    searched: set[int] = set()
+    # first the widths whose count is predicted to meet the target, nearest first; then the
+    # others, nearest first, where the prediction is nearer than the best so far
+    for only_met in (True, False):
+        for k in order:
+            if close_enough(best.record):
+                break
+            inches = round((base + k * step) / ppi, 4)
+            aim = predict(inches) if predict else None
+            if k in searched or (only_met and not meets(aim)):
+                continue
+            if aim is not None and off(aim) >= off(best.vision_tokens):
+                continue  # no closer count at this width: not laid out
+            searched.add(k)
+            start = (predict.start(inches, aim) if predict and aim is not None else None)
+            moved = fit(options, text_tokens, lambda size, w=inches: tokens_at(size, w),
+                        start=start or found.font_size, aim=aim,
+                        between=between and (lambda s0, s1, w=inches: between(s0, s1, w)),
+                        guess=guess and (lambda known, seek, w=inches: guess(known, seek, w)))
+            layouts += moved.layouts
+            if off(moved.vision_tokens) < off(best.vision_tokens):
+                best = Fit(moved.font_size, moved.vision_tokens, moved.layouts, moved.record,
+                           inches)
     record = dict(best.record)
     record["layouts"] = layouts
     record["moved"] = ["font_size", "page_width"] if best.page_width is not None \
