@@ -19,6 +19,7 @@ from ..errors import ItemError
 from ..jobs import Job
 from ..options import cli, first_error
 from ..tokens import load_tokenizer
+from ..units import pixels
 from ..vision_tokens import image_tokens, token_rule, width_step
 from .style_files import Style, load_style
 from .target import (
@@ -30,6 +31,7 @@ from .target import (
     fit,
     fit_pages,
     fit_width,
+    grows,
     size_for,
 )
 
@@ -170,6 +172,15 @@ class ItemSizes:
                                     for size, _ in sorted(nearest)], seek,
                         self.target.min_font_size, self.target.max_font_size)
 
+    def predictable(self) -> bool:
+        """Whether the rule's count grows with a thin page's height at the style's width
+        (up to 256 px), as ``target.nearest_count`` predicts it: not where a processor
+        scales a small page up to its least pixels (Qwen3-VL, GLM-4.1V), whose search runs
+        as it did before the prediction."""
+        base = self.base
+        width = pixels(base.page_width * getattr(base, "horizontal_scale", 1.0), base.ppi)
+        return grows(self.rule, width, 256)
+
     def style_sizes(self) -> list[float]:
         """The font sizes laid out at the style's own width."""
         return [size for size, width in self.measured if width is None]
@@ -239,7 +250,10 @@ class StyledJob(Job):
         if target.fit_pages is not None:
             found = fit_pages(target, sizes.pages_at)
         else:
-            moves = target.move_width and hasattr(base, "page_width") and bool(sizes.step)
+            # the search predicted from the rule where its count grows with the height
+            # (else it runs as before the prediction: Qwen3-VL's, GLM-4.1V's least pixels)
+            moves = target.move_width and hasattr(base, "page_width") and bool(sizes.step) \
+                and sizes.predictable()
             found = fit(target, text_tokens, sizes.tokens_at, start=base.font_size,
                         between=sizes.between if moves else None,
                         guess=sizes.guess if moves else None)
@@ -249,10 +263,12 @@ class StyledJob(Job):
                     and found.vision_tokens is not None and not close_enough(found.record):
                 predict = WidthPrediction.of(target, self.rule, base,
                                              sizes.sizes_at(found.font_size), found,
-                                             sizes.sizes_at, sizes.style_sizes())
+                                             sizes.sizes_at, sizes.style_sizes()) \
+                    if moves else None
                 found = fit_width(target, text_tokens, sizes.tokens_at, found,
-                                  base.page_width, base.ppi, predict, sizes.between,
-                                  sizes.guess)
+                                  base.page_width, base.ppi, predict,
+                                  sizes.between if moves else None,
+                                  sizes.guess if moves else None)
                 found.record["layouts"] = found.layouts = len(sizes.measured)  # once each
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or

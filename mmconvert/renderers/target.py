@@ -262,10 +262,9 @@ def nearest_count(rule, width: int, pages: Pages, goal: float) -> int | None:
     """The vision tokens nearest ``goal`` that ``rule`` gives pages ``width`` px wide: one
     page fewer, as many or one more than ``pages.count``, the last of any height up to a full
     page's when it varies (the rule's count growing with the height). None: the rule refuses
-    such pages, or its count does not grow with the height (``_grows``)."""
+    such pages, or its count does not grow with the height (``grows``)."""
     whole = rule(width, pages.full)
-    if whole is None or (pages.last_varies and not _grows(lambda h: rule(width, h),
-                                                          pages.full)):
+    if whole is None or (pages.last_varies and not grows(rule, width, pages.full)):
         return None
     best: int | None = None
     for count in range(max(1, pages.count - 1), pages.count + 2):
@@ -279,11 +278,12 @@ def nearest_count(rule, width: int, pages: Pages, goal: float) -> int | None:
     return best
 
 
-def _grows(count_at, high: int) -> bool:
-    """Whether the count seems to grow with the height, read at doubling heights up to
-    ``high``: a processor that scales a small page up to its least pixels (Qwen3-VL's
-    65,536) counts more for a thin page than for a taller one, and is not predicted."""
-    counts = [c for c in (count_at(min(2 ** n, high)) for n in range(high.bit_length() + 1))
+def grows(rule, width: int, high: int) -> bool:
+    """Whether ``rule``'s count for pages ``width`` px wide seems to grow with the height,
+    read at doubling heights up to ``high``: a processor that scales a small page up to its
+    least pixels (Qwen3-VL's 65,536) counts more for a thin page than for a taller one, and
+    is not predicted."""
+    counts = [c for c in (rule(width, min(2 ** n, high)) for n in range(high.bit_length() + 1))
               if c is not None]
     return all(a <= b for a, b in zip(counts, counts[1:], strict=False))
 

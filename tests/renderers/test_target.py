@@ -315,3 +315,20 @@ def test_the_next_size_is_read_off_the_line_through_two_tried_pages():
     assert size is not None and abs(counts[on_grid(size, 4, 48)] - 100) == abs(counts[truth] - 100)
     assert size_for(rule, [(12.0, page(12.0))], 100, 4, 48) is None
     assert size_for(rule, [(12.0, page(12.0) * 2), (20.0, page(20.0) * 2)], 100, 4, 48) is None
+
+
+@pytest.mark.parametrize("model, predicted", [("qwen2.5-vl", True), ("pixtral", True),
+                                              ("gpt-4.1-mini", True), ("qwen3-vl", False),
+                                              ("glm-4.1v", False)])
+def test_a_rule_that_scales_thin_pages_up_is_searched_as_before(model, predicted):
+    """A thin page's count grows with its height on an A4 page 768 px wide, except where a
+    processor scales a small page up to its least pixels: there the width search runs
+    without prediction, as it did before (its rows are the same, and met as often)."""
+    from mmconvert.renderers.target import grows
+    from mmconvert.vision_tokens import token_rule
+
+    rule = token_rule(model)
+    assert grows(rule, 768, 256) is predicted
+    if not predicted:  # a thinner page counting more: the reason
+        counts = [rule(768, h) for h in range(1, 257)]
+        assert any(a > b for a, b in zip(counts, counts[1:], strict=False) if a and b)
