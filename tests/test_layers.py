@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, str]] = [
                 r"|prompts|tokens|vision_tokens|qa\.events|renderers|postprocess\.transforms"),
     # what a renderer draws with
     ("drawing", r"renderers\.(fonts|layout|shaping|drawing|pdfwriter|spans|scripts"
-                r"|style_files|styled|target|base|page_options)"
+                r"|style_files|styled|target|prediction|base|page_options)"
                 r"|imaging|postprocess\.transforms\.base"),
     # the parts: corpora, renderers, transforms, exporters, and what scores an item
     ("parts", r"corpora(\.(?!commands)[a-z_]+)?|renderers\.[a-z_.]+"

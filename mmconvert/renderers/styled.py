@@ -19,21 +19,10 @@ from ..errors import ItemError
 from ..jobs import Job
 from ..options import cli, first_error
 from ..tokens import load_tokenizer
-from ..units import pixels
 from ..vision_tokens import image_tokens, token_rule, width_step
+from .prediction import WidthPrediction, box_counts, filled_width, grows, size_for
 from .style_files import Style, load_style
-from .target import (
-    TOLERANCE,
-    TargetOptions,
-    WidthPrediction,
-    box_counts,
-    close_enough,
-    fit,
-    fit_pages,
-    fit_width,
-    grows,
-    size_for,
-)
+from .target import TOLERANCE, TargetOptions, close_enough, fit, fit_pages, fit_width
 
 if TYPE_CHECKING:
     from ..items import Item, RenderPart
@@ -174,12 +163,10 @@ class ItemSizes:
 
     def predictable(self) -> bool:
         """Whether the rule's count grows with a thin page's height at the style's width
-        (up to 256 px), as ``target.nearest_count`` predicts it: not where a processor
+        (up to 256 px), as ``prediction.nearest_count`` predicts it: not where a processor
         scales a small page up to its least pixels (Qwen3-VL, GLM-4.1V), whose search runs
         as it did before the prediction."""
-        base = self.base
-        width = pixels(base.page_width * getattr(base, "horizontal_scale", 1.0), base.ppi)
-        return grows(self.rule, width, 256)
+        return grows(self.rule, filled_width(self.base), 256)
 
     def style_sizes(self) -> list[float]:
         """The font sizes laid out at the style's own width."""

@@ -10,23 +10,23 @@ bounds; the size closest to the target is kept. Rules count in steps (tiles, 28 
 a target inside a step cannot be met exactly: the row says how close it came and why.
 
 With the page width moved too (``fit_width``), each width's count is predicted from the
-rule before it is laid out (``nearest_count``, ``WidthPrediction``): a width that cannot come
-closer than the best so far is skipped, and the others seek the count predicted.
+rule before it is laid out (``prediction.WidthPrediction``): a width that cannot come closer
+than the best so far is skipped, and the others seek the count predicted.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, model_validator
 
 from ..options import OPTIONS
-from ..units import pixels
 from ..vision_tokens import RULE_ALIASES, WHY_NOT_EXACT, token_rule, width_step
+
+if TYPE_CHECKING:
+    from .prediction import WidthPrediction
 
 TOLERANCE = 0.05  # the share of the target a result may be off and count as on target
 MAX_LAYOUTS = 8
@@ -114,21 +114,27 @@ def on_grid(size: float, low: float, high: float) -> float:
     return round(min(high, max(low, round(size / FONT_STEP) * FONT_STEP)), 2)
 
 
+def target_goal(options: TargetOptions, text_tokens: int | None) -> float | None:
+    """The vision tokens a target asks for: the budget, or the text tokens over the ratio
+    (None without text tokens)."""
+    if options.vision_budget is not None:
+        return options.vision_budget
+    return text_tokens / options.target_ratio if text_tokens and options.target_ratio else None
+
+
 def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float = 12.0,
         aim: int | None = None, between=None, guess=None) -> Fit:
     """The font size within the bounds whose vision tokens (``tokens_at(size)``: the pages'
     tokens for the model, None when its rule refuses a page) come closest to the target,
     searched from ``start`` (the style's own size). Without ``aim`` the search stops within
     half the tolerance; with it (the count nearest the target the rule can give these pages,
-    ``nearest_count``) it seeks that count and stops only there. ``between(s0, s1)`` (None: no
-    such knowledge) gives the counts the sizes between two tried ones can take, known from
-    the rule: a bracket none of whose counts is the aim, or nearer the goal than the best so
-    far, is not cut further. ``guess(known, seek)`` (None: no such knowledge) predicts the
-    size that gives ``seek`` from the sizes tried so far, ``(size, count)`` in size order, for
-    a step that does not yet bracket it."""
-    goal = (options.vision_budget if options.vision_budget is not None
-            else text_tokens / options.target_ratio if text_tokens and options.target_ratio
-            else None)
+    ``prediction.nearest_count``) it seeks that count and stops only there.
+    ``between(s0, s1)`` (None: no such knowledge) gives the counts the sizes between two
+    tried ones can take, known from the rule: a bracket none of whose counts is the aim, or
+    nearer the goal than the best so far, is not cut further. ``guess(known, seek)`` (None:
+    no such knowledge) predicts the size that gives ``seek`` from the sizes tried so far,
+    ``(size, count)`` in size order, for a step that does not yet bracket it."""
+    goal = target_goal(options, text_tokens)
     low, high = options.min_font_size, options.max_font_size
     tried: dict[float, int | None] = {}
 
@@ -149,9 +155,9 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
             break
         step = nxt
     best = min(tried, key=lambda s: (error(s), abs(s - start))) if goal else next(iter(tried))
-    record = _fit_record(options, text_tokens, goal, tried, best, error(best))
-    return Fit(best, tried[best], len(tried), record,
-               responsive=len({t for t in tried.values() if t is not None}) > 1)
+    responsive = len({t for t in tried.values() if t is not None}) > 1
+    record = _fit_record(options, text_tokens, goal, tried, best, error(best), responsive)
+    return Fit(best, tried[best], len(tried), record, responsive=responsive)
 
 
 def _next_size(tried: dict[float, int | None], size: float, got: int, seek: float,
@@ -179,9 +185,11 @@ def _next_size(tried: dict[float, int | None], size: float, got: int, seek: floa
 
 
 def _fit_record(options: TargetOptions, text_tokens: int | None, goal: float | None,
-                tried: dict[float, int | None], best: float, off: float) -> dict[str, Any]:
+                tried: dict[float, int | None], best: float, off: float,
+                moves: bool) -> dict[str, Any]:
     """A target's row record: what was asked, what the size ``best`` met, and why it is
-    off target by more than the tolerance, when it is."""
+    off target by more than the tolerance, when it is (``moves``: the count moved with the
+    size)."""
     low, high = options.min_font_size, options.max_font_size
     tokens = tried[best]
     record: dict[str, Any] = {"model": options.ratio_model}
@@ -199,7 +207,6 @@ def _fit_record(options: TargetOptions, text_tokens: int | None, goal: float | N
     if record["within"]:
         return record
     # a bound's size that counts as the best one: the bound is why (where the count moves)
-    moves = len({t for t in tried.values() if t is not None}) > 1
     if not goal:
         record["reason"] = "the item has no text tokens to make a ratio of"
     elif tokens is None:
@@ -247,240 +254,6 @@ def close_enough(record: dict[str, Any]) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class Pages:
-    """What a rule can count for an item's pages at a page width, known before laying it
-    out: its pages are ``full`` px high (each but the last, and the last too unless
-    ``last_varies``: a crop cuts it below its text), about ``count`` of them."""
-
-    full: int
-    count: int
-    last_varies: bool
-
-
-def nearest_count(rule, width: int, pages: Pages, goal: float) -> int | None:
-    """The vision tokens nearest ``goal`` that ``rule`` gives pages ``width`` px wide: one
-    page fewer, as many or one more than ``pages.count``, the last of any height up to a full
-    page's when it varies (the rule's count growing with the height). None: the rule refuses
-    such pages, or its count does not grow with the height (``grows``)."""
-    whole = rule(width, pages.full)
-    if whole is None or (pages.last_varies and not grows(rule, width, pages.full)):
-        return None
-    best: int | None = None
-    for count in range(max(1, pages.count - 1), pages.count + 2):
-        before = (count - 1) * whole
-        lasts = _around(lambda h: rule(width, h), goal - before, pages.full) \
-            if pages.last_varies else [whole]
-        for last in lasts:
-            total = before + last
-            if best is None or (abs(total - goal), total) < (abs(best - goal), best):
-                best = total
-    return best
-
-
-def grows(rule, width: int, high: int) -> bool:
-    """Whether ``rule``'s count for pages ``width`` px wide seems to grow with the height,
-    read at doubling heights up to ``high``: a processor that scales a small page up to its
-    least pixels (Qwen3-VL's 65,536) counts more for a thin page than for a taller one, and
-    is not predicted."""
-    counts = [c for c in (rule(width, min(2 ** n, high)) for n in range(high.bit_length() + 1))
-              if c is not None]
-    return all(a <= b for a, b in zip(counts, counts[1:], strict=False))
-
-
-def _around(count_at, want: float, high: int) -> list[int]:
-    """The counts of the heights either side of where ``count_at(height)`` (growing with the
-    height; None, a refused page, counts as too few) first reaches ``want``, in [1, high]."""
-    lo, hi = 1, high
-    while lo < hi:  # the least height whose count reaches want (high when none does)
-        mid = (lo + hi) // 2
-        got = count_at(mid)
-        if got is not None and got >= want:
-            hi = mid
-        else:
-            lo = mid + 1
-    return [c for c in (count_at(lo - 1) if lo > 1 else None, count_at(lo)) if c is not None]
-
-
-def box_counts(rule, step: int, one, other) -> set[int] | None:
-    """The counts ``rule`` gives a page whose size lies between two laid-out pages' (``one``
-    and ``other``: lists of pixel sizes), each side read at every ``step`` px (the rule's
-    cell) and at its end: the counts the sizes between two font sizes can give, if a page
-    grows with the size. None: the pages are not one each."""
-    if not one or not other or len(one) != 1 or len(other) != 1:
-        return None
-    (w0, h0), (w1, h1) = sorted((one[0], other[0]))
-    if h1 < h0:
-        return None  # a page that grows wider but shorter: not read
-
-    def sides(a: int, b: int) -> list[int]:
-        return [*range(a, b, step), b]
-
-    counts = {rule(w, h) for w in sides(w0, w1) for h in sides(h0, h1)}
-    return None if None in counts else counts
-
-
-def size_for(rule, tried: list[tuple[float, list[tuple[int, int]]]], seek: float,
-             low: float, high: float) -> float | None:
-    """The font size whose page ``rule`` counts nearest ``seek``, its width and height taken
-    along the line through the pages of the two tried sizes nearest it (``(size, pages)``,
-    one page each; a side as wide as its page stays so); None when there is no such line."""
-    if len(tried) < 2 or any(len(pages) != 1 for _, pages in tried):
-        return None
-    (s0, ((w0, h0),)), (s1, ((w1, h1),)) = tried[:2]
-    if s1 == s0:
-        return None
-
-    def count(size: float) -> float:
-        share = (size - s0) / (s1 - s0)
-        width = round(w0 + share * (w1 - w0))
-        height = round(h0 + share * (h1 - h0))
-        if width < 1 or height < 1:
-            return -math.inf
-        got = rule(width, height)
-        return -math.inf if got is None else got
-
-    def least(reaches) -> float:  # the least size in the bounds whose count reaches
-        lo, hi = low, high
-        for _ in range(24):
-            mid = (lo + hi) / 2
-            lo, hi = (lo, mid) if reaches(count(mid)) else (mid, hi)
-        return hi
-
-    if count(high) < seek:
-        return high
-    first = least(lambda c: c >= seek)
-    if count(first) == seek:  # the middle of the sizes the line counts seek at: the surest
-        return (first + least(lambda c: c > seek)) / 2
-    below = max(low, first - FONT_STEP)
-    return first if abs(count(first) - seek) <= abs(count(below) - seek) else below
-
-
-class WidthPrediction:
-    """``fit_width``'s prediction for a page renderer's options ``base``, from the pages
-    ``seen`` at the size ``found`` at the style's width (``probe_at(size, inches)`` lays the
-    item out at another width): the count nearest the target the rule can give at a page
-    width (inches; None: the style's), or None when it cannot say.
-
-    - A page as wide as its page is filled by its text, and is as wide as any other width.
-    - A page narrower than its page (a crop to its text) is the style's page at the widths
-      where its lines break at the same words (each side's furthest found by bisection: a
-      greedy break that holds at two widths holds between them); at another width, one
-      layout says how wide it is, and its width may then grow with the size up to the page's.
-    - A size stuck at a bound short of the target keeps its text's area at another width.
-    """
-
-    def __init__(self, options: TargetOptions, rule, base, seen: list[tuple[int, int]],
-                 found: Fit, goal: float, probe_at, sizes: Sequence[float] = ()):
-        self.rule, self.base, self.seen, self.found, self.goal = rule, base, seen, found, goal
-        self.probe_at = probe_at
-        self.low, self.high = options.min_font_size, options.max_font_size
-        near = sorted(sorted(sizes, key=lambda size: abs(size - found.font_size))[:2])
-        self.line = [(size, probe_at(size, None)) for size in near if probe_at(size, None)]
-        self.scale = getattr(base, "horizontal_scale", 1.0)
-        self.step = width_step(options.ratio_model or "") or 1
-        self.crop = getattr(base, "crop", "none")
-        full = pixels(base.page_height, base.ppi) if len(seen) == 1 else seen[0][1]
-        self.pages = Pages(full, len(seen), last_varies=self.crop != "none")
-        self.filled = pixels(base.page_width * self.scale, base.ppi)
-        self.widest = max(w for w, _ in seen)
-        tokens = found.vision_tokens
-        self.stuck = tokens is not None and (
-            (found.font_size <= options.min_font_size and tokens > goal)
-            or (found.font_size >= options.max_font_size and tokens < goal))
-        self.same: dict[int, int] = {}  # each side: the furthest width step as the style's
-        self.near = cache(lambda width: nearest_count(rule, width, self.pages, goal))
-
-    @classmethod
-    def of(cls, options: TargetOptions, rule, base, seen, found: Fit, probe_at,
-           sizes: Sequence[float] = ()):
-        """The prediction, or None where there is none: no pages, not a page renderer's
-        options, no goal. ``sizes``: the sizes tried at the style's width."""
-        record = found.record
-        goal = record.get("vision_budget") or (
-            record["text_tokens"] / record["target_ratio"] if record.get("text_tokens")
-            else None)
-        if not seen or not goal or not hasattr(base, "page_height"):
-            return None
-        return cls(options, rule, base, seen, found, goal, probe_at, sizes)
-
-    def __call__(self, inches: float | None) -> int | None:
-        if inches is None:
-            return self.near(self.widest) if self.widest >= self.filled else None
-        width = pixels(inches * self.scale, self.base.ppi)
-        if self.widest < self.filled:  # its lines' breaks decide its width
-            return self.cropped(inches, width)
-        if self.stuck:  # the size cannot move: the same text at this width, its area kept
-            return self.area_count(width)
-        return self.near(width)
-
-    def start(self, inches: float, aim: int) -> float | None:
-        """Where a moved width's search starts: for a page its text fills, the size whose
-        page, grown as the style's width's two tried sizes nearest the one found grew, the
-        rule counts ``aim`` at this width (None: the size found, as for a size stuck at a
-        bound)."""
-        if self.widest < self.filled or len(self.line) < 2 or self.stuck:
-            return None
-        width = pixels(inches * self.scale, self.base.ppi)
-        moved = [(size, [(width, h) for _, h in pages]) for size, pages in self.line]
-        return size_for(self.rule, moved, aim, self.low, self.high)
-
-    def cropped(self, inches: float, page: int) -> int | None:
-        """A page cropped to its text at ``inches`` (``page`` px): the style's count where
-        its lines break as at the style's width, else the nearest count of any width from
-        the laid-out one to the page's."""
-        if self.as_style(inches):
-            return self.found.vision_tokens
-        probe = self.probe_at(self.found.font_size, inches)
-        if not probe:
-            return None
-        half = max(1, self.step // 2)
-        start = (max(w for w, _ in probe) - self.step) // half * half
-        counts = [c for c in map(self.near, range(start, page + 1, half)) if c is not None]
-        return min(counts, default=None, key=lambda c: (abs(c - self.goal), c))
-
-    def area_count(self, width: int) -> int | None:
-        """The count of the pages found, their text's area kept at ``width`` px, less a row
-        of the rule's steps toward the target (the area is a guess)."""
-        seen, full = self.seen, self.pages.full
-        total = sum(h for _, h in seen) * self.widest / width
-        total += self.step if (self.found.vision_tokens or 0) < self.goal else -self.step
-        whole, rest = divmod(total, full)
-        if self.pages.last_varies and round(rest) >= 1:
-            counts = [self.rule(width, full)] * int(whole) + [self.rule(width, round(rest))]
-        else:
-            counts = [self.rule(width, full)] * (int(whole) + (rest > 0))
-        return None if None in counts else sum(counts)
-
-    def as_style(self, inches: float) -> bool:
-        """Whether the pages at ``inches`` are the style's at the size found."""
-        ppi, step = self.base.ppi, self.step
-        origin = pixels(self.base.page_width, ppi)
-        k = round((pixels(inches, ppi) - origin) / step)
-        side = 1 if k > 0 else -1
-        if side not in self.same:
-            def width(j: int) -> float:
-                return round((origin + side * j * step) / ppi, 4)
-
-            def same(j: int) -> bool:
-                return self.probe_at(self.found.font_size, width(j)) == self.seen
-
-            lo, hi = 0, WIDTH_MOVES  # the step lo is as the style's; is hi?
-            if side < 0 and self.crop == "content" and getattr(self.base, "crop_pad",
-                                                                None) is None:
-                # ReadBench's crop ends 4 right margins past the widest line: a page as wide
-                # as the crop still holds that line
-                while lo < hi and pixels(width(lo + 1) * self.scale, ppi) >= self.widest:
-                    lo += 1
-            if lo < hi and same(hi):
-                lo = hi
-            while lo < hi - 1:
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if same(mid) else (lo, mid)
-            self.same[side] = lo
-        return abs(k) <= self.same[side]
-
-
 def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found: Fit,
               page_width: float, ppi: float, predict: WidthPrediction | None = None,
               between=None, guess=None) -> Fit:
@@ -501,8 +274,7 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
         return found
     base = round(page_width * ppi)
     layouts = found.layouts
-    goal = found.record.get("vision_budget") or (
-        text_tokens / options.target_ratio if text_tokens and options.target_ratio else 0)
+    goal = target_goal(options, text_tokens) or 0
 
     def off(tokens: int | None) -> float:
         return math.inf if tokens is None else abs(tokens - goal)
@@ -516,6 +288,7 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
         layouts += again.layouts
         if off(again.vision_tokens) < off(found.vision_tokens):
             best = Fit(again.font_size, again.vision_tokens, again.layouts, again.record)
+
     def meets(tokens: int | None) -> bool:
         return tokens is not None and close_enough({**found.record, "vision_tokens": tokens,
                                                     "exact": tokens == round(goal)})
@@ -523,6 +296,7 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
     order = [k for k in sorted(range(-WIDTH_MOVES, WIDTH_MOVES + 1), key=lambda k: (abs(k), k))
              if k and 1 < round((base + k * step) / ppi, 4) <= 40]
     searched: set[int] = set()
+    predicted: dict[int, int | None] = {}  # each width's, made once for both passes
     # first the widths whose count is predicted to meet the target, nearest first; then the
     # others, nearest first, where the prediction is nearer than the best so far
     for only_met in (True, False):
@@ -530,7 +304,9 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
             if close_enough(best.record):
                 break
             inches = round((base + k * step) / ppi, 4)
-            aim = predict(inches) if predict else None
+            if k not in predicted:
+                predicted[k] = predict(inches) if predict else None
+            aim = predicted[k]
             if k in searched or (only_met and not meets(aim)):
                 continue
             if aim is not None and off(aim) >= off(best.vision_tokens):

@@ -158,7 +158,7 @@ def test_nearest_count_is_the_count_of_every_page_height_nearest_the_goal(model)
     without a layout."""
     import random
 
-    from mmconvert.renderers.target import Pages, nearest_count
+    from mmconvert.renderers.prediction import Pages, nearest_count
     from mmconvert.vision_tokens import token_rule
 
     rule, rng = token_rule(model), random.Random(5)
@@ -240,7 +240,7 @@ def test_a_width_the_prediction_leaves_out_has_no_closer_count_at_any_size(tmp_p
     2 pt of the one found, and none gives a count nearer the budget than the row's."""
     from mmconvert.renderers.base import item_from_row
     from mmconvert.renderers.page import PageRenderer
-    from mmconvert.renderers.target import Pages, nearest_count
+    from mmconvert.renderers.prediction import Pages, nearest_count
     from mmconvert.vision_tokens import image_tokens, token_rule
     from tests.typed import typed_rows
 
@@ -274,7 +274,7 @@ def test_a_bracket_whose_sizes_between_cannot_come_closer_is_not_cut_further():
     100: once two tried sizes bracket it and no page between them counts nearer (Qwen's
     cells read at each 28 px), the search stops. It finds the count a bisection to the grid
     finds (104), in half the layouts."""
-    from mmconvert.renderers.target import box_counts
+    from mmconvert.renderers.prediction import box_counts
     from mmconvert.vision_tokens import image_tokens, token_rule
 
     rule = token_rule("qwen2.5-vl")
@@ -300,7 +300,8 @@ def test_the_next_size_is_read_off_the_line_through_two_tried_pages():
     """``size_for``: a page 40 + 11 px a point wide and 40 + 6 px a point high, tried at 12
     and 20 pt, is met at 100 Qwen tokens where the line through the two says, and that size
     is where the page itself first counts nearest 100 on the 0.05 pt grid."""
-    from mmconvert.renderers.target import on_grid, size_for
+    from mmconvert.renderers.prediction import size_for
+    from mmconvert.renderers.target import on_grid
     from mmconvert.vision_tokens import token_rule
 
     rule = token_rule("qwen2.5-vl")
@@ -324,7 +325,7 @@ def test_a_rule_that_scales_thin_pages_up_is_searched_as_before(model, predicted
     """A thin page's count grows with its height on an A4 page 768 px wide, except where a
     processor scales a small page up to its least pixels: there the width search runs
     without prediction, as it did before (its rows are the same, and met as often)."""
-    from mmconvert.renderers.target import grows
+    from mmconvert.renderers.prediction import grows
     from mmconvert.vision_tokens import token_rule
 
     rule = token_rule(model)
