@@ -38,7 +38,7 @@ def pages(count: int) -> list[tuple[str, dict[str, bytes]]]:
         raw = short_item(rng, k)
         item = Item(id=raw["id"], corpus="bench", subset="short", split="test",
                     question=raw["question"], answer=raw["answer"], context=raw["context"])
-        _, _, document, files = renderer.page(item, "context")
+        _, document, files = renderer.page(item, "context")
         built.append((document, files))
     return built
 

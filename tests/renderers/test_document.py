@@ -278,17 +278,28 @@ def test_a_style_file_draws_documents_and_names_the_fields_it_leaves_out(docs, t
 
 
 @pytest.mark.slow
-def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path):
+def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path, monkeypatch):
+    import mmconvert.renderers.document as document
     from mmconvert.vision_tokens import image_tokens, token_rule
 
+    # the search's typesettings share the item's body, and only the drawn one is written
+    bodies: list[str] = []
+    writes: list[int] = []
+    make_body, write = document.fields_html, document.written
+    monkeypatch.setattr(document, "fields_html",
+                        lambda item, *a: bodies.append(item.id) or make_body(item, *a))
+    monkeypatch.setattr(document, "written", lambda doc: writes.append(1) or write(doc))
     out = tmp_path / "budget"
     result = run("render", docs, "--renderer", "document", "--render", "context",
                  "--vision-budget", "400", "--ratio-model", "qwen2.5-vl", "--crop", "content",
                  "--out", out)
     assert result.exit_code == 0, result.output
+    assert len(writes) == 3
     sizes = set()
     for row in rows(out):
         target = row["target"]
+        # made when printed ahead and again when searched, not at each of 3 or more sizes
+        assert target["layouts"] >= 3 and bodies.count(row["id"]) <= 2, (target, bodies)
         assert target["within"], target
         # the tokens the search counted are the drawn pages' own
         assert image_tokens(token_rule("qwen2.5-vl"), row["images"]) == \

@@ -47,7 +47,7 @@ from .browser import (
 )
 from .css import css_text, faces, font_records, page_html
 from .markup import RenderState, fields_html
-from .pdf import normalised, page_pixels, rasterise
+from .pdf import normalised, page_pixels, rasterise, written
 from .text import references, visible_text
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class DocumentRow(QuestionRow):
 class Printed:
     """What the browser made of one item."""
 
-    pdf: bytes
+    pdf: bytes | None  # None until drawn: a typesetting a target's search only measured
     pages: list[tuple[bytes, int, int]]  # PNG, width, height
     math_errors: list[dict[str, str]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
@@ -165,6 +165,40 @@ class Printed:
     def source(self) -> Any:
         """What its pages are drawn and measured from: the open document, else the bytes."""
         return self.doc if self.doc is not None else self.pdf
+
+
+@dataclass
+class Body:
+    """An item's body as the browser is given it, and what making it found: its math errors
+    and refusals (``state``) and the files it names (``named``)."""
+
+    state: RenderState
+    html: str
+    named: list[str]
+
+
+class Bodies:
+    """The last two items' ``Body`` (the item drawn and the next, printed ahead), shared by
+    the renderers a job makes for one item's sizes and widths: the body depends on neither
+    (only on the item, its part, its markup, code style and dialogue colours, and its
+    folder), and making it again was over a quarter of a budget search's time besides the
+    browser's."""
+
+    KEPT = 2
+
+    def __init__(self) -> None:
+        self._kept: list[tuple[Item, tuple, Body]] = []
+
+    def of(self, item: Item, part: RenderPart, options, folder: Path | None) -> Body:
+        key = (part, options.markup, options.code_style, tuple(options.dialogue_colors), folder)
+        for kept, kept_key, body in self._kept:
+            if kept is item and kept_key == key:
+                return body
+        state = RenderState(options, folder)
+        html = fields_html(item, part, state)
+        body = Body(state, html, references(html))
+        self._kept = [*self._kept[1 - self.KEPT:], (item, key, body)]
+        return body
 
 
 # --- the renderer --------------------------------------------------------------------------
@@ -244,12 +278,13 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
     def read_layout(cls, data: bytes) -> bytes:
         return data  # the stored layout is the PDF itself
 
-    def __init__(self, options=None, folder: Path | None = None):
+    def __init__(self, options=None, folder: Path | None = None, bodies: Bodies | None = None):
         self.options = options or DocumentOptions()
         self.folder = folder  # the item's folder: the images it may show
+        self.bodies = bodies or Bodies()  # a job's renderers share theirs
         self._typeset: tuple[tuple[str, str], Printed] | None = None  # the last item's PDF
         # the pages built for prints asked for ahead, by item and part, for ``typeset``
-        self._ahead: dict[tuple[str, str], tuple[RenderState, str, str, dict[str, bytes]]] = {}
+        self._ahead: dict[tuple[str, str], tuple[Body, str, dict[str, bytes]]] = {}
 
     def insets(self) -> tuple[float, float, float]:
         """The margins no glyph may cross, less one CSS pixel (0.75 pt): Chromium lays a
@@ -269,7 +304,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         if self._typeset is not None and self._typeset[0] == key:
             return self._typeset[1]
         kept = self._ahead.pop(key, None)
-        state, body, document, files = kept if kept is not None else self.page(item, part)
+        body, document, files = kept if kept is not None else self.page(item, part)
         try:
             pdf, fetched = Browser.get().pdf(document, files)
         except MMConvertError:
@@ -282,24 +317,22 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
                             where=item.origin or item.id, field=part, item_id=item.id,
                             stage="render") from None
         # what the item's HTML names and the browser asked for, none of it loaded
-        refused = list(dict.fromkeys([*state.refused, *references(body), *fetched]))
-        data, doc = normalised(pdf, self.options)
-        typeset = Printed(data, [], state.math_errors, refused, doc)
+        refused = list(dict.fromkeys([*body.state.refused, *body.named, *fetched]))
+        typeset = Printed(None, [], body.state.math_errors, refused,
+                          normalised(pdf, self.options))
         self._typeset = (key, typeset)
         return typeset
 
-    def page(self, item: Item, part: RenderPart) -> tuple[RenderState, str, str,
-                                                           dict[str, bytes]]:
-        """What the browser is given for the item: its state (math errors, what it refused),
-        its body's HTML, the whole page's, and the files the page may load."""
-        state = RenderState(self.options, self.folder)
-        body = fields_html(item, part, state)
+    def page(self, item: Item, part: RenderPart) -> tuple[Body, str, dict[str, bytes]]:
+        """What the browser is given for the item: its body, the whole page's HTML, and the
+        files the page may load."""
+        body = self.bodies.of(item, part, self.options, self.folder)
         face_list = faces(self.options)
         try:
-            document = page_html(body, self.options, face_list)
+            document = page_html(body.html, self.options, face_list)
         except ValueError as err:  # the --css file changed since the options were read
             raise UsageError(f"--css: {err}") from None
-        return state, body, document, {f"/fonts/{face.key}": face.data for face in face_list}
+        return body, document, {f"/fonts/{face.key}": face.data for face in face_list}
 
     def print_ahead(self, item: Item, part: RenderPart) -> None:
         """Have the browser print the item's page now, for its ``typeset`` to take with the
@@ -307,13 +340,14 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         built = self._ahead[item.id, part] = self.page(item, part)
         while len(self._ahead) > AHEAD:
             del self._ahead[next(iter(self._ahead))]
-        Browser.get().ahead(built[2], built[3])
+        Browser.get().ahead(built[1], built[2])
 
     def pages(self, item: Item, part: RenderPart) -> Printed:
         """The item's PDF (from the browser) and its pages at the options' PPI."""
         typeset = self.typeset(item, part)
         self._typeset = None
         try:
+            data = typeset.pdf if typeset.pdf is not None else written(typeset.doc)
             pages = rasterise(typeset.source, self.options.ppi, self.options.color)
         except ValueError as err:  # past the pixel limit, refused before drawing
             raise ItemError(str(err), where=item.origin or item.id, field="context",
@@ -322,7 +356,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
             if typeset.doc is not None:
                 typeset.doc.close()
                 typeset.doc = None
-        return Printed(typeset.pdf, pages, typeset.math_errors, typeset.refused)
+        return Printed(data, pages, typeset.math_errors, typeset.refused)
 
     def shown_text(self, item: Item, part: RenderPart) -> str:
         """The text the item's pages show (a target's text tokens; ``expected_text``)."""
@@ -362,6 +396,7 @@ class DocumentJob(StyledJob):
         corpus = Path(config.corpus)
         self.folder = (config.source if config.source and Path(config.source).is_dir()
                        else corpus.parent if corpus.is_file() else None)
+        self.bodies = Bodies()
         self.renderer = self.make_renderer(config.document)
         self.prompts = Prompts(config.prompt_dir)
         self.start_style()
@@ -371,7 +406,7 @@ class DocumentJob(StyledJob):
         self._asked: str | None = None  # the item whose print was asked for ahead
 
     def make_renderer(self, options) -> DocumentRenderer:
-        return DocumentRenderer(options, self.folder)
+        return DocumentRenderer(options, self.folder, self.bodies)
 
     def part(self, item: Item, corpus: Corpus) -> RenderPart:
         return self.config.document.render or corpus.part_for(item)

@@ -12,27 +12,33 @@ from ..drawing import pixels_png
 from ..fields import MAX_ITEM_MEGAPIXELS
 
 
-def normalised(pdf: bytes, options=None) -> tuple[bytes, Any]:
-    """The browser's PDF without what changes from run to run (its dates) or names the page
-    (its title), its pages cut as ``options.crop`` says, re-written compact; and the PyMuPDF
-    document it was written from, left open: its pages draw the pixels the bytes draw, with
-    its fonts loaded already (loading Chromium's Type 3 faces again from the bytes was most
-    of a short item's drawing)."""
+def normalised(pdf: bytes, options=None) -> Any:
+    """The browser's PDF with its text layer in reading order and its pages cut as
+    ``options.crop`` says: the PyMuPDF document, left open. Its pages draw the pixels its
+    bytes (``written``) draw, with its fonts loaded already (loading Chromium's Type 3 faces
+    again from the bytes was most of a short item's drawing). A target's search measures
+    the pages of most of its typesettings and never writes them."""
     import pymupdf
 
     doc: Any = pymupdf.open(stream=pdf, filetype="pdf")
     try:
-        doc.set_metadata({"producer": doc.metadata.get("producer") or "", "creator": "mmconvert",
-                          "title": "", "author": "", "subject": "", "keywords": "",
-                          "creationDate": "", "modDate": "", "trapped": ""})
         for page in doc:
             in_reading_order(doc, page, options)
         if options is not None and options.crop != "none":
             crop_pages(doc, options)
-        return doc.tobytes(garbage=3, deflate=True, no_new_id=True), doc
+        return doc
     except BaseException:  # closed here, as the ``with`` it replaced closed it
         doc.close()
         raise
+
+
+def written(doc) -> bytes:
+    """A ``normalised`` document's bytes (before any page is drawn): without what changes
+    from run to run (its dates) or names the page (its title), re-written compact."""
+    doc.set_metadata({"producer": doc.metadata.get("producer") or "", "creator": "mmconvert",
+                      "title": "", "author": "", "subject": "", "keywords": "",
+                      "creationDate": "", "modDate": "", "trapped": ""})
+    return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
 
 
 @contextmanager
