@@ -30,8 +30,9 @@ def _worker(delay: float):
     return functools.partial(_slow_square, delay)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "ray" else n
-                                  for n in EXECUTORS.names()])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=(pytest.mark.slow,
+                                                          pytest.mark.xdist_group("ray")))
+                                  if n == "ray" else n for n in EXECUTORS.names()])
 def test_every_executor_maps_in_task_order(name):
     executor = EXECUTORS.get(name)(3)
     assert executor.name == name and executor.description
