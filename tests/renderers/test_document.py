@@ -321,6 +321,34 @@ def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path, monkeypat
     (row,) = rows(whole)
     assert not row["target"]["within"] and "in steps" in row["target"]["reason"]
 
+def test_renderers_sharing_bodies_take_only_a_body_made_for_their_own_item_and_options():
+    """A job's renderers share the last items' bodies (``Bodies``): a body is taken again only
+    for the same item, part and options that make it; anything else makes its own."""
+    from mmconvert.items import Item
+    from mmconvert.renderers.document import Bodies, DocumentOptions, DocumentRenderer
+
+    def item(text: str) -> Item:
+        return Item(id="same-id", corpus="t", subset="t", split="test", question="q?",
+                    answer="a", context=text)
+
+    code = item("```python\nx = 1  # one\n```")
+    shared = Bodies()
+    first = DocumentRenderer(DocumentOptions(), bodies=shared).page(code, "context")[0]
+    # the size and the width do not make the body
+    wider = DocumentOptions(font_size=20, page_width=9.5)
+    assert DocumentRenderer(wider, bodies=shared).page(code, "context")[0] is first
+    for options, asked, part in [
+            ({}, item("other text"), "context"),  # another item of the same id
+            ({}, code, "options"),  # another part of the item
+            ({"code_style": "monokai"}, code, "context"),  # another colouring of its code
+            ({"markup": "html"}, code, "context")]:  # its text read as HTML
+        shared = Bodies()
+        first = DocumentRenderer(DocumentOptions(), bodies=shared).page(code, "context")[0]
+        body = DocumentRenderer(DocumentOptions(**options), bodies=shared).page(asked, part)[0]
+        alone = DocumentRenderer(DocumentOptions(**options)).page(asked, part)[0]
+        assert body is not first and body.html == alone.html
+
+
 def test_each_page_is_printed_once_while_the_one_before_is_drawn(tmp_path, monkeypatch):
     """A worker takes items in groups: each one's page is printed (in Chromium's process)
     while the one before it is drawn (in ours). Each page is built and printed once, the
