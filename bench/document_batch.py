@@ -9,7 +9,8 @@ of 4 and 18, under several page options. Each item's body goes into a section of
 page that starts a page and holds the columns the page's body holds alone; the batch's PDF is
 cut at the items' own page counts, and each part normalised and drawn as the renderer draws
 an item. It prints, per case, the items whose pages are the same PNG bytes, and for the others
-how many pixels differ and by how much.
+how many pixels differ, by how much, and whether Chromium wrote their content streams alike (a
+later item's page is drawn in the batch's coordinates, under a translation).
 
     python bench/document_batch.py [--items 64] [--compare]
 """
@@ -97,6 +98,15 @@ def drawn(pdf: bytes, options) -> list[bytes]:
                                            options.color)]
 
 
+def contents(pdf: bytes) -> list[bytes]:
+    """Each page's content stream, as Chromium wrote it (``normalised`` rewrites only the
+    runs of right-to-left lines)."""
+    import pymupdf
+
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        return [page.read_contents() for page in doc]
+
+
 def differing(one: bytes, other: bytes) -> str:
     """How two PNGs of a page differ: their sizes, else the pixels and the largest step."""
     import io
@@ -122,8 +132,8 @@ def compare(browser: Browser) -> None:
     for values in cases:
         options = DocumentOptions(**values)
         renderer = DocumentRenderer(options)
-        alone = {item.id: [png for png, _, _ in renderer.pages(item, "context").pages]
-                 for item in items}
+        printed = {item.id: renderer.pages(item, "context") for item in items}
+        alone = {key: [png for png, _, _ in done.pages] for key, done in printed.items()}
         columns = (f"column-count: {options.columns}; column-gap: {options.column_gap}pt; "
                    "column-fill: auto")
         for size in (4, 18):
@@ -143,11 +153,14 @@ def compare(browser: Browser) -> None:
                         with pymupdf.open() as part:
                             part.insert_pdf(batch, from_page=at, to_page=at + count - 1)
                             pages = drawn(part.tobytes(), options)
+                            streams = contents(part.tobytes()) == \
+                                contents(printed[item.id].pdf or b"")
                         at += count
                         if pages == alone[item.id]:
                             same += 1
                         else:
-                            other += [f"{item.id}: {differing(a, b)}" for a, b in
+                            other += [f"{item.id}: {differing(a, b)} (content streams "
+                                      f"{'equal' if streams else 'differ'})" for a, b in
                                       zip(alone[item.id], pages, strict=False) if a != b]
                     if at != len(batch):
                         other.append(f"the batch has {len(batch)} pages, its items {at}")
