@@ -42,6 +42,7 @@ from .results import (
     PRECISION,
     READ_NOTE,
     headline,
+    headline_left_out,
     unparsed_shares,
     unparsed_warnings,
     worst_unparsed,
@@ -102,6 +103,9 @@ class CurveOptions(EvalOptions):
             raise ValueError("give --recipe or --style, not both")
         if "text-image" in self.modality:
             raise ValueError("--modality: text-image is occlusions' own")
+        left_out = headline_left_out(self.probe, list(self.modality))
+        if left_out:
+            raise ValueError(left_out)
         return self
 
 

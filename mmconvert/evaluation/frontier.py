@@ -49,6 +49,7 @@ from .results import (
     PRECISION,
     READ_NOTE,
     headline,
+    headline_left_out,
     unparsed_shares,
     unparsed_warnings,
     worst_unparsed,
@@ -324,6 +325,8 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
     elif "text-image" in options.modality:
         raise UsageError("--modality: the frontier scores image and text; text-image is "
                          "occlusions' own")
+    elif left_out := headline_left_out(options.probe, list(options.modality)):
+        raise UsageError(left_out)
     if options.recipe is not None:  # its fingerprint's note, once
         resolve_config([], recipe=options.recipe, warn=echo)
     # what a point's figure is: Tesseract's character accuracy with no model, a model's

@@ -83,6 +83,9 @@ def test_bad_curve_options_are_one_line(tmp_path):
         (["--ratio-model", "qwen2.5vl"], "did you mean 'qwen2.5-vl'?"),
         (["--model", "a,b,c", "--ratio-model", "qwen2.5-vl,glm-4.1v"],
          "--ratio-model: 2 rules for 3 models; give one for all or one per model"),
+        # a curve of no score: it rendered and asked, then said "curves in curve.json"
+        (["--modality", "text"],
+         "--modality: each point's figure is its image condition's score; give image among"),
     ]:
         args = ["curve", "mmlu-redux", "--model", "m", "--tokenizer", "t.json",
                 "--ratio-model", "qwen2.5-vl", "--out", tmp_path / "c", *extra]
