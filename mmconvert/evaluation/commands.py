@@ -81,6 +81,14 @@ def run_eval(targets: tuple[str, ...], options, out: Path | None, *, dry_run: bo
          f"inspect view --log-dir {out / 'logs'}", err=True)
 
 
+def probe_or_modality(values: dict) -> None:
+    """A probe asks its own condition: a --modality given beside it would be left unasked
+    (eval's, curve's and frontier's flags)."""
+    if values.get("probe") and "modality" in values:
+        raise UsageError("--probe transcribe asks its own condition (the pages, to be "
+                         "transcribed): give --modality or --probe, not both")
+
+
 def eval_command() -> click.Command:
     flags = model_flags(EvalOptions)
 
@@ -103,9 +111,7 @@ def eval_command() -> click.Command:
           mmconvert eval compare runs/demo-eval-a runs/demo-eval-b
         """
         values = fill(flags, given, {})
-        if values.get("probe") and "modality" in values:
-            raise UsageError("--probe transcribe asks its own condition (the pages, to be "
-                             "transcribed): give --modality or --probe, not both")
+        probe_or_modality(values)
         if targets and targets[0] not in ("compare", "decompose") and "model" not in values:
             raise UsageError("--model: required (the model name the endpoint serves)")
         options = build(EvalOptions, values, flags=flag_names(flags)) \
@@ -146,6 +152,7 @@ def frontier_command() -> click.Command:
               --points 24 --model Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1
         """
         values = fill(flags, given, {})
+        probe_or_modality(values)
         options = build(FrontierOptions, values, flags=flag_names(flags))
         label = safe(options.model or "ocr")
         target = out or Path("runs") / f"{Path(corpus).stem}-frontier-{label}"
@@ -187,6 +194,7 @@ def curve_command() -> click.Command:
               --ratio-model qwen2.5-vl,internvl2.5 --ratios 1,2,4 --recipe vtcbench
         """
         values = fill(flags, given, {})
+        probe_or_modality(values)
         options = build(CurveOptions, values, flags=flag_names(flags))
         target = out or Path("runs") / f"{Path(corpus).stem}-curve-{safe(options.models[0])}"
         result = curve(corpus, target, options,

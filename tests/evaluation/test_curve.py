@@ -86,6 +86,8 @@ def test_bad_curve_options_are_one_line(tmp_path):
         # a curve of no score: it rendered and asked, then said "curves in curve.json"
         (["--modality", "text"],
          "--modality: each point's figure is its image condition's score; give image among"),
+        # a probe asks its own condition: the conditions given were left unasked, silently
+        (["--probe", "transcribe", "--modality", "image,text"], "give --modality or --probe"),
     ]:
         args = ["curve", "mmlu-redux", "--model", "m", "--tokenizer", "t.json",
                 "--ratio-model", "qwen2.5-vl", "--out", tmp_path / "c", *extra]

@@ -201,6 +201,8 @@ def test_drawn_points_are_seeded_and_the_same_values_are_one_point(tmp_path):
     # a frontier of no score: it rendered and asked, then fell on a KeyError
     (["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--modality", "text,text-budget"],
      "--modality: each point's figure is its image condition's score; give image among"),
+    # a probe asks its own condition: the conditions given were left unasked, silently
+    (["--probe", "transcribe", "--modality", "image,text"], "give --modality or --probe, not"),
 ])
 def test_bad_frontier_options_are_one_line(tmp_path, extra, message):
     args = ["frontier", "mmlu-redux", "--source", SAMPLE, "--tokenizer", minilm_folder(),
