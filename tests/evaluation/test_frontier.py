@@ -203,6 +203,9 @@ def test_drawn_points_are_seeded_and_the_same_values_are_one_point(tmp_path):
      "--modality: each point's figure is its image condition's score; give image among"),
     # a probe asks its own condition: the conditions given were left unasked, silently
     (["--probe", "transcribe", "--modality", "image,text"], "give --modality or --probe, not"),
+    # without a model Tesseract scores each point: a probe or conditions would be unasked
+    (["--probe", "transcribe"], "--probe: conditions a model is asked; without --model"),
+    (["--modality", "image,text"], "--modality: conditions a model is asked; without --model"),
 ])
 def test_bad_frontier_options_are_one_line(tmp_path, extra, message):
     args = ["frontier", "mmlu-redux", "--source", SAMPLE, "--tokenizer", minilm_folder(),
