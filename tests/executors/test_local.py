@@ -31,7 +31,7 @@ def _worker(delay: float):
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=(pytest.mark.slow,
-                                                          pytest.mark.xdist_group("ray")))
+                                                          pytest.mark.ray_cluster))
                                   if n == "ray" else n for n in EXECUTORS.names()])
 def test_every_executor_maps_in_task_order(name):
     executor = EXECUTORS.get(name)(3)

@@ -21,8 +21,8 @@ from tests.conftest import FIXTURES, SAMPLE
 
 pytest.importorskip("ray")
 # a real local Ray cluster: the slowest tests, left out of the fast lane (pytest -m "not slow")
-# slow; and one worker runs them all, one cluster at a time, under pytest -n auto --dist loadgroup
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# slow; and run in a pytest of their own after the others (the README's test command)
+pytestmark = [pytest.mark.slow, pytest.mark.ray_cluster]
 
 
 def mmconvert(*args, env=None) -> subprocess.CompletedProcess:
