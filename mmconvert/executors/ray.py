@@ -16,6 +16,8 @@ import contextlib
 import logging
 import pickle
 import socket
+import threading
+import time
 import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future
@@ -35,6 +37,9 @@ BATCHES_PER_ACTOR = 16
 WINDOW = 10_000
 WINDOW_BYTES = 256 * 2**20
 RETRIES = 1
+# Ray Data's threads in the driver, waited for at exit before Ray is shut down (``_shutdown``)
+RAY_DATA_THREADS = ("StreamingExecutor-", "ray-data-metadata-prefetch")
+LINGER = 30.0  # seconds they are waited for, in all
 
 
 def import_ray():
@@ -134,6 +139,19 @@ def _quiet_stderr():
         os.close(null)
 
 
+def _shutdown(ray, linger: float = LINGER) -> None:
+    """Ray shut down at exit, once Ray Data's threads in this process have ended. A dataset's
+    executor stops its loop with a join of 2 s; under load the loop outlives that, and a Ray
+    call it makes after the shutdown starts Ray again from its thread (Ray's auto-init),
+    which writes "SIGTERM handler is not set because current thread is not the main
+    thread." on the run's stderr after its summary (seen once, in CI, with tests beside)."""
+    deadline = time.monotonic() + linger
+    for thread in threading.enumerate():
+        if thread.name.startswith(RAY_DATA_THREADS) and thread is not threading.current_thread():
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    ray.shutdown()
+
+
 class _Actor:
     """A Ray Data callable class; ``payload`` (the pickled ``make_worker``) and ``threads``
     are set on a subclass made per run, so no constructor argument goes through the object
@@ -216,7 +234,7 @@ class RayExecutor(ClusterExecutor):
                 ) from None
             raise MMConvertError(f"could not start or join Ray: {first_line(err)}") from None
         # one cluster for the whole invocation (a sweep maps once a variant), left at exit
-        atexit.register(ray.shutdown)
+        atexit.register(_shutdown, ray)
         return True
 
     def map(self, make_worker: Callable[[], Callable[[Any], Any]],
