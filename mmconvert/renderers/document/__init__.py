@@ -197,7 +197,7 @@ class Bodies:
         state = RenderState(options, folder)
         html = fields_html(item, part, state)
         body = Body(state, html, references(html))
-        self._kept = [*self._kept[1 - self.KEPT:], (item, key, body)]
+        self._kept = [*self._kept, (item, key, body)][-self.KEPT:]
         return body
 
 
