@@ -158,13 +158,9 @@ class Printed:
     pages: list[tuple[bytes, int, int]]  # PNG, width, height
     math_errors: list[dict[str, str]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
-    # the PDF's document as ``normalised`` left it open (its fonts loaded), until drawn
+    # the PDF's document as ``normalised`` left it open (its fonts loaded), until drawn: what
+    # its pages are measured and drawn from
     doc: Any = field(default=None, repr=False, compare=False)
-
-    @property
-    def source(self) -> Any:
-        """What its pages are drawn and measured from: the open document, else the bytes."""
-        return self.doc if self.doc is not None else self.pdf
 
 
 @dataclass
@@ -347,25 +343,25 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         typeset = self.typeset(item, part)
         self._typeset = None
         try:
-            data = typeset.pdf if typeset.pdf is not None else written(typeset.doc)
-            pages = rasterise(typeset.source, self.options.ppi, self.options.color)
+            data = written(typeset.doc)
+            pages = rasterise(typeset.doc, self.options.ppi, self.options.color)
         except ValueError as err:  # past the pixel limit, refused before drawing
             raise ItemError(str(err), where=item.origin or item.id, field="context",
                             item_id=item.id, stage="render") from None
         finally:
-            if typeset.doc is not None:
-                typeset.doc.close()
-                typeset.doc = None
+            typeset.doc.close()
+            typeset.doc = None
         return Printed(data, pages, typeset.math_errors, typeset.refused)
 
     def shown_text(self, item: Item, part: RenderPart) -> str:
-        """The text the item's pages show (a target's text tokens; ``expected_text``)."""
-        return visible_text(fields_html(item, part, RenderState(self.options, self.folder)))
+        """The text the item's pages show (a target's text tokens; ``expected_text``): its
+        body's, which its typesettings then take as made."""
+        return visible_text(self.bodies.of(item, part, self.options, self.folder).html)
 
     def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
         """The sizes of the item's pages in pixels (a target's vision tokens): typeset, not
         drawn."""
-        return page_pixels(self.typeset(item, part).source, self.options.ppi)
+        return page_pixels(self.typeset(item, part).doc, self.options.ppi)
 
     def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
         return [[PageImage(png, w, h) for png, w, h in rasterise(pdf, ppi, self.options.color)]
