@@ -103,7 +103,7 @@ class CurveOptions(EvalOptions):
             raise ValueError("give --recipe or --style, not both")
         if "text-image" in self.modality:
             raise ValueError("--modality: text-image is occlusions' own")
-        left_out = headline_left_out(self.probe, list(self.modality))
+        left_out = headline_left_out(self.probe, self.modality)
         if left_out:
             raise ValueError(left_out)
         return self

@@ -325,7 +325,7 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
     elif "text-image" in options.modality:
         raise UsageError("--modality: the frontier scores image and text; text-image is "
                          "occlusions' own")
-    elif left_out := headline_left_out(options.probe, list(options.modality)):
+    elif left_out := headline_left_out(options.probe, options.modality):
         raise UsageError(left_out)
     if options.recipe is not None:  # its fingerprint's note, once
         resolve_config([], recipe=options.recipe, warn=echo)

@@ -46,7 +46,7 @@ def headline(probe: str | None) -> tuple[Condition, str]:
     return ("transcribe", PRECISION) if probe == "transcribe" else ("image", "accuracy")
 
 
-def headline_left_out(probe: str | None, modality: list[str]) -> str | None:
+def headline_left_out(probe: str | None, modality: Sequence[str]) -> str | None:
     """Why a curve's or frontier's points would have no figure: ``--modality`` leaves out
     the condition it is read from (a probe asks for its own); None when it does not."""
     condition = headline(probe)[0]
