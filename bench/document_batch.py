@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import queue
 import random
-import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,12 +35,10 @@ from mmconvert.renderers.document import DocumentOptions, DocumentRenderer  # no
 from mmconvert.renderers.document.browser import Browser  # noqa: E402
 from mmconvert.renderers.document.pdf import normalised, rasterise  # noqa: E402
 
-BODY = re.compile(r"<body[^>]*>(.*)</body>", re.S)
 
-
-def pages(count: int) -> list[tuple[str, dict[str, bytes]]]:
-    """The browser's page (document, files) of ``count`` short items, as the renderer builds
-    them."""
+def pages(count: int) -> list[tuple[Any, str, dict[str, bytes]]]:
+    """The browser's page (body, document, files) of ``count`` short items, as the renderer
+    builds them."""
     rng = random.Random(0)
     renderer = DocumentRenderer(DocumentOptions())
     built = []
@@ -48,9 +46,21 @@ def pages(count: int) -> list[tuple[str, dict[str, bytes]]]:
         raw = short_item(rng, k)
         item = Item(id=raw["id"], corpus="bench", subset="short", split="test",
                     question=raw["question"], answer=raw["answer"], context=raw["context"])
-        _, document, files = renderer.page(item, "context")
-        built.append((document, files))
+        built.append(renderer.page(item, "context"))
     return built
+
+
+def batch_page(built: list[tuple[Any, str, dict[str, bytes]]], options) -> str:
+    """One page of several items' bodies (``renderer.page``'s), each in a section that starts
+    a page and holds the columns the page's body holds alone (the body, a multicol
+    container, ignores page breaks inside it)."""
+    columns = (f"column-count: {options.columns}; column-gap: {options.column_gap}pt; "
+               "column-fill: auto")
+    head = built[0][1].partition("<body")[0].replace(
+        "</head>", "<style>body { column-count: auto !important; }</style></head>")
+    sections = "".join(f'<section style="break-before: page; {columns}">\n{body.html}\n'
+                       "</section>" for body, _, _ in built)
+    return f"{head}<body>\n{sections}\n</body>"
 
 
 def split_costs(browser: Browser, document: str, files: dict[str, bytes]) -> tuple[float, float]:
@@ -134,34 +144,28 @@ def compare(browser: Browser) -> None:
         renderer = DocumentRenderer(options)
         printed = {item.id: renderer.pages(item, "context") for item in items}
         alone = {key: [png for png, _, _ in done.pages] for key, done in printed.items()}
-        columns = (f"column-count: {options.columns}; column-gap: {options.column_gap}pt; "
-                   "column-fill: auto")
         for size in (4, 18):
             same, other = 0, []
             for k in range(0, len(items), size):
                 group = items[k:k + size]
                 built = [renderer.page(item, "context") for item in group]
-                head = built[0][1].partition("<body")[0].replace(
-                    "</head>", "<style>body { column-count: auto !important; }</style></head>")
-                sections = "".join(f'<section style="break-before: page; {columns}">\n'
-                                   f"{body.html}\n</section>" for body, _, _ in built)
-                pdf, _ = browser.pdf(f"{head}<body>\n{sections}\n</body>", built[0][2])
+                pdf, _ = browser.pdf(batch_page(built, options), built[0][2])
                 with pymupdf.open(stream=pdf, filetype="pdf") as batch:
                     at = 0
                     for item in group:
                         count = len(alone[item.id])
                         with pymupdf.open() as part:
                             part.insert_pdf(batch, from_page=at, to_page=at + count - 1)
-                            pages = drawn(part.tobytes(), options)
-                            streams = contents(part.tobytes()) == \
-                                contents(printed[item.id].pdf or b"")
+                            data = part.tobytes()
                         at += count
+                        pages = drawn(data, options)
                         if pages == alone[item.id]:
                             same += 1
-                        else:
-                            other += [f"{item.id}: {differing(a, b)} (content streams "
-                                      f"{'equal' if streams else 'differ'})" for a, b in
-                                      zip(alone[item.id], pages, strict=False) if a != b]
+                            continue
+                        streams = contents(data) == contents(printed[item.id].pdf or b"")
+                        other += [f"{item.id}: {differing(a, b)} (content streams "
+                                  f"{'equal' if streams else 'differ'})" for a, b in
+                                  zip(alone[item.id], pages, strict=False) if a != b]
                     if at != len(batch):
                         other.append(f"the batch has {len(batch)} pages, its items {at}")
             print(f"{values or 'the defaults'}, batches of {size}: {same}/{len(items)} the "
@@ -182,29 +186,27 @@ def main() -> None:
     built = pages(args.items)
     browser = Browser.get()
     for _ in range(3):  # the faces fetched, the page warm
-        browser.pdf(*built[0])
+        browser.pdf(*built[0][1:])
     started = time.perf_counter()
-    for document, files in built:
+    for _, document, files in built:
         browser.pdf(document, files)
     alone = (time.perf_counter() - started) / len(built)
     print(f"one item a print: {alone * 1000:.1f} ms an item")
-    head = built[0][0].partition("<body")[0]
+    options = DocumentOptions()
     for size in (4, 16, 64):
         started = time.perf_counter()
         for k in range(0, len(built), size):
-            bodies = "".join(f'<section style="break-before: page">{BODY.search(d).group(1)}'
-                             "</section>" for d, _ in built[k:k + size] if BODY.search(d))
-            browser.pdf(f"{head}<body>{bodies}</body>", built[0][1])
-        print(f"{size} items a print: "
+            browser.pdf(batch_page(built[k:k + size], options), built[0][2])
+        print(f"{size} items a print (a page or more each): "
               f"{(time.perf_counter() - started) / len(built) * 1000:.1f} ms an item")
     setting = printing = 0.0
-    for document, files in built:
+    for _, document, files in built:
         a, b = split_costs(browser, document, files)
         setting, printing = setting + a, printing + b
     print(f"one item a print, split: the document set and its fonts ready "
           f"{setting / len(built) * 1000:.1f} ms, page.pdf {printing / len(built) * 1000:.1f} ms")
-    tiny = f"{head}<body><p>x</p></body>"
-    costs = [split_costs(browser, tiny, built[0][1]) for _ in range(20)]
+    tiny = f"{built[0][1].partition('<body')[0]}<body><p>x</p></body>"
+    costs = [split_costs(browser, tiny, built[0][2]) for _ in range(20)]
     print(f"a document of one letter: page.pdf {sum(b for _, b in costs) / 20 * 1000:.1f} ms "
           "(what a print costs whatever it holds)")
     browser.close()
