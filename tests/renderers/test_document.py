@@ -321,6 +321,7 @@ def test_a_vision_budget_sets_each_documents_type_size(docs, tmp_path, monkeypat
     (row,) = rows(whole)
     assert not row["target"]["within"] and "in steps" in row["target"]["reason"]
 
+
 def test_renderers_sharing_bodies_take_only_a_body_made_for_their_own_item_and_options():
     """A job's renderers share the last items' bodies (``Bodies``): a body is taken again only
     for the same item, part and options that make it; anything else makes its own."""
