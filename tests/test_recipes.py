@@ -113,7 +113,7 @@ def test_make_writes_a_recipe_that_verifies(tmp_path):
     assert result.exit_code == 0, result.output
     made = load_recipe(out)
     assert [ref.item["id"] for ref in made.references] == [i["id"] for i in REFERENCE_ITEMS]
-    assert made.made_with["renderer"] == {"name": "page", "version": "3"}
+    assert made.made_with["renderer"] == {"name": "page", "version": "4"}
     assert run("recipe", "verify", out).output.startswith("mine: identical (4 reference")
     assert run("recipe", "show", out).output == out.read_text()
 

@@ -78,7 +78,9 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
     """Lays out the chosen part of an item on A4 pages and rasterises them."""
 
     name = "page"
-    version = "3"  # 3: a vision budget or ratio moves the width by a predictive search
+    # 3: a vision budget or ratio moves the width by a predictive search; 4: a width that meets
+    # it is searched after two sizes at the style's width, where that width cannot meet it
+    version = "4"
     config_model = RenderConfig
     row_model = PageRow
     help = """Render CORPUS (a registered name, or a JSONL/CSV/Parquet file) as page images.

@@ -22,7 +22,7 @@ from ..tokens import load_tokenizer
 from ..vision_tokens import image_tokens, token_rule, width_step
 from .prediction import WidthPrediction, box_counts, filled_width, grows, size_for
 from .style_files import Style, load_style
-from .target import TOLERANCE, TargetOptions, close_enough, fit, fit_pages, fit_width
+from .target import TOLERANCE, Fit, TargetOptions, close_enough, fit, fit_pages, fit_width
 
 if TYPE_CHECKING:
     from ..items import Item, RenderPart
@@ -241,6 +241,9 @@ class StyledJob(Job):
             # (else it runs as before the prediction: Qwen3-VL's, GLM-4.1V's least pixels)
             moves = target.move_width and hasattr(base, "page_width") and bool(sizes.step) \
                 and sizes.predictable()
+            first = self.width_first(target, text_tokens, sizes, base) if moves else None
+            if first is not None:
+                return self.kept(item, first, sizes, renderer)
             found = fit(target, text_tokens, sizes.tokens_at, start=base.font_size,
                         between=sizes.between if moves else None,
                         guess=sizes.guess if moves else None)
@@ -257,10 +260,42 @@ class StyledJob(Job):
                                   sizes.between if moves else None,
                                   sizes.guess if moves else None)
                 found.record["layouts"] = found.layouts = len(sizes.measured)  # once each
+        return self.kept(item, found, sizes, renderer)
+
+    def kept(self, item: Item, found: Fit, sizes: ItemSizes, renderer) -> tuple[Any, dict]:
+        """The renderer at the size (and width) found, and its record; an item off target
+        skipped under ``--on-error skip``."""
         if not found.record["within"] and self.config.on_error == "skip":
             raise ItemError(f"off target: {found.record['reason']}", where=item.origin or
                             item.id, field="target", item_id=item.id, stage="render")
         return sizes.at(found.font_size, found.page_width) or renderer, found.record
+
+    def width_first(self, target: TargetOptions, text_tokens: int | None, sizes: ItemSizes,
+                    base) -> Fit | None:
+        """The target met exactly (a ratio: within 1 %) at a moved width after only two
+        sizes at the style's width, where the style's width cannot meet it and its text fills
+        the page: the two sizes' pages give each width's starting size (along their line),
+        so the style's width is not searched further. None where that does not meet it; the
+        whole search then runs as before, on the layouts made."""
+        early = fit(target, text_tokens, sizes.tokens_at, start=base.font_size,
+                    between=sizes.between, guess=sizes.guess, layouts=2)
+        seen = sizes.sizes_at(early.font_size)
+        laid_out = {tuple(pages) for pages in sizes.measured.values() if pages}
+        if close_enough(early.record) or early.vision_tokens is None or not seen \
+                or max(w for w, _ in seen) < filled_width(base) or len(laid_out) < 2:
+            return None  # met already, refused, cropped narrower, or a page that never grew
+        predict = WidthPrediction.of(target, self.rule, base, seen, early, sizes.sizes_at,
+                                     sizes.style_sizes())
+        aim = predict(None) if predict is not None else None
+        if predict is None or aim is not None and close_enough(
+                {**early.record, "vision_tokens": aim, "exact": aim == round(predict.goal)}):
+            return None  # the style's width can meet it: searched there first, as before
+        moved = fit_width(target, text_tokens, sizes.tokens_at, early, base.page_width,
+                          base.ppi, predict, sizes.between, sizes.guess, met_only=True)
+        if not close_enough(moved.record):
+            return None
+        moved.record["layouts"] = moved.layouts = len(sizes.measured)  # once each
+        return moved
 
     def styled_renderer(self, item: Item, part: RenderPart) -> tuple[Any, dict | None]:
         """The renderer that draws ``item``, and its target's record (None without one)."""

@@ -11,7 +11,9 @@ a target inside a step cannot be met exactly: the row says how close it came and
 
 With the page width moved too (``fit_width``), each width's count is predicted from the
 rule before it is laid out (``prediction.WidthPrediction``): a width that cannot come closer
-than the best so far is skipped, and the others seek the count predicted.
+than the best so far is skipped, and the others seek the count predicted. Where the style's
+width cannot meet the target, the widths are tried first after two sizes there
+(``styled.StyledJob.width_first``).
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ def target_goal(options: TargetOptions, text_tokens: int | None) -> float | None
 
 
 def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float = 12.0,
-        aim: int | None = None, between=None, guess=None) -> Fit:
+        aim: int | None = None, between=None, guess=None, layouts: int = MAX_LAYOUTS) -> Fit:
     """The font size within the bounds whose vision tokens (``tokens_at(size)``: the pages'
     tokens for the model, None when its rule refuses a page) come closest to the target,
     searched from ``start`` (the style's own size). Without ``aim`` the search stops within
@@ -143,7 +145,7 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
         return math.inf if got is None or not goal else abs(got - goal) / goal
 
     step = min(high, max(low, start))
-    for _ in range(MAX_LAYOUTS if goal else 1):
+    for _ in range(layouts if goal else 1):
         size = on_grid(step, low, high)
         if size not in tried:
             tried[size] = tokens_at(size)
@@ -256,7 +258,7 @@ def close_enough(record: dict[str, Any]) -> bool:
 
 def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found: Fit,
               page_width: float, ppi: float, predict: WidthPrediction | None = None,
-              between=None, guess=None) -> Fit:
+              between=None, guess=None, met_only: bool = False) -> Fit:
     """``found`` (the font size alone) made exact, if it can be, by moving the page width in
     the ratio model's steps too: the widths nearest the style's first, each with its own
     font size search; the first exact one (a ratio: within 1 %) is kept, else the closest
@@ -264,6 +266,8 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
     any layout the count nearest the target the rule can give at that width (None when it
     cannot say): a width that cannot come closer than the best so far is not laid out, and a
     width's search seeks that count (``between`` and ``guess``: ``fit``'s, at a width).
+    ``met_only``: only the moved widths predicted to meet the target are searched, the
+    style's width not refined.
     The record says what moved, or why the rule cannot be met exactly."""
     model = options.ratio_model or ""
     step = width_step(model)
@@ -281,7 +285,9 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
 
     best = found
     aim = predict(None) if predict else None
-    if aim is not None and off(aim) < off(found.vision_tokens):  # the style's width first
+    # the style's width first (``met_only``: a first try at the moved widths that can meet
+    # the target, which the caller keeps only if one does)
+    if not met_only and aim is not None and off(aim) < off(found.vision_tokens):
         again = fit(options, text_tokens, tokens_at, start=found.font_size, aim=aim,
                     between=between and (lambda s0, s1: between(s0, s1, None)),
                     guess=guess and (lambda known, seek: guess(known, seek, None)))
@@ -299,7 +305,7 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
     predicted: dict[int, int | None] = {}  # each width's, made once for both passes
     # first the widths whose count is predicted to meet the target, nearest first; then the
     # others, nearest first, where the prediction is nearer than the best so far
-    for only_met in (True, False):
+    for only_met in (True,) if met_only else (True, False):
         for k in order:
             if close_enough(best.record):
                 break

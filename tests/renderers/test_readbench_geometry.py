@@ -108,7 +108,7 @@ def test_the_manifest_records_the_geometry(tmp_path):
     params = row["renderer"]["params"]
     assert (params["crop"], params["line_pitch"], params["indent"]) == ("bottom", 14.4,
                                                                         "hanging")
-    assert row["renderer"]["version"] == "3" and row["images"][0]["width"] == 768
+    assert row["renderer"]["version"] == "4" and row["images"][0]["width"] == 768
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", tmp_path / "bad",
                  "--crop", "left")
     assert result.exit_code == 2 and "'left' is not one of" in result.output

@@ -205,9 +205,10 @@ def test_a_moved_width_is_laid_out_only_where_its_rule_can_come_closer(tmp_path)
     """Issue 57, part 1: the width search predicts each width's nearest count from the rule
     before laying it out. On the six contexts it chooses the width the search of every
     width chose (28 px cells: 9.774 in, 32 cells across; each at a size that gives 256, its
-    search started where the style's width's pages predict it) in 4 to 8 layouts an item,
-    where laying every width out took 26 to 58. Each
-    layout is counted once: the row's count is the renderer's layouts of the item."""
+    search started where the style's width's pages predict it) in 3 or 4 layouts an item,
+    where laying every width out took 26 to 58, and the page renderer's version 3 (which
+    searched the style's width to within 2.5 % first) took 4 to 8. Each layout is counted
+    once: the row's count is the renderer's layouts of the item."""
     from mmconvert.renderers.page import PageRenderer
 
     calls = []
@@ -227,11 +228,45 @@ def test_a_moved_width_is_laid_out_only_where_its_rule_can_come_closer(tmp_path)
         PageRenderer.pixel_sizes = original  # type: ignore[method-assign]
     rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
     assert [(r["target"]["font_size"], r["target"]["page_width"]) for r in rows] == [
-        (17.1, 9.774), (9.6, 9.774), (7.55, 9.774), (6.5, 9.774), (5.85, 9.774),
-        (5.15, 9.774)]
+        (17.85, 9.774), (9.75, 9.774), (7.5, 9.774), (6.4, 9.774), (5.7, 9.774),
+        (5.25, 9.774)]
     assert all(r["target"]["exact"] for r in rows)
     assert [r["target"]["layouts"] for r in rows] == [calls.count(r["id"]) for r in rows]
-    assert max(r["target"]["layouts"] for r in rows) <= 8
+    assert max(r["target"]["layouts"] for r in rows) <= 4
+
+
+@pytest.mark.parametrize("target", [["--vision-budget", 256], ["--vision-budget", 300],
+                                    ["--target-ratio", 2]])
+def test_a_first_try_at_a_moved_width_is_kept_only_where_it_meets_the_target(
+        tmp_path, monkeypatch, target):
+    """``StyledJob.width_first`` (two sizes at the style's width, then the moved widths that
+    can meet the target) never gives a worse row than the whole search: where its row is not
+    the whole search's, it meets the target (a budget exactly, a ratio within 1 %) in no
+    more layouts; elsewhere the whole search runs on the layouts it made. A target the style's
+    width can meet keeps that width. The six contexts, with the whole search alone as the
+    check."""
+    from mmconvert.renderers.styled import StyledJob
+    from mmconvert.renderers.target import close_enough
+
+    def targets(out):
+        assert run("render", items_file(tmp_path), "--render", "context", *target,
+                   "--ratio-model", "qwen2.5-vl", "--tokenizer", minilm_folder(),
+                   "--workers", 1, "--out", out).exit_code == 0
+        return [json.loads(line)["target"] for line in
+                (out / "manifest.jsonl").read_text().splitlines()]
+
+    first = targets(tmp_path / "first")
+    monkeypatch.setattr(StyledJob, "width_first", lambda *args: None)
+    whole = targets(tmp_path / "whole")
+    kept = 0
+    for one, other in zip(first, whole, strict=True):
+        if one == other:
+            continue
+        assert close_enough(one) and one["layouts"] <= other["layouts"], (one, other)
+        if "page_width" not in other:  # the style's width met it within 2.5 %, not exactly
+            assert not close_enough(other), other
+        kept += 1
+    assert kept >= (5 if "--vision-budget" in target else 0)  # budgets: the first try holds
 
 
 def test_a_width_the_prediction_leaves_out_has_no_closer_count_at_any_size(tmp_path):

@@ -203,7 +203,7 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
     """Typesets an item's Markdown or HTML in Chromium: tables, code, math, columns."""
 
     name = "document"
-    version = "1"
+    version = "2"  # 2: the page renderer's version 4 search for a vision budget or ratio
     config_model = DocumentConfig
     row_model = DocumentRow
     options_model = DocumentOptions
