@@ -7,10 +7,11 @@ width (``nearest_count``), the counts the sizes between two tried ones can give
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 from ..units import pixels
 from ..vision_tokens import width_step
@@ -31,45 +32,30 @@ class Pages:
 def nearest_count(rule, width: int, pages: Pages, goal: float) -> int | None:
     """The vision tokens nearest ``goal`` that ``rule`` gives pages ``width`` px wide: one
     page fewer, as many or one more than ``pages.count``, the last of any height up to a full
-    page's when it varies (the rule's count growing with the height). None: the rule refuses
-    such pages, or its count does not grow with the height (``grows``)."""
+    page's when it varies. None: the rule refuses such pages."""
     whole = rule(width, pages.full)
-    if whole is None or (pages.last_varies and not grows(rule, width, pages.full)):
+    if whole is None:
         return None
+    lasts = last_counts(rule, width, pages.full) if pages.last_varies else (whole,)
     best: int | None = None
     for count in range(max(1, pages.count - 1), pages.count + 2):
         before = (count - 1) * whole
-        lasts = _around(lambda h: rule(width, h), goal - before, pages.full) \
-            if pages.last_varies else [whole]
-        for last in lasts:
+        at = bisect.bisect_left(lasts, goal - before)
+        for last in lasts[max(0, at - 1):at + 1]:  # the counts either side of the goal
             total = before + last
             if best is None or (abs(total - goal), total) < (abs(best - goal), best):
                 best = total
     return best
 
 
-def grows(rule, width: int, high: int) -> bool:
-    """Whether ``rule``'s count for pages ``width`` px wide seems to grow with the height,
-    read at doubling heights up to ``high``: a processor that scales a small page up to its
-    least pixels (Qwen3-VL's 65,536) counts more for a thin page than for a taller one, and
-    is not predicted."""
-    counts = [c for c in (rule(width, min(2 ** n, high)) for n in range(high.bit_length() + 1))
-              if c is not None]
-    return all(a <= b for a, b in zip(counts, counts[1:], strict=False))
-
-
-def _around(count_at, want: float, high: int) -> list[int]:
-    """The counts of the heights either side of where ``count_at(height)`` (growing with the
-    height; None, a refused page, counts as too few) first reaches ``want``, in [1, high]."""
-    lo, hi = 1, high
-    while lo < hi:  # the least height whose count reaches want (high when none does)
-        mid = (lo + hi) // 2
-        got = count_at(mid)
-        if got is not None and got >= want:
-            hi = mid
-        else:
-            lo = mid + 1
-    return [c for c in (count_at(lo - 1) if lo > 1 else None, count_at(lo)) if c is not None]
+@functools.lru_cache(maxsize=4096)
+def last_counts(rule, width: int, high: int) -> tuple[int, ...]:
+    """Every count ``rule`` gives a page ``width`` px wide and 1 to ``high`` px high, in
+    order: read at each height, as a processor that scales a small page up to its least
+    pixels counts a thin page more than a taller one (Qwen3-VL's 65,536), and the heights
+    are the same for a run's items (about a millisecond a width, once)."""
+    return tuple(sorted({c for c in (rule(width, h) for h in range(1, high + 1))
+                         if c is not None}))
 
 
 def box_counts(rule, step: int, one, other) -> set[int] | None:
@@ -166,7 +152,7 @@ class WidthPrediction:
             (found.font_size <= options.min_font_size and tokens > goal)
             or (found.font_size >= options.max_font_size and tokens < goal))
         self.same: dict[int, int] = {}  # each side: the furthest width step as the style's
-        self.near = cache(lambda width: nearest_count(rule, width, self.pages, goal))
+        self.near = functools.cache(lambda width: nearest_count(rule, width, self.pages, goal))
 
     @classmethod
     def of(cls, options: TargetOptions, rule, base, seen, found: Fit, probe_at,

@@ -20,7 +20,7 @@ from ..jobs import Job
 from ..options import cli, first_error
 from ..tokens import load_tokenizer
 from ..vision_tokens import image_tokens, token_rule, width_step
-from .prediction import WidthPrediction, box_counts, filled_width, grows, size_for
+from .prediction import WidthPrediction, box_counts, filled_width, size_for
 from .style_files import Style, load_style
 from .target import TOLERANCE, Fit, TargetOptions, close_enough, fit, fit_pages, fit_width
 
@@ -161,13 +161,6 @@ class ItemSizes:
                                     for size, _ in sorted(nearest)], seek,
                         self.target.min_font_size, self.target.max_font_size)
 
-    def predictable(self) -> bool:
-        """Whether the rule's count grows with a thin page's height at the style's width
-        (up to 256 px), as ``prediction.nearest_count`` predicts it: not where a processor
-        scales a small page up to its least pixels (Qwen3-VL, GLM-4.1V), whose search runs
-        as it did before the prediction."""
-        return grows(self.rule, filled_width(self.base), 256)
-
     def style_sizes(self) -> list[float]:
         """The font sizes laid out at the style's own width."""
         return [size for size, width in self.measured if width is None]
@@ -237,10 +230,8 @@ class StyledJob(Job):
         if target.fit_pages is not None:
             found = fit_pages(target, sizes.pages_at)
         else:
-            # the search predicted from the rule where its count grows with the height
-            # (else it runs as before the prediction: Qwen3-VL's, GLM-4.1V's least pixels)
-            moves = target.move_width and hasattr(base, "page_width") and bool(sizes.step) \
-                and sizes.predictable()
+            # the search predicted from the rule, for every rule a width moves in steps for
+            moves = target.move_width and hasattr(base, "page_width") and bool(sizes.step)
             first = self.width_first(target, text_tokens, sizes, base) if moves else None
             if first is not None:
                 return self.kept(item, first, sizes, renderer)
