@@ -37,18 +37,16 @@ from ..rows import Row
 from ..runfolder import LOCK, open_run
 from ..tokens import load_tokenizer
 from ..vision_tokens import EXTRA_SOURCES, RULE_ALIASES, RULE_SOURCES, token_rule
-from .frontier import eval_options, point_compression
+from .frontier import eval_options, point_compression, point_score
 from .results import (
     PRECISION,
     READ_NOTE,
     headline,
     headline_left_out,
-    unparsed_shares,
     unparsed_warnings,
     worst_unparsed,
 )
 from .run import EvalOptions, Modality, answering_key, evaluate
-from .sweeps import image_interval
 
 CURVE = "curve.json"
 
@@ -216,20 +214,7 @@ def model_curve(corpus: str, out: Path, options: CurveOptions, model: str, rule:
                                      "run": str(run.relative_to(out)),
                                      **measured(rows, tokenizer, rule)}
             results = evaluate(run, folder, evaluation, display=display, cache=out / "cache")
-            overall = results["overall"]
-            shown, _ = headline(options.probe)
-            point.update({
-                "accuracy": overall[shown]["score"] if shown in overall else None,
-                "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed, shown),
-                "n": next(iter(overall.values()))["n"] if overall else 0,
-                "unscored": results["unscored"]["n"],
-                "unparsed_share": unparsed_shares(results)})
-            if "text-budget" in overall:
-                point["text_baseline"] = overall["text-budget"]["score"]
-                point["text_baseline_tokens"] = results["text_budget"]["kept_tokens"].get("mean")
-                point["text_baseline_delta"] = overall.get("budget_delta")
-            if "text" in overall:
-                point["text"] = overall["text"]["score"]
+            point.update(point_score(results, folder, options.seed, options.probe))
             points.append(point)
             echo(f"{model} [{number}/{len(labels)}] {label}: {rendered} item(s) rendered, "
                  f"{already_done} already done; {point['vision_tokens']} vision tokens an "

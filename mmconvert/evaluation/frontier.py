@@ -286,11 +286,21 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
     twin's when asked), with the image score's 95 % interval."""
     results = evaluate(run, folder, eval_options(options, ratio_models=[options.ratio_model]),
                        display=display, cache=cache)
+    return point_score(results, folder, options.seed, options.probe)
+
+
+def point_score(results: dict[str, Any], folder: Path, seed: int,
+                probe: str | None) -> dict[str, Any]:
+    """A curve's or frontier's point's figures from its evaluation (``results``, written
+    into ``folder``): the headline condition's score (``headline``; None when the
+    evaluation has none), its 95 % interval and n, the items left unscored, the unparsed
+    shares, and the text conditions' scores where they were asked."""
     overall = results["overall"]
-    shown, _ = headline(options.probe)
-    return {"accuracy": overall[shown]["score"],
-            "accuracy_ci95": image_interval(folder / "responses.jsonl", options.seed, shown),
-            "n": overall[shown]["n"], "unscored": results["unscored"]["n"],
+    shown, _ = headline(probe)
+    figure = overall.get(shown, {})
+    return {"accuracy": figure.get("score"),
+            "accuracy_ci95": image_interval(folder / "responses.jsonl", seed, shown),
+            "n": figure.get("n", 0), "unscored": results["unscored"]["n"],
             "unparsed_share": unparsed_shares(results),
             **({"text": overall["text"]["score"]} if "text" in overall else {}),
             **({"text_baseline": overall["text-budget"]["score"],
@@ -298,8 +308,6 @@ def model_accuracy(run: Path, folder: Path, options: FrontierOptions, cache: Pat
                 "text_baseline_tokens": results["text_budget"]["kept_tokens"].get("mean")}
                if "text-budget" in overall else {})}
 
-
-# --- the front -------------------------------------------------------------------------------
 
 def pareto(points: list[Point]) -> list[Point]:
     """The points no other point matches or beats on both accuracy and compression (and

@@ -224,3 +224,30 @@ main(sys.argv[1:])
         (seconds, done.stderr)
     assert seconds < 30, seconds
     assert (tmp_path / "c" / "points" / "qwen2.5-vl-budget-128" / "manifest.jsonl").is_file()
+
+
+@pytest.mark.slow
+def test_a_curve_points_n_is_its_image_conditions_as_eval_counts_it(tmp_path, monkeypatch):
+    """A point's n is the number of items its figure (the image condition's score) counts,
+    as eval's results.json counts them, and as a frontier's point reads it: here one item's
+    image request fails (a 500, no retry), so the image condition counts 3 items and the
+    text condition, given first, 4. Before, the curve took the first condition's n."""
+    items = codeword_items(tmp_path / "items.jsonl", 4, 12, (1,))
+    out = tmp_path / "curve"
+    fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
+    fake.script("shown in the image, then answer the question.\n\nQuestion: What is the code "
+                "word for file 1?", *["500"] * 4, path="chat")
+    url = fake.start()
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tiktoken_files())
+    try:
+        result = run(*curve_args(items, "reader", url, "256", out), "--modality", "text,image",
+                     "--max-retries", 0)
+    finally:
+        fake.stop()
+    assert result.exit_code == 0, result.output
+    (point,) = json.loads((out / "curve.json").read_text())["curves"][0]["points"]
+    counted = json.loads((out / "evals" / "reader" / point["name"] / "results.json"
+                          ).read_text())["overall"]
+    assert (counted["image"]["n"], counted["text"]["n"]) == (3, 4)
+    assert point["n"] == counted["image"]["n"] and point["accuracy"] == counted["image"]["score"]
