@@ -1,9 +1,10 @@
 """The document renderer's vision-budget search, as whole processes on one worker (issue 57,
 part 1): short items (a table, code and a formula each, ``bench/document_speed.py``'s) cut to
-their text, drawn plain and at budgets for Qwen2.5-VL; the time against the plain cut, the
-typesettings an item, and how many met the budget exactly.
+their text, drawn plain and at budgets for a model's rule (Qwen2.5-VL's by default); the time
+against the plain cut, the typesettings an item, and how many met the budget exactly.
 
     python bench/document_target.py [--items 40] [--budgets 400,256] [--repeat 2]
+                                    [--ratio-model qwen3-vl]
 
 Each time is the best of ``--repeat`` processes. Run it in a worktree of another commit for a
 same-run baseline (it renders with the tree it is in).
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=40)
     parser.add_argument("--budgets", default="400,256")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--ratio-model", default="qwen2.5-vl")
     args = parser.parse_args()
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,7 +56,7 @@ def main() -> None:
         print(f"{args.items} short items cut to their text: {cut:.1f} s")
         for budget in args.budgets.split(","):
             seconds = render(tmp / "budget", "--vision-budget", budget, "--ratio-model",
-                             "qwen2.5-vl")
+                             args.ratio_model)
             targets = [json.loads(line)["target"] for line in
                        (tmp / "budget" / "manifest.jsonl").read_text().splitlines()]
             layouts = [t["layouts"] for t in targets]
