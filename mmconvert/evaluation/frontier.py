@@ -309,6 +309,8 @@ def point_score(results: dict[str, Any], folder: Path, seed: int,
                if "text-budget" in overall else {})}
 
 
+# --- the front -------------------------------------------------------------------------------
+
 def pareto(points: list[Point]) -> list[Point]:
     """The points no other point matches or beats on both accuracy and compression (and
     beats on one), by compression; points without both figures are on no front."""

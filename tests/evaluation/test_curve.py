@@ -231,7 +231,8 @@ def test_a_curve_points_n_is_its_image_conditions_as_eval_counts_it(tmp_path, mo
     """A point's n is the number of items its figure (the image condition's score) counts,
     as eval's results.json counts them, and as a frontier's point reads it: here one item's
     image request fails (a 500, no retry), so the image condition counts 3 items and the
-    text condition, given first, 4. Before, the curve took the first condition's n."""
+    text condition, given first, 4. Before, the curve took the first condition in
+    results.json's overall, which eval orders with the image's first."""
     items = codeword_items(tmp_path / "items.jsonl", 4, 12, (1,))
     out = tmp_path / "curve"
     fake = FakeOpenAI(answer=lambda body: "Answer: A", models=("reader",))
