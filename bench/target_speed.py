@@ -14,8 +14,8 @@ all-MiniLM-L6-v2 tokenizer.json that the test extra installs (a WordPiece tokeni
 model's own tokenizer gives other counts, not another search). Each time is the best of
 ``--repeat`` whole processes (a shared machine's noise is one-sided); ``--only-moved`` leaves
 out the font-size-alone runs. ``--curve-items N`` adds ``bench/curve_speed.py``'s contexts (a
-code word among filler sentences) at budgets of 256 and 400 for Qwen2.5-VL, width moved: the
-share met exactly that issue 57 holds (30 of 30 at both).
+code word among filler sentences) at budgets of 256 and 400 for each of ``--models``, width
+moved: the share met exactly that issue 57 holds (Qwen2.5-VL: 30 of 30 at both).
 """
 
 from __future__ import annotations
@@ -75,15 +75,16 @@ def main() -> None:
             from bench.curve_speed import items
 
             items(tmp / "curve.jsonl", args.curve_items)
-            for budget in (256, 400):
-                seconds, rows = best_of(args.repeat, [tmp / "curve.jsonl", "--render",
-                                                      "context", "--vision-budget", budget,
-                                                      "--ratio-model", "qwen2.5-vl"],
-                                        tmp / "curve")
-                exact = sum(bool(row["target"].get("exact")) for row in rows)
-                layouts = sum(row["target"]["layouts"] for row in rows) / len(rows)
-                print(f"curve contexts at {budget}: exact {exact}/{len(rows)}, layouts an item "
-                      f"{layouts:.1f}, {seconds:.2f} s")
+            for model in args.models.split(","):
+                for budget in (256, 400):
+                    seconds, rows = best_of(args.repeat, [tmp / "curve.jsonl", "--render",
+                                                          "context", "--vision-budget", budget,
+                                                          "--ratio-model", model],
+                                            tmp / "curve")
+                    exact = sum(bool(row["target"].get("exact")) for row in rows)
+                    layouts = sum(row["target"]["layouts"] for row in rows) / len(rows)
+                    print(f"curve contexts, {model} at {budget}: exact {exact}/{len(rows)}, "
+                          f"layouts an item {layouts:.1f}, {seconds:.2f} s")
         for name, source in sets.items():
             plain, rows = best_of(args.repeat, source, tmp / "plain")
             print(f"{name}: {len(rows)} items; plain render {plain:.2f} s")
