@@ -22,7 +22,16 @@ from ..tokens import load_tokenizer
 from ..vision_tokens import image_tokens, token_rule, width_step
 from .prediction import WidthPrediction, box_counts, filled_width, size_for
 from .style_files import Style, load_style
-from .target import TOLERANCE, Fit, TargetOptions, close_enough, fit, fit_pages, fit_width
+from .target import (
+    TOLERANCE,
+    Fit,
+    TargetOptions,
+    close_enough,
+    fit,
+    fit_pages,
+    fit_width,
+    would_meet,
+)
 
 if TYPE_CHECKING:
     from ..items import Item, RenderPart
@@ -277,9 +286,7 @@ class StyledJob(Job):
             return None  # met already, refused, cropped narrower, or a page that never grew
         predict = WidthPrediction.of(target, self.rule, base, seen, early, sizes.sizes_at,
                                      sizes.style_sizes())
-        aim = predict(None) if predict is not None else None
-        if predict is None or aim is not None and close_enough(
-                {**early.record, "vision_tokens": aim, "exact": aim == round(predict.goal)}):
+        if predict is None or would_meet(early.record, predict(None), predict.goal):
             return None  # the style's width can meet it: searched there first, as before
         moved = fit_width(target, text_tokens, sizes.tokens_at, early, base.page_width,
                           base.ppi, predict, sizes.between, sizes.guess, met_only=True)

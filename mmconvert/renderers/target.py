@@ -256,6 +256,13 @@ def close_enough(record: dict[str, Any]) -> bool:
     return False
 
 
+def would_meet(record: dict[str, Any], tokens: int | None, goal: float) -> bool:
+    """Whether a fit recorded as ``record`` would need no width moved (``close_enough``) with
+    ``tokens`` vision tokens (a width's predicted count) against ``goal``."""
+    return tokens is not None and close_enough({**record, "vision_tokens": tokens,
+                                                "exact": tokens == round(goal)})
+
+
 def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found: Fit,
               page_width: float, ppi: float, predict: WidthPrediction | None = None,
               between=None, guess=None, met_only: bool = False) -> Fit:
@@ -295,10 +302,6 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
         if off(again.vision_tokens) < off(found.vision_tokens):
             best = Fit(again.font_size, again.vision_tokens, again.layouts, again.record)
 
-    def meets(tokens: int | None) -> bool:
-        return tokens is not None and close_enough({**found.record, "vision_tokens": tokens,
-                                                    "exact": tokens == round(goal)})
-
     order = [k for k in sorted(range(-WIDTH_MOVES, WIDTH_MOVES + 1), key=lambda k: (abs(k), k))
              if k and 1 < round((base + k * step) / ppi, 4) <= 40]
     searched: set[int] = set()
@@ -313,7 +316,7 @@ def fit_width(options: TargetOptions, text_tokens: int | None, tokens_at, found:
             if k not in predicted:
                 predicted[k] = predict(inches) if predict else None
             aim = predicted[k]
-            if k in searched or (only_met and not meets(aim)):
+            if k in searched or (only_met and not would_meet(found.record, aim, goal)):
                 continue
             if aim is not None and off(aim) >= off(best.vision_tokens):
                 continue  # no closer count at this width: not laid out
