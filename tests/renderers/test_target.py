@@ -361,3 +361,23 @@ def test_a_rule_that_scales_thin_pages_up_is_predicted_too(tmp_path, model, widt
             for line in (out / "manifest.jsonl").read_text().splitlines()]
     assert all(t["exact"] and t["page_width"] == width for t in rows), rows
     assert max(t["layouts"] for t in rows) <= 6, [t["layouts"] for t in rows]
+
+
+def test_a_target_gives_the_same_bytes_from_the_cli_and_convert_on_any_worker_count(tmp_path):
+    """A target's search depends on its item alone (the layouts an item makes, the counts
+    ``prediction.last_counts`` keeps for a process): the CLI on one worker and
+    ``mmconvert.convert`` on two give the same manifest, pages and layouts, for a rule read
+    by bisection before (Qwen2.5-VL) and one read at every height (Qwen3-VL)."""
+    import mmconvert
+    from tests.test_converter import files
+
+    items = items_file(tmp_path)
+    for model in ("qwen2.5-vl", "qwen3-vl"):
+        by_cli, by_api = tmp_path / f"cli-{model}", tmp_path / f"api-{model}"
+        assert run("render", items, "--render", "context", "--vision-budget", 256,
+                   "--ratio-model", model, "--workers", 1, "--out", by_cli).exit_code == 0
+        mmconvert.convert({"corpus": str(items), "page": {"render": "context"},
+                           "target": {"vision_budget": 256, "ratio_model": model}},
+                          out=by_api, workers=2)
+        drawn = files(by_cli)
+        assert len(drawn) == 1 + 6 + 6 and drawn == files(by_api)  # manifest, PNGs, layouts
