@@ -98,8 +98,6 @@ LAZY: dict[tuple[str, str], float | str] = {
     ("recipes", "stages"): 0.072,
     ("reference", "corpora"): 0.031,
     ("renderers.generate", "api.client"): 0.013,
-    ("scoring.answers", "scoring.vcr_official"):
-        "the standalone scorer finds it beside itself in an export, by path",
     ("scoring.spec", "corpora"): 0.029,
     ("scoring.spec", "scoring.vcr"): 0.022,
 }

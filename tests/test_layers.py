@@ -21,7 +21,8 @@ LAYERS: list[tuple[str, str]] = [
     # registries, the standalone scorer (shipped inside exports, so it imports nothing)
     ("foundation", r"errors|options|seeds|items|registry|parts|manifest|units|progress"
                    r"|_version|plots|locks"
-                   r"|scoring\.answers|scoring\.vcr_official|exporters\.templates(\..*)?"),
+                   r"|scoring\.answers|scoring\.vcr_official|scoring\.lm_eval_scoring"
+                   r"|exporters\.templates(\..*)?"),
     # the run's records and settings: rows, run folders, configs, the job contract, executors,
     # the API client, prompts, token counting, the registries of parts by name
     ("storage", r"rows|shards|runfolder|resuming|config|jobs|executors(\..*)?|api(\..*)?"

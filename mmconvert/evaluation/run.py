@@ -31,10 +31,10 @@ from ..options import OPTIONS, cli
 from ..renderers import renderer_class
 from ..rows import ImageEntry, Row, asks_direct
 from ..runfolder import LOCK, open_run, read_recorded
-from ..scoring.answers import missing
 from ..scoring.spec import (
     Scored,
     free_form,
+    missing,
     score_row,
     spec_of,
     unscorable,

@@ -109,14 +109,15 @@ def export(run: Path | str, fmt: str, out: Path | str, *, on_error: str = "fail"
 
 SCORER_FILES = {"mmconvert_answers.py": ("mmconvert.scoring", "answers.py"),
                 "vcr_official.py": ("mmconvert.scoring", "vcr_official.py"),
+                "lm_eval_scoring.py": ("mmconvert.scoring", "lm_eval_scoring.py"),
                 "score.py": ("mmconvert.exporters", "templates/score.py")}
 
 
 def write_scorer(staging: Path, specs: list[tuple[str, dict[str, Any]]]) -> None:
     """What scores the export's items as ``mmconvert eval`` does, in any environment: the
-    scorer itself (``scoring/answers.py`` as ``mmconvert_answers.py``, and VCR's
-    ``vcr_official.py``), each item's spec (``scoring.jsonl``) and ``score.py``, which scores
-    a file of predictions with them."""
+    scorer itself (``scoring/answers.py`` as ``mmconvert_answers.py``, VCR's
+    ``vcr_official.py`` and lm-eval's ``lm_eval_scoring.py``), each item's spec
+    (``scoring.jsonl``) and ``score.py``, which scores a file of predictions with them."""
     from importlib import resources
 
     for name, (package, rel) in SCORER_FILES.items():

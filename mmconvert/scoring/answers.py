@@ -4,7 +4,8 @@ VLMEvalKit dataset class, the inspect_ai task, the Hugging Face dataset's ``scor
 
 This module imports nothing from mmconvert and nothing outside Python's standard library but
 for a metric that names its package (LongBench's Chinese and ROUGE metrics, VCR's spaCy
-tokens, lm-eval's own filters): every export copies it as it is, so a reply has one score
+tokens, lm-eval's own filters): every export copies it as it is, with the two modules it
+loads from beside it (``vcr_official.py``, ``lm_eval_scoring.py``), so a reply has one score
 everywhere. What it scores an item against is the item's *scoring spec*, a JSON object that
 mmconvert writes beside every exported item (``scoring.spec.spec_of``):
 
@@ -29,7 +30,9 @@ B``, two answer lines that differ): it scores 0, counted apart as unparsed, neve
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import re
 import string
 from collections import Counter
@@ -315,8 +318,6 @@ class MetricUnavailable(RuntimeError):
 
 
 def _needs(module: str, extra: str):
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -441,111 +442,36 @@ def ruler_match(reply: str, values: list[str]) -> tuple[float, list[str]]:
 
 # --- VCR's spans, and lm-eval's own scoring ------------------------------------------------------
 
-def _vcr_official():
-    """VCR's official scorer: the module beside this one (``vcr_official.py``, copied into
-    every export with this file, or mmconvert's own)."""
-    try:
-        from . import vcr_official  # inside mmconvert
-        return vcr_official
-    except ImportError:
-        import importlib.util
-        import os
+_LOADED: dict[str, Any] = {}
 
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vcr_official.py")
-        loaded = importlib.util.spec_from_file_location("mmconvert_vcr_official", path)
+
+def _beside(name: str):
+    """The module ``name`` beside this one (``vcr_official.py``, ``lm_eval_scoring.py``):
+    mmconvert's own, or in an export, the copy written beside this file (loaded once)."""
+    if name in _LOADED:
+        return _LOADED[name]
+    if __package__:  # inside mmconvert
+        _LOADED[name] = importlib.import_module(f"{__package__}.{name}")
+    else:  # an export's copy, loaded from its file
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+        loaded = importlib.util.spec_from_file_location(f"mmconvert_{name}", path)
+        if loaded is None or loaded.loader is None:
+            raise ImportError(f"the scorer's {name}.py is not beside it: {path}")
         module = importlib.util.module_from_spec(loaded)
         loaded.loader.exec_module(module)
-        return module
+        _LOADED[name] = module
+    return _LOADED[name]
 
 
-_LM_EVAL_TASKS: dict[str, Any] = {}
-
-
-def lm_eval_task(name: str, doc: dict):
-    """lm-eval's task ``name`` built to score stored docs (once a process): its own config,
-    filters and metrics, without ``process_docs`` (the docs are stored processed) and without
-    its dataset (every split holds ``doc``)."""
-    if name in _LM_EVAL_TASKS:
-        return _LM_EVAL_TASKS[name]
+def _lm_eval():
+    """lm-eval's own filters and metrics on a stored doc (``lm_eval_scoring.py``)."""
     try:
-        import datasets
-        from lm_eval.tasks import TaskManager
+        import datasets  # noqa: F401
+        import lm_eval  # noqa: F401
     except ImportError:
         raise MetricUnavailable("scoring an lm-eval generation task needs lm-evaluation-harness:"
                                 " pip install 'mmconvert[lm-eval]'") from None
-    import logging
-
-    for logger in ("lm_eval", "lm-eval"):
-        logging.getLogger(logger).setLevel(logging.ERROR)
-
-    class EverySplit(dict):
-        def __init__(self, rows):
-            super().__init__()
-            self.rows = rows
-
-        def __missing__(self, split):
-            return self.rows
-
-    rows = datasets.Dataset.from_list([doc])
-    real = datasets.load_dataset
-    datasets.load_dataset = lambda *args, **kwargs: EverySplit(rows)
-    try:
-        manager = _LM_EVAL_TASKS.get("") or TaskManager()
-        _LM_EVAL_TASKS[""] = manager
-        loaded = manager.load({"group": "mmconvert-scoring",
-                               "task": [{"task": name, "process_docs": None}]})
-    finally:
-        datasets.load_dataset = real
-    _LM_EVAL_TASKS[name] = next(iter(loaded["tasks"].values()))
-    return _LM_EVAL_TASKS[name]
-
-
-# what lm-eval's regex filter gives when its pattern finds nothing
-LM_EVAL_INVALID = "[invalid]"
-
-
-def lm_eval_scores(name: str, doc: dict, reply: str
-                   ) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """Every filter the task defines applied to ``reply``, and its metrics on each:
-    ``{filter: {metric: value}}`` (lm-eval's own filters and ``process_results``), and what
-    each filter kept of the reply."""
-    from lm_eval.api.instance import Instance
-
-    task = lm_eval_task(name, doc)
-    request = Instance(request_type="generate_until", doc=doc, arguments=("", {}), idx=0)
-    request.resps = [reply]
-    for pipeline in task._filters:
-        pipeline.apply([request])
-    scores = {kept: {metric: float(value)
-                     for metric, value in task.process_results(doc, [response]).items()}
-              for kept, response in request.filtered_resps.items()}
-    return scores, {kept: str(response) for kept, response in request.filtered_resps.items()}
-
-
-def requirements(spec: dict[str, Any]) -> list[tuple[str, str]]:
-    """The packages scoring by ``spec`` imports, as (module, mmconvert extra)."""
-    metric = spec.get("metric", "")
-    if spec.get("kind") == "lm-eval":
-        return [("lm_eval", "lm-eval")]
-    if spec.get("kind") == "spans":
-        return [("spacy", "occlude")]
-    name = metric.split(":", 1)[1] if metric.startswith("longbench:") else ""
-    return {"qa_f1_zh": [("jieba", "longbench")],
-            "rouge": [("rouge", "longbench")],
-            "rouge_zh": [("jieba", "longbench"), ("rouge", "longbench")],
-            "code_sim": [("thefuzz", "longbench")]}.get(name, [])
-
-
-def missing(spec: dict[str, Any]) -> str | None:
-    """What scoring by ``spec`` needs and this environment lacks, in a line naming the extra
-    that installs it; None when everything is there."""
-    import importlib.util
-
-    for module, extra in requirements(spec):
-        if importlib.util.find_spec(module) is None:
-            return (f"scoring {spec.get('metric')} needs {module}: pip install "
-                    f"'mmconvert[{extra}]'")
-    return None
+    return _beside("lm_eval_scoring")
 
 
 # --- the one entry point -----------------------------------------------------------------------
@@ -568,7 +494,7 @@ def score(given: dict[str, Any] | str, reply: str | None) -> dict[str, Any]:
             return result(0.0, False, None, read=how)
         return result(float(letter == answers[0]), True, letter, read=how)
     if kind == "spans":
-        refused, scored = _vcr_official().score_answer(answers, reply,
+        refused, scored = _beside("vcr_official").score_answer(answers, reply,
                                                        spec.get("language") or "en")
         exact = [em for _, em, _ in scored]
         return result(sum(exact) / len(exact) if exact else 0.0, True,
@@ -578,14 +504,15 @@ def score(given: dict[str, Any] | str, reply: str | None) -> dict[str, Any]:
         for stop in spec.get("until") or []:  # where the server stops, as lm-eval asks it to
             if stop:
                 reply = reply.split(stop)[0]
-        scores, kept = lm_eval_scores(spec["task"], spec["doc"], reply)
+        lm_eval = _lm_eval()
+        scores, kept = lm_eval.scores(spec["task"], spec["doc"], reply)
         primary = spec.get("primary") or [next(iter(scores)), next(iter(
             next(iter(scores.values()))))]
         value = scores.get(primary[0], {}).get(primary[1], 0.0)
         flat = {f"{name}/{metric}": v for name, values in scores.items()
                 for metric, v in values.items()}
         answer = kept.get(primary[0])
-        return result(value, answer != LM_EVAL_INVALID, None if answer is None else answer[:200],
+        return result(value, answer != lm_eval.INVALID, None if answer is None else answer[:200],
                       lm_eval=flat, primary="/".join(primary))
     if metric == "babilong":
         value, parsed, read = babilong(reply, answers[0] if answers else "",

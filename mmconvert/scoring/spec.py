@@ -25,9 +25,11 @@ spec gives the same score as ``eval``.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..errors import needs
 from ..items import base_language
 from ..renderers import row_renderer
 from ..rows import OcclusionRow, Row, asks_direct, row_options
@@ -135,4 +137,28 @@ def unscorable(row: Row) -> str | None:
     options = row_options(row)
     if options and answers[0] not in LETTERS[:len(options)]:
         return f"answer {answers[0]!r} names none of its {len(options)} options"
+    return None
+
+
+def requirements(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """The packages scoring by ``spec`` (``scoring.answers.score``) imports, as (module,
+    mmconvert extra)."""
+    metric = spec.get("metric", "")
+    if spec.get("kind") == "lm-eval":
+        return [("lm_eval", "lm-eval")]
+    if spec.get("kind") == "spans":
+        return [("spacy", "occlude")]
+    name = metric.split(":", 1)[1] if metric.startswith("longbench:") else ""
+    return {"qa_f1_zh": [("jieba", "longbench")],
+            "rouge": [("rouge", "longbench")],
+            "rouge_zh": [("jieba", "longbench"), ("rouge", "longbench")],
+            "code_sim": [("thefuzz", "longbench")]}.get(name, [])
+
+
+def missing(spec: dict[str, Any]) -> str | None:
+    """What scoring by ``spec`` needs and this environment lacks, in a line naming the extra
+    that installs it; None when everything is there."""
+    for module, extra in requirements(spec):
+        if importlib.util.find_spec(module) is None:
+            return needs(f"scoring {spec.get('metric')}", module, extra)
     return None

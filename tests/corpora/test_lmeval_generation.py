@@ -6,6 +6,8 @@ sequences cut it), on five tasks."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("lm_eval")
@@ -95,6 +97,48 @@ def test_each_reply_scores_what_lm_eval_s_own_objects_give(name, tmp_path):
             assert ours.value == theirs["/".join(meta["primary"])]
             compared += 1
     assert compared >= 12
+
+
+@pytest.mark.slow
+def test_an_exports_own_scorer_gives_lm_eval_s_own_scores_from_its_folder(tmp_path):
+    """An export of an lm-eval generation task scores each reply with the copies written into
+    it (``score.py``, ``mmconvert_answers.py`` and the ``lm_eval_scoring.py`` it loads from
+    beside itself), and each score is what lm-eval's own task objects give."""
+    import importlib.util
+    import json
+
+    from mmconvert.corpora.lmeval import dataset_source, task_manager
+
+    out = tmp_path / "run"
+    assert run("render", "lm-eval:gsm8k", "--source", LM / "gsm8k", "--limit", 2, "--out",
+               out).exit_code == 0
+    export = tmp_path / "export"
+    result = run("export", out, "--format", "jsonl", "--out", export)
+    assert result.exit_code == 0, result.output
+    loaded = importlib.util.spec_from_file_location("export_score", export / "score.py")
+    tool = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(tool)
+    with dataset_source(LM / "gsm8k"):
+        task = task_manager().load(["gsm8k"])["tasks"]["gsm8k"]
+    docs = list(task.test_docs())
+    rows = typed_rows(out)
+    compared = 0
+    for turn in range(len(gsm8k_replies(docs[0]))):
+        replies = {row["id"]: gsm8k_replies(docs[row["metadata"]["lm_eval"]["doc"]])[turn]
+                   for row in rows}
+        predictions = tmp_path / f"predictions-{turn}.jsonl"
+        predictions.write_text("".join(json.dumps({"id": key, "response": reply}) + "\n"
+                                       for key, reply in replies.items()))
+        scored = tool.score_file(str(predictions))
+        for row in rows:
+            theirs = lm_eval_own(task, docs[row["metadata"]["lm_eval"]["doc"]],
+                                 replies[row["id"]])
+            assert scored[row["id"]]["extra"]["lm_eval"] == theirs
+            assert scored[row["id"]]["score"] == theirs["strict-match/exact_match"]
+            compared += 1
+    assert compared == 12
+    beside = tool.answers()._beside("lm_eval_scoring")
+    assert Path(beside.__file__).parent == export, beside.__file__
 
 
 @pytest.mark.slow

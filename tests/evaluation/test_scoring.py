@@ -133,18 +133,18 @@ def test_paired_bootstrap_and_exact_mcnemar():
 
 
 def test_longbench_chinese_metrics_and_a_missing_package_said_in_one_line(monkeypatch):
-    from mmconvert.scoring import answers
+    from mmconvert.scoring.spec import missing
 
     assert longbench_metric("qa_f1_zh", "巴黎", "巴黎", []) == 1.0
     assert longbench_metric("qa_f1_zh", "伦敦", "巴黎", []) == 0.0
     assert longbench_metric("rouge_zh", "北京是中国的首都", "北京是中国的首都", []) == \
         pytest.approx(1.0, abs=1e-6)
     spec = {"kind": "free", "metric": "longbench:rouge_zh"}
-    assert answers.missing(spec) is None
+    assert missing(spec) is None
     import importlib.util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "jieba" else real(name, *a))
-    assert answers.missing(spec) == ("scoring longbench:rouge_zh needs jieba: pip install "
-                                     "'mmconvert[longbench]'")
+    assert missing(spec) == ("scoring longbench:rouge_zh needs jieba: pip install "
+                             "'mmconvert[longbench]'")
