@@ -14,7 +14,7 @@ import pytest
 
 import mmconvert
 from mmconvert.selection import select
-from tests.conftest import REDUX_CSV, make_item
+from tests.conftest import REDUX_CSV, copy_run, make_item
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -49,13 +49,13 @@ def test_sample_per_subset_is_seeded_and_keeps_source_order():
     assert len(select(items, 5, 7, seed=0)) == 7
 
 
-def test_finished_run_redoes_nothing(tmp_path):
-    out = tmp_path / "run"
-    config = {"corpus": "mmlu-redux", "source": REDUX_CSV, "limit": 5}
-    mmconvert.convert(config, out=out)
+def test_finished_run_redoes_nothing(tmp_path, csv_run):
+    """The session's CLI run of six items (copied), resumed through ``convert``."""
+    out = copy_run(csv_run, tmp_path / "run")
+    config = {"corpus": "mmlu-redux", "source": REDUX_CSV, "limit": 6}
     stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*.png")}
     summary = mmconvert.convert(config, out=out)
-    assert (summary.rendered, summary.already_done) == (0, 5)
+    assert (summary.rendered, summary.already_done) == (0, 6)
     assert stamps == {p: p.stat().st_mtime_ns for p in out.rglob("*.png")}
 
 

@@ -82,13 +82,11 @@ def test_niah_with_a_tokenizer_but_no_target_names_the_length_tokenizer(tmp_path
     one_line(result, 2, "a haystack's lengths are counted with --length-tokenizer")
 
 
-def test_a_retried_request_s_error_is_the_server_s_not_tenacity_s(tmp_path):
+def test_a_retried_request_s_error_is_the_server_s_not_tenacity_s(tmp_path, sample_run):
     pytest.importorskip("inspect_ai")
     from tests.openai_server import FakeOpenAI
 
-    demo = tmp_path / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--limit", 2, "--out",
-               demo).exit_code == 0
+    demo = sample_run
     fake = FakeOpenAI(models=("reader",))
     fake.script("", *["500"] * 20, path="chat")
     url = fake.start()

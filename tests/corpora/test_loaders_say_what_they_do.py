@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from mmconvert.manifest import JsonlLog
-from tests.conftest import FIXTURES, REDUX_CSV
+from tests.conftest import FIXTURES
 from tests.test_cli import run
 
 MMLU = FIXTURES / "mmlu"  # release CSVs in data/, hub parquet in hub/
@@ -53,14 +53,12 @@ def test_an_empty_selection_is_not_a_success(tmp_path):
     assert json.loads((tmp_path / "run" / "skipped.jsonl").read_text())["id"] == "a-1"
 
 
-def test_an_export_of_zero_items_writes_nothing_and_fails(tmp_path):
-    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 2,
-               "--out", tmp_path / "run").exit_code == 0
-    result = run("export", tmp_path / "run", "--format", "jsonl", "--accepted-only",
+def test_an_export_of_zero_items_writes_nothing_and_fails(tmp_path, csv_run):
+    result = run("export", csv_run, "--format", "jsonl", "--accepted-only",
                  "--out", tmp_path / "x")
     assert result.exit_code == 1
-    assert result.output == (f"Error: nothing to export from {tmp_path / 'run'}: left out by "
-                             f"QA: 2 pending; no export written to {tmp_path / 'x'}\n")
+    assert result.output == (f"Error: nothing to export from {csv_run}: left out by "
+                             f"QA: 6 pending; no export written to {tmp_path / 'x'}\n")
     assert not (tmp_path / "x").exists()
 
 

@@ -51,10 +51,8 @@ def test_a_real_reader_reads_the_needles_off_the_pages(haystack, tmp_path, reade
     assert results["overall"]["image"]["n"] == 3
 
 
-def test_a_reader_is_asked_only_what_a_transcription_answers(haystack, tmp_path):
-    redux = tmp_path / "redux"
-    assert run("render", "mmlu-redux", "--source", "mmconvert/samples/mmlu-redux", "--limit",
-               "2", "--out", redux).exit_code == 0
+def test_a_reader_is_asked_only_what_a_transcription_answers(haystack, tmp_path, sample_run):
+    redux = sample_run
     for args, said in [
         ((redux, "--model", "ocr/tesseract", "--modality", "image"),
          "--model ocr/tesseract reads pages and answers no question: "),

@@ -14,7 +14,7 @@ from mmconvert.errors import UsageError
 from mmconvert.qa.checks import load_thresholds
 from mmconvert.renderers import RENDERERS, from_row, renderer_class, row_renderer
 from mmconvert.renderers.base import Renderer, item_from_row
-from tests.conftest import FIXTURES, SAMPLE
+from tests.conftest import FIXTURES, SAMPLE, copy_run
 from tests.test_cli import run
 from tests.typed import typed_rows
 
@@ -89,12 +89,10 @@ def test_an_occluder_rebuilt_from_a_row_samples_and_draws_the_same(tmp_path):
         assert hashlib.sha256(made.stacked).hexdigest() == row["images"][0]["sha256"]
 
 
-def test_qa_check_stops_on_a_row_of_an_unknown_renderer(tmp_path):
+def test_qa_check_stops_on_a_row_of_an_unknown_renderer(tmp_path, sample_run):
     if shutil.which("tesseract") is None:
         pytest.skip("tesseract is not installed")
-    out = tmp_path / "run"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out, "--limit",
-               "2").exit_code == 0
+    out = copy_run(sample_run, tmp_path / "run")
     manifest = out / "manifest.jsonl"
     got = rows(out)
     got[1]["renderer"]["name"] = "pagee"
