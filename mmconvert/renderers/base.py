@@ -167,10 +167,35 @@ class Fits(Protocol):
         raise NotImplementedError
 
 
+@runtime_checkable
+class Estimates(Protocol):
+    """Estimates a one-page item's page size from its layout alone, without drawing it: a
+    target's search tries its sizes on estimates, moved by the item's own offsets on a page
+    it drew, and draws only the size it keeps (whose pages are then checked)."""
+
+    def page_edges(self, item: Item, part: Any) -> tuple[float, float] | None:
+        """The rightmost and lowest edge of what the item's page draws, in points from the
+        page area's top left, laid out, not drawn; None where there is no estimate (two
+        pages or more)."""
+        raise NotImplementedError
+
+    def edge_pixels(self, right: float, bottom: float) -> tuple[int, int]:
+        """The pixel size of a one-page item whose drawn edges are ``right`` and ``bottom``
+        (``page_edges``'), cut as the renderer cuts its pages."""
+        raise NotImplementedError
+
+    def pixel_edges(self, width: int, height: int) -> tuple[float | None, float | None]:
+        """The drawn edges a cut page of ``width`` by ``height`` pixels had (``edge_pixels``
+        the other way); None for a side the page was not cut on."""
+        raise NotImplementedError
+
+
 # each capability and the methods a renderer that declares it must implement
 CAPABILITIES: dict[type, tuple[str, ...]] = {Redraws: ("base_ppi", "redraw_at"),
                                              Restyles: ("restyled",),
-                                             Fits: ("shown_text", "pixel_sizes")}
+                                             Fits: ("shown_text", "pixel_sizes"),
+                                             Estimates: ("page_edges", "edge_pixels",
+                                                         "pixel_edges")}
 
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)

@@ -20,6 +20,7 @@ from ..jobs import Job
 from ..options import cli, first_error
 from ..tokens import load_tokenizer
 from ..vision_tokens import image_tokens, token_rule, width_step
+from .base import Estimates
 from .prediction import WidthPrediction, box_counts, filled_width, size_for
 from .style_files import Style, load_style
 from .target import (
@@ -175,6 +176,37 @@ class ItemSizes:
         return [size for size, width in self.measured if width is None]
 
 
+class EstimateMissing(Exception):
+    """A size or width the renderer has no estimate at (its pages would be two or more)."""
+
+
+class EstimatedSizes(ItemSizes):
+    """An item's pages at the sizes and widths a search tries, estimated from their layout
+    alone (``Estimates``), not drawn: each page's drawn edges moved by the item's own offsets
+    (``offsets``: the drawn page's edges less the layout's at the style's size; the lower
+    one grows with the size), then cut as the renderer cuts its pages."""
+
+    def __init__(self, drawn: ItemSizes, offsets: tuple[float, float]):
+        super().__init__(drawn.job, drawn.item, drawn.part, drawn.base)
+        self.made = drawn.made  # the same renderers
+        self.offsets = offsets
+
+    def sizes_at(self, size: float, width: float | None = None) -> list[tuple[int, int]] | None:
+        if (size, width) not in self.measured:
+            drawer = self.at(size, width)
+            edges = None if drawer is None else drawer.page_edges(self.item, self.part)
+            if drawer is not None and edges is None:
+                raise EstimateMissing(f"no estimate at {size:g} pt")
+            right, bottom = self.offsets
+            self.measured[size, width] = None if edges is None else [drawer.edge_pixels(
+                edges[0] + right, edges[1] + bottom * size / self.base.font_size)]
+        return self.measured[size, width]
+
+    def pages_at(self, size: float) -> int | None:
+        sizes = self.sizes_at(size)
+        return None if sizes is None else len(sizes)
+
+
 class StyledJob(Job):
     """A job drawing each item with the run's renderer, or one of the style drawn for it,
     at the font size its target asks for. ``start_style`` sets it up."""
@@ -237,30 +269,65 @@ class StyledJob(Job):
         assert target is not None  # fitted only for a run with a target
         sizes = ItemSizes(self, item, part, base)
         if target.fit_pages is not None:
-            found = fit_pages(target, sizes.pages_at)
-        else:
-            # the search predicted from the rule, for every rule a width moves in steps for
-            moves = target.move_width and hasattr(base, "page_width") and bool(sizes.step)
-            first = self.width_first(target, text_tokens, sizes, base) if moves else None
-            if first is not None:
-                return self.kept(item, first, sizes, renderer)
-            found = fit(target, text_tokens, sizes.tokens_at, start=base.font_size,
-                        between=sizes.between if moves else None,
-                        guess=sizes.guess if moves else None)
-            # a width is moved only where the type moves the count: a page of a fixed size
-            # (a document's) takes the same tokens at any size, and is met by its page size
-            if target.move_width and hasattr(base, "page_width") and found.responsive \
-                    and found.vision_tokens is not None and not close_enough(found.record):
-                predict = WidthPrediction.of(target, self.rule, base,
-                                             sizes.sizes_at(found.font_size), found,
-                                             sizes.sizes_at, sizes.style_sizes()) \
-                    if moves else None
-                found = fit_width(target, text_tokens, sizes.tokens_at, found,
-                                  base.page_width, base.ppi, predict,
-                                  sizes.between if moves else None,
-                                  sizes.guess if moves else None)
-                found.record["layouts"] = found.layouts = len(sizes.measured)  # once each
-        return self.kept(item, found, sizes, renderer)
+            return self.kept(item, fit_pages(target, sizes.pages_at), sizes, renderer)
+        found = self.estimated(target, text_tokens, sizes, base, renderer) \
+            if issubclass(type(renderer), Estimates) else None
+        return self.kept(item, found or self.search(target, text_tokens, sizes, base), sizes,
+                         renderer)
+
+    def search(self, target: TargetOptions, text_tokens: int | None, sizes: ItemSizes,
+               base) -> Fit:
+        """The font size (and page width) that meets the target, on ``sizes``' pages."""
+        # the search predicted from the rule, for every rule a width moves in steps for
+        moves = target.move_width and hasattr(base, "page_width") and bool(sizes.step)
+        first = self.width_first(target, text_tokens, sizes, base) if moves else None
+        if first is not None:
+            return first
+        found = fit(target, text_tokens, sizes.tokens_at, start=base.font_size,
+                    between=sizes.between if moves else None,
+                    guess=sizes.guess if moves else None)
+        # a width is moved only where the type moves the count: a page of a fixed size
+        # (a document's) takes the same tokens at any size, and is met by its page size
+        if target.move_width and hasattr(base, "page_width") and found.responsive \
+                and found.vision_tokens is not None and not close_enough(found.record):
+            predict = WidthPrediction.of(target, self.rule, base,
+                                         sizes.sizes_at(found.font_size), found,
+                                         sizes.sizes_at, sizes.style_sizes()) \
+                if moves else None
+            found = fit_width(target, text_tokens, sizes.tokens_at, found,
+                              base.page_width, base.ppi, predict,
+                              sizes.between if moves else None,
+                              sizes.guess if moves else None)
+            found.record["layouts"] = found.layouts = len(sizes.measured)  # once each
+        return found
+
+    def estimated(self, target: TargetOptions, text_tokens: int | None, sizes: ItemSizes,
+                  base, renderer) -> Fit | None:
+        """The search run on estimated pages (``Estimates``: laid out, not drawn), moved by
+        the item's own offsets at the style's size, which is drawn: kept where the target is
+        met and the page drawn at the size (and width) found gives the count estimated.
+        None otherwise (the search then runs on drawn pages, with the two made)."""
+        drawn = sizes.sizes_at(base.font_size)
+        if not drawn or len(drawn) != 1:
+            return None
+        edges = renderer.page_edges(sizes.item, sizes.part)
+        if edges is None:
+            return None
+        ink = renderer.pixel_edges(*drawn[0])
+        offsets = tuple(0.0 if got is None else got - laid
+                        for got, laid in zip(ink, edges, strict=True))
+        estimates = EstimatedSizes(sizes, (offsets[0], offsets[1]))
+        estimates.measured[base.font_size, None] = drawn  # drawn: no estimate needed
+        try:
+            found = self.search(target, text_tokens, estimates, base)
+        except EstimateMissing:
+            return None
+        if not close_enough(found.record) or \
+                sizes.tokens_at(found.font_size, found.page_width) != found.vision_tokens:
+            return None
+        found.record["layouts"] = found.layouts = len(sizes.measured)  # drawn
+        found.record["estimated"] = len(estimates.measured)  # laid out only
+        return found
 
     def kept(self, item: Item, found: Fit, sizes: ItemSizes, renderer) -> tuple[Any, dict]:
         """The renderer at the size (and width) found, and its record; an item off target

@@ -32,7 +32,16 @@ from ...options import OPTIONS
 from ...prompts import Prompts
 from ...rows import LayoutRef, QuestionRow, Row, RunPath
 from ...runfolder import Output, item_file
-from ..base import Fits, Profile, Redraws, Renderer, item_from_row, question_beside_options
+from ...units import POINTS_PER_INCH
+from ..base import (
+    Estimates,
+    Fits,
+    Profile,
+    Redraws,
+    Renderer,
+    item_from_row,
+    question_beside_options,
+)
 from ..fields import PageImage
 from ..page_options import PageOptions, named_page_size
 from ..styled import StyledConfig, StyledJob, style_field
@@ -199,11 +208,13 @@ class Bodies:
 
 # --- the renderer --------------------------------------------------------------------------
 
-class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is made at import
+class DocumentRenderer(Renderer[Any], Redraws, Fits, Estimates):  # options made at import
     """Typesets an item's Markdown or HTML in Chromium: tables, code, math, columns."""
 
     name = "document"
-    version = "2"  # 2: the page renderer's version 4 search for a vision budget or ratio
+    # 2: the page renderer's version 4 search for a vision budget or ratio; 3: that search
+    # tried on pages laid out, not printed (``Estimates``), and only the size kept printed
+    version = "3"
     config_model = DocumentConfig
     row_model = DocumentRow
     options_model = DocumentOptions
@@ -362,6 +373,53 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits):  # its options model is ma
         """The sizes of the item's pages in pixels (a target's vision tokens): typeset, not
         drawn."""
         return page_pixels(self.typeset(item, part).doc, self.options.ppi)
+
+    def page_edges(self, item: Item, part: RenderPart) -> tuple[float, float] | None:
+        """The item laid out in the browser, not printed (``Browser.measure``): the edges of
+        what it draws; None for more than one column (a column is filled to the page's
+        height only in print) or for what would not fit one page."""
+        options = self.options
+        top, right, bottom, left = options.margins()
+        if options.columns != 1:
+            return None
+        _, document, files = self.page(item, part)
+        across = options.page_width * POINTS_PER_INCH - left - right
+        edge_right, edge_bottom = Browser.get().measure(document, files, across)
+        if top + edge_bottom > options.page_height * POINTS_PER_INCH - bottom:
+            return None
+        return edge_right, edge_bottom
+
+    def _cut(self) -> tuple[float, float, float, float]:
+        """(left, top, right pad, bottom pad) of a cut page, in points (``crop_pages``)."""
+        top, right, bottom, left = self.options.margins()
+        pad = self.options.crop_pad
+        return (left, top, 4 * right if pad is None else pad, bottom if pad is None else pad)
+
+    def edge_pixels(self, right: float, bottom: float) -> tuple[int, int]:
+        import pymupdf
+
+        options = self.options
+        left, top, pad_right, pad_bottom = self._cut()
+        width = options.page_width * POINTS_PER_INCH
+        height = options.page_height * POINTS_PER_INCH
+        if options.crop != "none":
+            height = min(height, top + bottom + pad_bottom)
+        if options.crop == "content":
+            width = min(width, left + right + pad_right)
+        box = pymupdf.Rect(0, 0, width, height) * pymupdf.Matrix(options.ppi / 72,
+                                                                options.ppi / 72)
+        return box.irect.width, box.irect.height
+
+    def pixel_edges(self, width: int, height: int) -> tuple[float | None, float | None]:
+        options = self.options
+        left, top, pad_right, pad_bottom = self._cut()
+        across, down = width * 72 / options.ppi, height * 72 / options.ppi
+        cut_across = options.crop == "content" and \
+            across < options.page_width * POINTS_PER_INCH - 72 / options.ppi
+        cut_down = options.crop != "none" and \
+            down < options.page_height * POINTS_PER_INCH - 72 / options.ppi
+        return (across - left - pad_right if cut_across else None,
+                down - top - pad_bottom if cut_down else None)
 
     def redraw_at(self, pdf: bytes, ppis) -> list[list[Any]]:
         return [[PageImage(png, w, h) for png, w, h in rasterise(pdf, ppi, self.options.color)]

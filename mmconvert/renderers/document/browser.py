@@ -253,6 +253,24 @@ class Browser:
             while len(self._ahead) > AHEAD:
                 del self._ahead[next(iter(self._ahead))]
 
+    def measure(self, document: str, files: dict[str, bytes], across: float
+                ) -> tuple[float, float]:
+        """``document`` laid out in the page (not printed), its page area ``across`` points
+        wide: the rightmost and lowest edge, in points from the page area's top left, of
+        what it draws (each text line's box, each border, background and image). A page
+        printed after it is the same: the page area's width is let go again."""
+        def lay_out(page) -> tuple[float, float]:
+            self._files, self._refused = files, []
+            right, bottom = page.evaluate(_MEASURE, [document, across])
+            return right * 0.75, bottom * 0.75  # CSS pixels to points
+
+        answer: queue.Queue = queue.Queue()
+        self._tasks.put((lay_out, answer))
+        ok, value = answer.get()
+        if not ok:
+            raise value
+        return value
+
     def _print(self, document: str, files: dict[str, bytes]) -> queue.Queue:
         """Queue the printing of ``document`` on the browser's thread: where its answer
         comes, (True, (pdf, refused)) or (False, the error)."""
@@ -281,6 +299,41 @@ class Browser:
         answer: queue.Queue = queue.Queue()
         self._tasks.put((draw, answer))
         return answer
+
+
+# the edges of what a document draws, in CSS pixels: each text line's box, each element's box
+# that draws a border, a background or an image; the page area as wide as the given points
+_MEASURE = """([html, across]) => {
+    const root = document.documentElement;
+    root.innerHTML = html;
+    root.style.width = across + 'pt';
+    return Promise.all([document.fonts.ready,
+                        ...[...document.images].map(i => i.decode().catch(() => null))])
+    .then(() => {
+        let right = 0, bottom = 0;
+        const grow = r => { if (r.width > 0 && r.height > 0) {
+            right = Math.max(right, r.right); bottom = Math.max(bottom, r.bottom); } };
+        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        const range = document.createRange();
+        while (walker.nextNode()) {
+            if (!walker.currentNode.textContent.trim()) continue;
+            range.selectNodeContents(walker.currentNode);
+            for (const r of range.getClientRects()) grow(r);
+        }
+        for (const e of document.body.querySelectorAll('*')) {
+            const s = getComputedStyle(e);
+            if (['IMG', 'SVG', 'HR', 'CANVAS', 'VIDEO'].includes(e.tagName.toUpperCase())
+                    || s.backgroundColor !== 'rgba(0, 0, 0, 0)' || s.backgroundImage !== 'none'
+                    || ['Top', 'Right', 'Bottom', 'Left'].some(
+                        side => parseFloat(s['border' + side + 'Width']) > 0
+                            && s['border' + side + 'Style'] !== 'none')) {
+                grow(e.getBoundingClientRect());
+            }
+        }
+        root.removeAttribute('style');
+        return [right, bottom];
+    });
+}"""
 
 
 class DocumentTooDeep(ValueError):
