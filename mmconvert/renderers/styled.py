@@ -202,10 +202,6 @@ class EstimatedSizes(ItemSizes):
                 edges[0] + right, edges[1] + bottom * size / self.base.font_size)]
         return self.measured[size, width]
 
-    def pages_at(self, size: float) -> int | None:
-        sizes = self.sizes_at(size)
-        return None if sizes is None else len(sizes)
-
 
 class StyledJob(Job):
     """A job drawing each item with the run's renderer, or one of the style drawn for it,
@@ -326,7 +322,8 @@ class StyledJob(Job):
                 sizes.tokens_at(found.font_size, found.page_width) != found.vision_tokens:
             return None
         found.record["layouts"] = found.layouts = len(sizes.measured)  # drawn
-        found.record["estimated"] = len(estimates.measured)  # laid out only
+        # the layouts made and not printed (the style's own, for the offsets, among them)
+        found.record["estimated"] = len(estimates.measured)
         return found
 
     def kept(self, item: Item, found: Fit, sizes: ItemSizes, renderer) -> tuple[Any, dict]:

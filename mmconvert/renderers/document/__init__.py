@@ -384,7 +384,10 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits, Estimates):  # options made
             return None
         _, document, files = self.page(item, part)
         across = options.page_width * POINTS_PER_INCH - left - right
-        edge_right, edge_bottom = Browser.get().measure(document, files, across)
+        try:
+            edge_right, edge_bottom = Browser.get().measure(document, files, across)
+        except Exception:  # noqa: BLE001 - no estimate: the item is typeset, and meets its
+            return None  # own error there
         if top + edge_bottom > options.page_height * POINTS_PER_INCH - bottom:
             return None
         return edge_right, edge_bottom
