@@ -18,7 +18,6 @@ later item's page is drawn in the batch's coordinates, under a translation).
 from __future__ import annotations
 
 import argparse
-import queue
 import random
 import sys
 import time
@@ -75,12 +74,7 @@ def split_costs(browser: Browser, document: str, files: dict[str, bytes]) -> tup
                  display_header_footer=False)
         return set_at - started, time.perf_counter() - set_at
 
-    answer: queue.Queue = queue.Queue()
-    browser._tasks.put((draw, answer))
-    ok, value = answer.get()
-    if not ok:
-        raise value
-    return value
+    return browser._answer(browser._queued(draw))
 
 
 def compared_items() -> list[Item]:

@@ -234,10 +234,7 @@ class Browser:
             answer = self._ahead.pop((document, tuple(files)), None)
         if answer is None:
             answer = self._print(document, files)
-        ok, value = answer.get()
-        if not ok:
-            raise value
-        return value
+        return self._answer(answer)
 
     def ahead(self, document: str, files: dict[str, bytes]) -> None:
         """Have the browser print ``document`` now, after what it was asked before, for a
@@ -264,16 +261,26 @@ class Browser:
             right, bottom = page.evaluate(_MEASURE, [document, across])
             return right * 0.75, bottom * 0.75  # CSS pixels to points
 
+        return self._answer(self._queued(lay_out))
+
+    def _queued(self, work) -> queue.Queue:
+        """Queue ``work(page)`` on the browser's thread, after what was asked before: where
+        its answer comes, (True, what it returned) or (False, its error)."""
         answer: queue.Queue = queue.Queue()
-        self._tasks.put((lay_out, answer))
+        self._tasks.put((work, answer))
+        return answer
+
+    @staticmethod
+    def _answer(answer: queue.Queue):
+        """What a queued work returned, once it has run; its error raised here."""
         ok, value = answer.get()
         if not ok:
             raise value
         return value
 
     def _print(self, document: str, files: dict[str, bytes]) -> queue.Queue:
-        """Queue the printing of ``document`` on the browser's thread: where its answer
-        comes, (True, (pdf, refused)) or (False, the error)."""
+        """Queue the printing of ``document`` on the browser's thread (``_queued``): its
+        answer is (pdf, refused)."""
         def draw(page) -> tuple[bytes, list[str]]:
             self._files, self._refused = files, []
             deepest = page.evaluate("""html => {
@@ -296,9 +303,7 @@ class Browser:
                            display_header_footer=False)
             return pdf, list(self._refused)
 
-        answer: queue.Queue = queue.Queue()
-        self._tasks.put((draw, answer))
-        return answer
+        return self._queued(draw)
 
 
 # the edges of what a document draws, in CSS pixels: each text line's box, each element's box
