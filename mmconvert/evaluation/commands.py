@@ -153,10 +153,6 @@ def frontier_command() -> click.Command:
         """
         values = fill(flags, given, {})
         probe_or_modality(values)
-        asked = [f"--{name}" for name in ("probe", "modality") if name in values]
-        if asked and "model" not in values:
-            raise UsageError(f"{asked[0]}: conditions a model is asked; without --model, "
-                             "Tesseract's character accuracy scores each point")
         options = build(FrontierOptions, values, flags=flag_names(flags))
         label = safe(options.model or "ocr")
         target = out or Path("runs") / f"{Path(corpus).stem}-frontier-{label}"

@@ -42,7 +42,7 @@ from .results import (
     PRECISION,
     READ_NOTE,
     headline,
-    headline_left_out,
+    modality_refused,
     unparsed_warnings,
     worst_unparsed,
 )
@@ -99,11 +99,9 @@ class CurveOptions(EvalOptions):
             raise ValueError("budgets are whole vision tokens over 0, ratios over 0")
         if self.recipe and self.style:
             raise ValueError("give --recipe or --style, not both")
-        if "text-image" in self.modality:
-            raise ValueError("--modality: text-image is occlusions' own")
-        left_out = headline_left_out(self.probe, self.modality)
-        if left_out:
-            raise ValueError(left_out)
+        refused = modality_refused(self.probe, self.modality)
+        if refused:
+            raise ValueError(refused)
         return self
 
 

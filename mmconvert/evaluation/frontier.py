@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..converter import convert
 from ..counting import figures_of, item_tokens
@@ -49,7 +49,7 @@ from .results import (
     PRECISION,
     READ_NOTE,
     headline,
-    headline_left_out,
+    modality_refused,
     unparsed_shares,
     unparsed_warnings,
     worst_unparsed,
@@ -118,6 +118,23 @@ class FrontierOptions(EvalOptions):
     def _rule(cls, name: str) -> str:
         token_rule(name)  # an unknown model: one line with a did-you-mean
         return name
+
+    @model_validator(mode="after")
+    def _conditions(self) -> FrontierOptions:
+        """The conditions asked: a model's, as a curve's (``modality_refused``); without a
+        model Tesseract scores each point, and neither --probe nor --modality is taken."""
+        if self.model is None:
+            asked = [f"--{name}" for name in ("probe", "modality")
+                     if name in self.model_fields_set]
+            if asked:
+                raise ValueError(f"{asked[0]}: conditions a model is asked; without --model, "
+                                 "Tesseract's character accuracy scores each point")
+            return self
+        refused = modality_refused(self.probe, self.modality,
+                                   "the frontier scores image and text; ")
+        if refused:
+            raise ValueError(refused)
+        return self
 
 
 @dataclass
@@ -332,11 +349,6 @@ def frontier(corpus: str, out: Path, options: FrontierOptions, *, display: str =
     tokenizer = load_tokenizer(options.tokenizer)  # a missing one stops before any render
     if options.model is None:
         tesseract_path()  # no model and no Tesseract: one line before any render
-    elif "text-image" in options.modality:
-        raise UsageError("--modality: the frontier scores image and text; text-image is "
-                         "occlusions' own")
-    elif left_out := headline_left_out(options.probe, options.modality):
-        raise UsageError(left_out)
     if options.recipe is not None:  # its fingerprint's note, once
         resolve_config([], recipe=options.recipe, warn=echo)
     # what a point's figure is: Tesseract's character accuracy with no model, a model's

@@ -46,9 +46,13 @@ def headline(probe: str | None) -> tuple[Condition, str]:
     return ("transcribe", PRECISION) if probe == "transcribe" else ("image", "accuracy")
 
 
-def headline_left_out(probe: str | None, modality: Sequence[str]) -> str | None:
-    """Why a curve's or frontier's points would have no figure: ``--modality`` leaves out
-    the condition it is read from (a probe asks for its own); None when it does not."""
+def modality_refused(probe: str | None, modality: Sequence[str], scores: str = ""
+                     ) -> str | None:
+    """Why a curve's or frontier's ``--modality`` cannot be asked, or None: text-image, which
+    is occlusions' own (``scores`` says first what the command scores), or leaving out the
+    condition each point's figure is read from (a probe asks for its own)."""
+    if "text-image" in modality:
+        return f"--modality: {scores}text-image is occlusions' own"
     condition = headline(probe)[0]
     if probe is not None or condition in modality:
         return None

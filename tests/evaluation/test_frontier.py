@@ -312,3 +312,40 @@ def test_a_frontier_over_a_document_recipe_typesets_each_point(tmp_path):
     rows = points_rows(out)
     assert {r["renderer"]["name"] for rs in rows.values() for r in rs} == {"document"}
     assert [rows[p][0]["renderer"]["params"]["font_size"] for p in ("p01", "p02")] == [8, 14]
+
+
+@pytest.mark.parametrize(("command", "args", "said"), [
+    ("frontier", ("--model", "m", "--modality", "text-image"),
+     "--modality: the frontier scores image and text; text-image is occlusions' own"),
+    ("curve", ("--model", "m", "--modality", "text-image", "--budgets", "256"),
+     "--modality: text-image is occlusions' own"),
+    ("frontier", ("--model", "m", "--modality", "text"),
+     "--modality: each point's figure is its image condition's score; give image among the "
+     "conditions"),
+    ("curve", ("--model", "m", "--modality", "text", "--budgets", "256"),
+     "--modality: each point's figure is its image condition's score; give image among the "
+     "conditions"),
+    ("frontier", ("--modality", "image"),
+     "--modality: conditions a model is asked; without --model, Tesseract's character "
+     "accuracy scores each point"),
+])
+def test_curve_and_frontier_refuse_conditions_they_cannot_ask_alike(command, args, said,
+                                                                   tmp_path):
+    """Both check ``--modality`` where their options are built (``modality_refused``), so
+    ``mmconvert.evaluation.frontier.FrontierOptions`` refuses what the CLI refuses: one line,
+    exit 2, before anything is rendered."""
+    from pydantic import ValidationError
+
+    from mmconvert.evaluation.frontier import FrontierOptions
+
+    out = tmp_path / "out"
+    result = run(command, "mmlu-redux", "--source", SAMPLE, "--base-url", "http://127.0.0.1:9",
+                 "--tokenizer", minilm_folder(), "--ratio-model", "qwen2.5-vl", *args,
+                 "--out", out)
+    assert (result.exit_code, result.output) == (2, f"Error: {said}\n")
+    assert not out.exists()
+    if command == "frontier":
+        given = dict(zip(args[::2], args[1::2], strict=True))
+        with pytest.raises(ValidationError, match=said.split(": ", 1)[1][:30]):
+            FrontierOptions(tokenizer=str(minilm_folder()), ratio_model="qwen2.5-vl",
+                            model=given.get("--model"), modality=[given["--modality"]])
