@@ -190,11 +190,13 @@ class EstimatedSizes(ItemSizes):
         super().__init__(drawn.job, drawn.item, drawn.part, drawn.base)
         self.made = drawn.made  # the same renderers
         self.offsets = offsets
+        self.laid_out = 1  # the layouts made: the style's own, for the offsets, first
 
     def sizes_at(self, size: float, width: float | None = None) -> list[tuple[int, int]] | None:
         if (size, width) not in self.measured:
             drawer = self.at(size, width)
             edges = None if drawer is None else drawer.page_edges(self.item, self.part)
+            self.laid_out += drawer is not None
             if drawer is not None and edges is None:
                 raise EstimateMissing(f"no estimate at {size:g} pt")
             right, bottom = self.offsets
@@ -266,10 +268,12 @@ class StyledJob(Job):
         sizes = ItemSizes(self, item, part, base)
         if target.fit_pages is not None:
             return self.kept(item, fit_pages(target, sizes.pages_at), sizes, renderer)
-        found = self.estimated(target, text_tokens, sizes, base, renderer) \
-            if issubclass(type(renderer), Estimates) else None
-        return self.kept(item, found or self.search(target, text_tokens, sizes, base), sizes,
-                         renderer)
+        found, laid_out = self.estimated(target, text_tokens, sizes, base, renderer) \
+            if issubclass(type(renderer), Estimates) else (None, 0)
+        found = found or self.search(target, text_tokens, sizes, base)
+        if laid_out:  # the layouts made and not printed, kept or not
+            found.record["estimated"] = laid_out
+        return self.kept(item, found, sizes, renderer)
 
     def search(self, target: TargetOptions, text_tokens: int | None, sizes: ItemSizes,
                base) -> Fit:
@@ -298,17 +302,18 @@ class StyledJob(Job):
         return found
 
     def estimated(self, target: TargetOptions, text_tokens: int | None, sizes: ItemSizes,
-                  base, renderer) -> Fit | None:
+                  base, renderer) -> tuple[Fit | None, int]:
         """The search run on estimated pages (``Estimates``: laid out, not drawn), moved by
         the item's own offsets at the style's size, which is drawn: kept where the target is
-        met and the page drawn at the size (and width) found gives the count estimated.
-        None otherwise (the search then runs on drawn pages, with the two made)."""
+        met and the page drawn at the size (and width) found gives the count estimated, else
+        None (the search then runs on drawn pages, with the two made); and the layouts made
+        (the style's own, for the offsets, among them)."""
         drawn = sizes.sizes_at(base.font_size)
         if not drawn or len(drawn) != 1:
-            return None
+            return None, 0
         edges = renderer.page_edges(sizes.item, sizes.part)
         if edges is None:
-            return None
+            return None, 1
         ink = renderer.pixel_edges(*drawn[0])
         offsets = tuple(0.0 if got is None else got - laid
                         for got, laid in zip(ink, edges, strict=True))
@@ -317,14 +322,12 @@ class StyledJob(Job):
         try:
             found = self.search(target, text_tokens, estimates, base)
         except EstimateMissing:
-            return None
+            return None, estimates.laid_out
         if not close_enough(found.record) or \
                 sizes.tokens_at(found.font_size, found.page_width) != found.vision_tokens:
-            return None
+            return None, estimates.laid_out
         found.record["layouts"] = found.layouts = len(sizes.measured)  # drawn
-        # the layouts made and not printed (the style's own, for the offsets, among them)
-        found.record["estimated"] = len(estimates.measured)
-        return found
+        return found, estimates.laid_out
 
     def kept(self, item: Item, found: Fit, sizes: ItemSizes, renderer) -> tuple[Any, dict]:
         """The renderer at the size (and width) found, and its record; an item off target

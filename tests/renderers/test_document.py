@@ -366,7 +366,8 @@ def test_a_budget_draws_a_plain_renders_pages_and_searches_printed_pages_where_e
                "--out", wrong).exit_code == 0
     for row in rows(wrong):
         target = row["target"]
-        assert target["exact"] and target["layouts"] >= 3 and "estimated" not in target, target
+        # the layouts made on the way are recorded with the typesettings
+        assert target["exact"] and target["layouts"] >= 3 and target["estimated"] >= 2, target
 
 
 def test_renderers_sharing_bodies_take_only_a_body_made_for_their_own_item_and_options():
