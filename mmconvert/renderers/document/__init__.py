@@ -56,7 +56,7 @@ from .browser import (
 )
 from .css import css_text, faces, font_records, page_html
 from .markup import RenderState, fields_html
-from .pdf import normalised, page_pixels, rasterise, written
+from .pdf import cut_pads, normalised, page_pixels, rasterise, rect_pixels, written
 from .text import references, visible_text
 
 if TYPE_CHECKING:
@@ -392,30 +392,22 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits, Estimates):  # options made
             return None
         return edge_right, edge_bottom
 
-    def _cut(self) -> tuple[float, float, float, float]:
-        """(left, top, right pad, bottom pad) of a cut page, in points (``crop_pages``)."""
-        top, right, bottom, left = self.options.margins()
-        pad = self.options.crop_pad
-        return (left, top, 4 * right if pad is None else pad, bottom if pad is None else pad)
-
     def edge_pixels(self, right: float, bottom: float) -> tuple[int, int]:
-        import pymupdf
-
         options = self.options
-        left, top, pad_right, pad_bottom = self._cut()
+        top, _, _, left = options.margins()
+        pad_right, pad_bottom = cut_pads(options)
         width = options.page_width * POINTS_PER_INCH
         height = options.page_height * POINTS_PER_INCH
         if options.crop != "none":
             height = min(height, top + bottom + pad_bottom)
         if options.crop == "content":
             width = min(width, left + right + pad_right)
-        box = pymupdf.Rect(0, 0, width, height) * pymupdf.Matrix(options.ppi / 72,
-                                                                options.ppi / 72)
-        return box.irect.width, box.irect.height
+        return rect_pixels(width, height, options.ppi)
 
     def pixel_edges(self, width: int, height: int) -> tuple[float | None, float | None]:
         options = self.options
-        left, top, pad_right, pad_bottom = self._cut()
+        top, _, _, left = options.margins()
+        pad_right, pad_bottom = cut_pads(options)
         across, down = width * 72 / options.ppi, height * 72 / options.ppi
         cut_across = options.crop == "content" and \
             across < options.page_width * POINTS_PER_INCH - 72 / options.ppi

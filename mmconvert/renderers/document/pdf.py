@@ -264,7 +264,7 @@ def crop_pages(doc, options) -> None:
     import pymupdf
 
     top, right, bottom, left = options.margins()
-    pad = options.crop_pad
+    pad_right, pad_bottom = cut_pads(options)
     for number, page in enumerate(doc):
         width, height = page.rect.width, page.rect.height
         frame = pymupdf.Rect(left + 1, top + 1, width - right - 1, height - bottom - 1)
@@ -277,21 +277,34 @@ def crop_pages(doc, options) -> None:
         if ink.is_empty:
             continue
         if number == len(doc) - 1:
-            height = min(height, ink.y1 + (bottom if pad is None else pad))
+            height = min(height, ink.y1 + pad_bottom)
         if options.crop == "content":
-            width = min(width, ink.x1 + (4 * right if pad is None else pad))
+            width = min(width, ink.x1 + pad_right)
         page.set_cropbox(pymupdf.Rect(0, 0, width, height))
+
+
+def cut_pads(options) -> tuple[float, float]:
+    """The room ``crop_pages`` leaves right of a page's rightmost ink and below its lowest,
+    in points: ``crop_pad``, or four right margins and one bottom margin."""
+    _, right, bottom, _ = options.margins()
+    pad = options.crop_pad
+    return (4 * right if pad is None else pad, bottom if pad is None else pad)
+
+
+def rect_pixels(width: float, height: float, ppi: float) -> tuple[int, int]:
+    """The pixel size of a page ``width`` by ``height`` points at ``ppi``, as ``rasterise``
+    draws it."""
+    import pymupdf
+
+    box = pymupdf.Rect(0, 0, width, height) * pymupdf.Matrix(ppi / 72, ppi / 72)
+    return box.irect.width, box.irect.height
 
 
 def page_pixels(pdf, ppi: float) -> list[tuple[int, int]]:
     """The pixel size of each page of the PDF (bytes, or ``normalised``'s open document) at
     ``ppi``, as ``rasterise`` draws them."""
-    import pymupdf
-
-    matrix = pymupdf.Matrix(ppi / 72, ppi / 72)
     with _opened(pdf) as doc:
-        return [((page.rect * matrix).irect.width, (page.rect * matrix).irect.height)
-                for page in doc]
+        return [rect_pixels(page.rect.width, page.rect.height, ppi) for page in doc]
 
 
 def rasterise(pdf, ppi: float, color: str) -> list[tuple[bytes, int, int]]:
