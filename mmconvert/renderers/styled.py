@@ -306,14 +306,15 @@ class StyledJob(Job):
         """The search run on estimated pages (``Estimates``: laid out, not drawn), moved by
         the item's own offsets at the style's size, which is drawn: kept where the target is
         met and the page drawn at the size (and width) found gives the count estimated, else
-        None (the search then runs on drawn pages, with the two made); and the layouts made
-        (the style's own, for the offsets, among them)."""
+        None (the search then runs on drawn pages, with the two made); and the layouts of that
+        search (the style's own, for the offsets, among them), 0 where the style's own page
+        has no estimate and no search on estimates runs (columns: none is laid out)."""
         drawn = sizes.sizes_at(base.font_size)
         if not drawn or len(drawn) != 1:
             return None, 0
         edges = renderer.page_edges(sizes.item, sizes.part)
         if edges is None:
-            return None, 1
+            return None, 0
         ink = renderer.pixel_edges(*drawn[0])
         offsets = tuple(0.0 if got is None else got - laid
                         for got, laid in zip(ink, edges, strict=True))

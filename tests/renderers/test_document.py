@@ -368,6 +368,11 @@ def test_a_budget_draws_a_plain_renders_pages_and_searches_printed_pages_where_e
         target = row["target"]
         # the layouts made on the way are recorded with the typesettings
         assert target["exact"] and target["layouts"] >= 3 and target["estimated"] >= 2, target
+    # two columns are laid out only in print: no estimate, no layout made, none recorded
+    columns = tmp_path / "columns"
+    assert run("render", docs, "--renderer", "document", "--render", "context", *budget,
+               "--columns", "2", "--out", columns).exit_code == 0
+    assert all("estimated" not in row["target"] for row in rows(columns))
 
 
 def test_renderers_sharing_bodies_take_only_a_body_made_for_their_own_item_and_options():
