@@ -60,9 +60,11 @@ def main() -> None:
             targets = [json.loads(line)["target"] for line in
                        (tmp / "budget" / "manifest.jsonl").read_text().splitlines()]
             layouts = [t["layouts"] for t in targets]
+            laid = [t.get("estimated", 0) for t in targets]
             print(f"  --vision-budget {budget}: {seconds:.1f} s, {seconds / cut:.2f}x the cut; "
                   f"typesettings an item {sum(layouts) / len(layouts):.1f} (at most "
-                  f"{max(layouts)}); exact {sum(bool(t.get('exact')) for t in targets)}/"
+                  f"{max(layouts)}), layouts {sum(laid) / len(laid):.1f}; exact "
+                  f"{sum(bool(t.get('exact')) for t in targets)}/"
                   f"{len(targets)}, width moved {sum('page_width' in t for t in targets)}")
 
 

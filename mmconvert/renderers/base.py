@@ -170,8 +170,14 @@ class Fits(Protocol):
 @runtime_checkable
 class Estimates(Protocol):
     """Estimates a one-page item's page size from its layout alone, without drawing it: a
-    target's search tries its sizes on estimates, moved by the item's own offsets on a page
-    it drew, and draws only the size it keeps (whose pages are then checked)."""
+    target's search tries its sizes on estimates, and draws only the size it finds, whose
+    pages are then checked (and, where they differ, give the item's own offsets for one more
+    search)."""
+
+    def usual_offsets(self) -> tuple[float, float]:
+        """How far a drawn page's right and lower edges usually lie from its layout's, in
+        points, at the options' font size: what a search's estimates start from."""
+        raise NotImplementedError
 
     def page_edges(self, item: Item, part: Any) -> tuple[float, float] | None:
         """The rightmost and lowest edge of what the item's page draws, in points from the
@@ -194,8 +200,8 @@ class Estimates(Protocol):
 CAPABILITIES: dict[type, tuple[str, ...]] = {Redraws: ("base_ppi", "redraw_at"),
                                              Restyles: ("restyled",),
                                              Fits: ("shown_text", "pixel_sizes"),
-                                             Estimates: ("page_edges", "edge_pixels",
-                                                         "pixel_edges")}
+                                             Estimates: ("usual_offsets", "page_edges",
+                                                         "edge_pixels", "pixel_edges")}
 
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)

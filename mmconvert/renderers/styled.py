@@ -182,27 +182,51 @@ class EstimateMissing(Exception):
 
 class EstimatedSizes(ItemSizes):
     """An item's pages at the sizes and widths a search tries, estimated from their layout
-    alone (``Estimates``), not drawn: each page's drawn edges moved by the item's own offsets
-    (``offsets``: the drawn page's edges less the layout's at the style's size; the lower
-    one grows with the size), then cut as the renderer cuts its pages."""
+    alone (``Estimates``), not drawn: each page's drawn edges moved by ``offsets`` (how far
+    the drawn page's edges lie from the layout's at the item's own size; the lower one grows
+    with the size), then cut as the renderer cuts its pages. ``moved`` tries other offsets
+    on the same layouts."""
 
     def __init__(self, drawn: ItemSizes, offsets: tuple[float, float]):
         super().__init__(drawn.job, drawn.item, drawn.part, drawn.base)
         self.made = drawn.made  # the same renderers
         self.offsets = offsets
-        self.laid_out = 1  # the layouts made: the style's own, for the offsets, first
+        self.edges: dict[tuple[float, float | None], tuple[float, float] | None] = {}
+        self.laid_out = 0  # the layouts made
 
-    def sizes_at(self, size: float, width: float | None = None) -> list[tuple[int, int]] | None:
-        if (size, width) not in self.measured:
+    def edges_at(self, size: float, width: float | None = None) -> tuple[float, float] | None:
+        """The edges of the page laid out at ``size`` (and ``width``), once each."""
+        if (size, width) not in self.edges:
             drawer = self.at(size, width)
             edges = None if drawer is None else drawer.page_edges(self.item, self.part)
             self.laid_out += drawer is not None
             if drawer is not None and edges is None:
                 raise EstimateMissing(f"no estimate at {size:g} pt")
+            self.edges[size, width] = edges
+        return self.edges[size, width]
+
+    def sizes_at(self, size: float, width: float | None = None) -> list[tuple[int, int]] | None:
+        if (size, width) not in self.measured:
+            edges = self.edges_at(size, width)
             right, bottom = self.offsets
-            self.measured[size, width] = None if edges is None else [drawer.edge_pixels(
-                edges[0] + right, edges[1] + bottom * size / self.base.font_size)]
+            self.measured[size, width] = None if edges is None else \
+                [self.at(size, width).edge_pixels(
+                    edges[0] + right, edges[1] + bottom * size / self.base.font_size)]
         return self.measured[size, width]
+
+    def moved(self, drawn: ItemSizes, size: float, width: float | None) -> bool:
+        """Move the offsets to the page drawn at ``size`` (and ``width``) in ``drawn``,
+        whose size then stands in for the estimate: False where that page is not one page
+        that was laid out."""
+        pages, edges = drawn.sizes_at(size, width), self.edges.get((size, width))
+        if not pages or len(pages) != 1 or edges is None:
+            return False
+        ink = self.at(size, width).pixel_edges(*pages[0])
+        right, bottom = (0.0 if got is None else got - laid
+                         for got, laid in zip(ink, edges, strict=True))
+        self.offsets = (right, bottom * self.base.font_size / size)
+        self.measured = {(size, width): pages}
+        return True
 
 
 class StyledJob(Job):
@@ -304,31 +328,25 @@ class StyledJob(Job):
     def estimated(self, target: TargetOptions, text_tokens: int | None, sizes: ItemSizes,
                   base, renderer) -> tuple[Fit | None, int]:
         """The search run on estimated pages (``Estimates``: laid out, not drawn), moved by
-        the item's own offsets at the style's size, which is drawn: kept where the target is
-        met and the page drawn at the size (and width) found gives the count estimated, else
-        None (the search then runs on drawn pages, with the two made); and the layouts of that
-        search (the style's own, for the offsets, among them), 0 where the style's own page
-        has no estimate and no search on estimates runs (columns: none is laid out)."""
-        drawn = sizes.sizes_at(base.font_size)
-        if not drawn or len(drawn) != 1:
-            return None, 0
-        edges = renderer.page_edges(sizes.item, sizes.part)
-        if edges is None:
-            return None, 0
-        ink = renderer.pixel_edges(*drawn[0])
-        offsets = tuple(0.0 if got is None else got - laid
-                        for got, laid in zip(ink, edges, strict=True))
-        estimates = EstimatedSizes(sizes, (offsets[0], offsets[1]))
-        estimates.measured[base.font_size, None] = drawn  # drawn: no estimate needed
-        try:
-            found = self.search(target, text_tokens, estimates, base)
-        except EstimateMissing:
-            return None, estimates.laid_out
-        if not close_enough(found.record) or \
-                sizes.tokens_at(found.font_size, found.page_width) != found.vision_tokens:
-            return None, estimates.laid_out
-        found.record["layouts"] = found.layouts = len(sizes.measured)  # drawn
-        return found, estimates.laid_out
+        the renderer's usual offsets, and the size (and width) found drawn: kept where the
+        target is met and the drawn page gives the count estimated. Else the offsets are
+        moved to that drawn page, the item's own, and the search runs once more on the same
+        layouts. None where neither is kept (the search then runs on drawn pages, with those
+        made) or the renderer has no estimate at a size tried (columns: none is laid out);
+        and the layouts made."""
+        estimates = EstimatedSizes(sizes, renderer.usual_offsets())
+        for _ in range(2):
+            try:
+                found = self.search(target, text_tokens, estimates, base)
+            except EstimateMissing:  # none at the first size: none recorded
+                return None, estimates.laid_out if estimates.edges else 0
+            if close_enough(found.record) and \
+                    sizes.tokens_at(found.font_size, found.page_width) == found.vision_tokens:
+                found.record["layouts"] = found.layouts = len(sizes.measured)  # drawn
+                return found, estimates.laid_out
+            if not estimates.moved(sizes, found.font_size, found.page_width):
+                break
+        return None, estimates.laid_out
 
     def kept(self, item: Item, found: Fit, sizes: ItemSizes, renderer) -> tuple[Any, dict]:
         """The renderer at the size (and width) found, and its record; an item off target
