@@ -1,10 +1,11 @@
 """How well a document's page size is estimated from its layout alone (issue 57, part 1: the
 ``Estimates`` a vision-budget search tries before it typesets). For short items at several
 sizes, each page is laid out in the browser and not printed (``DocumentRenderer.page_edges``),
-and its size estimated from the layout's edges (``edge_pixels``): as laid out, and moved by the
+and its size estimated from the layout's edges (``edge_pixels``): as laid out; moved by the
+renderer's usual offsets (``usual_offsets``), as the search first does; and moved by the
 item's own offsets on its page at the first size (``pixel_edges``; the lower one scaled with
-the size), as the search does. Each is compared with the page printed, read back and cut, with
-the time of each.
+the size), as the search does where that first print disagrees. Each is compared with the
+page printed, read back and cut, with the time of each.
 
     python bench/document_measure.py [--items 40] [--sizes 12,9,10.5,14.6,19.2]
                                      [--model qwen2.5-vl]
@@ -61,7 +62,9 @@ def main() -> None:
             edges[item.id, size] = renderer.page_edges(item, "context")
             layout_ms.append(1000 * (time.perf_counter() - started))
     first = sizes[0]
-    for name, moved in (("as laid out", False), (f"moved by the offsets at {first:g} pt", True)):
+    modes = (("as laid out", "none"), ("moved by the usual offsets", "usual"),
+             (f"moved by the offsets at {first:g} pt", "own"))
+    for name, moved in modes:
         met = equal = total = 0
         off: collections.Counter = collections.Counter()
         for item in items:
@@ -69,9 +72,11 @@ def main() -> None:
             if base is None or len(printed[item.id, first]) != 1:
                 continue
             ink = renderers[first].pixel_edges(*printed[item.id, first][0])
-            offsets = [0.0 if got is None or not moved else got - laid
+            offsets = [0.0 if got is None or moved != "own" else got - laid
                        for got, laid in zip(ink, base, strict=True)]
-            for size in sizes[1:] if moved else sizes:
+            if moved == "usual":
+                offsets = list(renderers[first].usual_offsets())
+            for size in sizes[1:] if moved == "own" else sizes:
                 laid = edges[item.id, size]
                 if laid is None or len(printed[item.id, size]) != 1:
                     continue
