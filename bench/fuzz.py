@@ -106,16 +106,19 @@ def fuzz_loaders(cases: int, tmp: Path, tally: Counter) -> None:
     case()
 
 
-def fuzz_review(cases: int, tmp: Path, tally: Counter) -> None:
+def fuzz_review(cases: int, tmp: Path, tally: Counter, run: Path | None = None) -> None:
+    """``cases`` requests to the review page of ``run`` (which it may change), or of the
+    shipped sample rendered into ``tmp``."""
     from click.testing import CliRunner
 
     from mmconvert.cli import main
     from mmconvert.qa.review import ReviewServer, ReviewState
 
-    run = tmp / "review-run"
-    CliRunner().invoke(main, ["render", "mmlu-redux", "--source",
-                              str(ROOT / "mmconvert" / "samples" / "mmlu-redux"), "--out",
-                              str(run)])
+    if run is None:
+        run = tmp / "review-run"
+        CliRunner().invoke(main, ["render", "mmlu-redux", "--source",
+                                  str(ROOT / "mmconvert" / "samples" / "mmlu-redux"),
+                                  "--out", str(run)])
     ids = [json.loads(line)["id"] for line in (run / "manifest.jsonl").read_text()
            .splitlines()]
     server = ReviewServer(ReviewState(run))

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from bench.fuzz import fuzz_loaders, fuzz_review
+from tests.conftest import copy_run
 
 
 @pytest.mark.slow
@@ -20,12 +21,13 @@ def test_loaders_give_a_run_or_one_line(tmp_path):
     assert tally["ran"] + tally["one-line error"] == 120
 
 
-def test_the_review_api_answers_every_request_with_2xx_or_4xx(tmp_path, monkeypatch):
+def test_the_review_api_answers_every_request_with_2xx_or_4xx(tmp_path, monkeypatch,
+                                                              sample_run):
     from mmconvert.qa.review import Handler
 
     monkeypatch.setattr(Handler, "timeout", 1)  # a short body is answered 408 sooner
     tally: Counter = Counter()
-    fuzz_review(80, tmp_path, tally)
+    fuzz_review(80, tmp_path, tally, copy_run(sample_run, tmp_path / "review-run"))
     assert tally["review cases"] == 80
     assert tally["review: 5xx"] == tally["review: connection dropped"] == 0
     assert tally["review: verdicts lost"] == 0
