@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mmconvert import __version__
 from mmconvert.cli import main
-from tests.conftest import REDUX_CSV, SAMPLE
+from tests.conftest import REDUX_CSV, SAMPLE, copy_run
 
 
 def run(*args):
@@ -82,9 +82,8 @@ def test_bad_row_fails_then_skips_with_a_record(tmp_path):
     assert len((tmp_path / "o2/manifest.jsonl").read_text().splitlines()) == 1
 
 
-def test_rerun_with_other_options_is_refused_unless_overwrite(tmp_path):
-    out = tmp_path / "run"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
+def test_rerun_with_other_options_is_refused_unless_overwrite(tmp_path, sample_run):
+    out = copy_run(sample_run, tmp_path / "run")  # the shipped sample, rendered plain
     result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", out, "--ppi", "150")
     assert result.exit_code == 1
     assert result.output == (f"Error: {out} holds a run made with other options (page differs); "
