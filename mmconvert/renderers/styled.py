@@ -340,13 +340,21 @@ class StyledJob(Job):
                 found = self.search(target, text_tokens, estimates, base)
             except EstimateMissing:  # none at the first size: none recorded
                 return None, estimates.laid_out if estimates.edges else 0
-            if close_enough(found.record) and \
+            if (close_enough(found.record) or self.bounded(found)) and \
                     sizes.tokens_at(found.font_size, found.page_width) == found.vision_tokens:
                 found.record["layouts"] = found.layouts = len(sizes.measured)  # drawn
                 return found, estimates.laid_out
             if not estimates.moved(sizes, found.font_size, found.page_width):
                 break
         return None, estimates.laid_out
+
+    def bounded(self, found: Fit) -> bool:
+        """Whether ``found`` is off target at a bound of the font sizes: the target is out of
+        their reach (at every width tried)."""
+        target = self.target
+        assert target is not None
+        return not found.record["within"] and \
+            found.font_size in (target.min_font_size, target.max_font_size)
 
     def kept(self, item: Item, found: Fit, sizes: ItemSizes, renderer) -> tuple[Any, dict]:
         """The renderer at the size (and width) found, and its record; an item off target

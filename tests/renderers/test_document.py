@@ -389,6 +389,31 @@ def test_a_budget_draws_a_plain_renders_pages_and_searches_printed_pages_where_e
     assert all("estimated" not in row["target"] for row in rows(columns))
 
 
+def test_a_budget_out_of_reach_is_said_from_one_print_as_the_print_search_says_it(
+        docs, tmp_path, monkeypatch):
+    """A budget no size can meet (every page takes more at the smallest size) is found out
+    of reach on estimates and kept once the print at the size found gives the count
+    estimated: one or two typesettings, not the whole search on printed pages (which took
+    16 an item on short items), and the same verdict as that search gives."""
+    from mmconvert.renderers.document import DocumentRenderer
+
+    budget = ("--vision-budget", "40", "--ratio-model", "qwen2.5-vl", "--crop", "content")
+    out, printed = tmp_path / "out", tmp_path / "printed"
+    assert run("render", docs, "--renderer", "document", "--render", "context", *budget,
+               "--out", out).exit_code == 0
+    monkeypatch.setattr(DocumentRenderer, "page_edges", lambda self, item, part: None)
+    assert run("render", docs, "--renderer", "document", "--render", "context", *budget,
+               "--out", printed).exit_code == 0
+    searched = {row["id"]: row["target"] for row in rows(printed)}
+    for row in rows(out):
+        target, alone = row["target"], searched[row["id"]]
+        assert target["layouts"] <= 2 < alone["layouts"], (target, alone)
+        assert not target["within"] and not alone["within"]
+        assert target["reason"].startswith("even at the smallest size, 4 pt")
+        assert alone["reason"].startswith("even at the smallest size, 4 pt")
+        assert target["vision_tokens"] <= alone["vision_tokens"]
+
+
 def test_renderers_sharing_bodies_take_only_a_body_made_for_their_own_item_and_options():
     """A job's renderers share the last items' bodies (``Bodies``): a body is taken again only
     for the same item, part and options that make it; anything else makes its own."""

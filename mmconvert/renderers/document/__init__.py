@@ -218,7 +218,8 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits, Estimates):  # options made
     name = "document"
     # 2: the page renderer's version 4 search for a vision budget or ratio; 3: that search
     # tried on pages laid out, not printed (``Estimates``), and only the size kept printed;
-    # 4: those estimates moved by the usual offsets, not by the style's printed page's
+    # 4: those estimates moved by the usual offsets, not by the style's printed page's, and
+    # a target out of the sizes' reach kept from them once its print bears them out
     version = "4"
     config_model = DocumentConfig
     row_model = DocumentRow
