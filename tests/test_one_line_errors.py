@@ -30,9 +30,9 @@ def test_a_symbolic_link_loop_as_a_font_is_one_line(tmp_path):
 
 
 def test_a_symbolic_link_loop_as_a_markdown_image_is_refused_not_a_traceback(tmp_path):
-    import shutil
+    from mmconvert.renderers.document.browser import has_chromium
 
-    if not (shutil.which("chromium") or os.environ.get("MMCONVERT_CHROMIUM")):
+    if not has_chromium():
         pytest.skip("chromium is missing")
     os.symlink(tmp_path / "loop.png", tmp_path / "loop.png")
     source = tmp_path / "doc.jsonl"

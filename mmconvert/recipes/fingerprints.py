@@ -72,7 +72,7 @@ def made_with(drawer: Drawer) -> dict[str, Any]:
     }
     browser = job.report(lambda: []).get("browser") if hasattr(job, "report") else None
     if browser:
-        record["chromium"] = browser.get("version")
+        record["chromium"] = f"{browser.get('name')} {browser.get('version')}"
     return record
 
 

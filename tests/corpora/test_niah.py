@@ -159,8 +159,6 @@ def test_a_dialogue_haystack_places_needles_between_turns_and_draws_a_dialogue(t
     """MRCR's style: the haystack is the turns of dialogues of our own, each needle a turn of
     its own at the depth asked (to the turn), and the document renderer draws the dialogue
     with the needle turn in place and every character in its text layer."""
-    import shutil
-
     talk = [{"role": "Caroline" if n % 2 == 0 else "Melanie",
              "content": f"Turn {n}: we talked about the garden and the {n}th tomato."}
             for n in range(30)]
@@ -192,7 +190,9 @@ def test_a_dialogue_haystack_places_needles_between_turns_and_draws_a_dialogue(t
     result = run("render", "niah", "--haystack", plain, "--haystack-unit", "turn",
                  "--out", tmp_path / "bad")
     assert result.exit_code != 0 and "needs --haystack dialogues" in result.output
-    if not shutil.which("chromium"):
+    from mmconvert.renderers.document.browser import has_chromium
+
+    if not has_chromium():
         return
     out = tmp_path / "drawn"
     result = run("render", "niah", "--haystack", source, "--haystack-unit", "turn",

@@ -16,14 +16,14 @@ import pytest
 from PIL import Image
 
 from mmconvert.manifest import JsonlLog
+from mmconvert.renderers.document.browser import browser_name, has_chromium
 from mmconvert.rows import Row
 from tests.test_cli import run
 from tests.typed import typed_rows
 
-if not (os.environ.get("MMCONVERT_CHROMIUM") or shutil.which("chromium")
-        or shutil.which("chromium-browser")):
+if not has_chromium():
     if os.environ.get("CI"):
-        raise RuntimeError("the document renderer tests need Debian's chromium "
+        raise RuntimeError("the document renderer tests need Debian's chromium-headless-shell "
                            "(scripts/install-debian.sh)")
     pytest.skip("chromium is missing", allow_module_level=True)
 
@@ -120,7 +120,8 @@ def test_markdown_is_typeset_and_every_character_is_in_the_text_layer(drawn):
     ocr = {e["id"]: e["verdict"] for e in events if e["source"] == "auto:ocr"}
     assert ocr["table"] == ocr["chat"] == "accept"
     info = json.loads((drawn / "run.json").read_text())
-    assert info["browser"]["name"] == "chromium" and info["browser"]["version"]
+    # the build that drew (Debian's headless shell, where install-debian.sh put it)
+    assert info["browser"]["name"] == browser_name() and info["browser"]["version"]
     assert {f["name"] for f in info["fonts"]} >= {"Noto Sans", "Fira Mono", "Noto Sans Math"}
 
 
@@ -596,13 +597,22 @@ def test_bad_input_is_one_line(docs, drawn, tmp_path, monkeypatch):
     info = json.loads((drawn / "run.json").read_text())
     copy = tmp_path / "copy"
     shutil.copytree(drawn, copy)
+    here = f"{info['browser']['name']} {info['browser']['version']}"
     info["browser"]["version"] = "1.0.0"
     (copy / "run.json").write_text(json.dumps(info))
     result = run("render", docs, "--renderer", "document", "--render", "context", "--out", copy)
-    assert result.exit_code != 0 and "drawn by Chromium 1.0.0 and this is" in result.output
+    assert result.exit_code != 0 and f"drawn by {info['browser']['name']} 1.0.0 and this " \
+        f"is {here}:" in result.output
+    # nor one the other build drew, of the same version: the headless shell's pages differ
+    other = "chromium" if info["browser"]["name"] != "chromium" else "chromium-headless-shell"
+    info["browser"].update(name=other, version=here.split()[1])
+    (copy / "run.json").write_text(json.dumps(info))
+    result = run("render", docs, "--renderer", "document", "--render", "context", "--out", copy)
+    assert result.exit_code != 0 and f"drawn by {other} {here.split()[1]} and this is " \
+        f"{here}:" in result.output
     monkeypatch.setenv("MMCONVERT_CHROMIUM", str(tmp_path / "none"))
     result = run("render", docs, "--renderer", "document", "--out", tmp_path / "n")
-    assert result.exit_code == 2 and "apt-get install chromium" in result.output
+    assert result.exit_code == 2 and "apt-get install chromium-headless-shell" in result.output
 
 
 def test_malformed_markdown_and_html_are_drawn_as_parsed(tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import threading
 from pathlib import Path
@@ -16,13 +15,13 @@ import pytest
 
 from mmconvert.manifest import JsonlLog
 from mmconvert.renderers.document import DocumentOptions
+from mmconvert.renderers.document.browser import has_chromium
 from mmconvert.renderers.document.markup import RenderState, markdown_html
 from tests.test_cli import run
 
-if not (os.environ.get("MMCONVERT_CHROMIUM") or shutil.which("chromium")
-        or shutil.which("chromium-browser")):
+if not has_chromium():
     if os.environ.get("CI"):
-        raise RuntimeError("the document renderer tests need Debian's chromium "
+        raise RuntimeError("the document renderer tests need Debian's chromium-headless-shell "
                            "(scripts/install-debian.sh)")
     pytest.skip("chromium is missing", allow_module_level=True)
 

@@ -51,6 +51,7 @@ from .browser import (
     NO_PLAYWRIGHT,
     Browser,
     DocumentTooDeep,
+    browser_name,
     browser_version,
     chromium_path,
 )
@@ -219,8 +220,10 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits, Estimates):  # options made
     # 2: the page renderer's version 4 search for a vision budget or ratio; 3: that search
     # tried on pages laid out, not printed (``Estimates``), and only the size kept printed;
     # 4: those estimates moved by the usual offsets, not by the style's printed page's, and
-    # a target out of the sizes' reach kept from them once its print bears them out
-    version = "4"
+    # a target out of the sizes' reach kept from them once its print bears them out; 5:
+    # printed by Debian's Chromium headless shell (3x faster), whose pages differ from the
+    # whole browser's by a subpixel
+    version = "5"
     config_model = DocumentConfig
     row_model = DocumentRow
     options_model = DocumentOptions
@@ -477,17 +480,20 @@ class DocumentJob(StyledJob):
 
     def report(self, rows) -> dict[str, Any]:
         return {**super().report(rows),
-                "browser": {"name": "chromium", "version": browser_version(),
+                "browser": {"name": browser_name(), "version": browser_version(),
                             "path": chromium_path()}}
 
     def resuming(self, info: dict[str, Any]) -> None:
-        """A run drawn by another Chromium is not resumed with this one: its pages would
-        not match."""
-        recorded = (info.get("browser") or {}).get("version")
-        if recorded and recorded != browser_version():
-            raise UsageError(f"this run was drawn by Chromium {recorded} and this is "
-                             f"{browser_version()}: the pages would differ; use --overwrite "
-                             "to draw it again, or --out for a new run")
+        """A run drawn by another Chromium (another version, or the whole browser where
+        this is the headless shell) is not resumed with this one: its pages would not
+        match."""
+        browser = info.get("browser") or {}
+        name, version = browser.get("name") or "chromium", browser.get("version")
+        here = f"{browser_name()} {browser_version()}"
+        if version and f"{name} {version}" != here:
+            raise UsageError(f"this run was drawn by {name} {version} and this is {here}: "
+                             "the pages would differ; use --overwrite to draw it again, or "
+                             "--out for a new run")
 
     def warm(self) -> None:
         """Chromium started (0.9 s) while the run writes run.json (its fonts' digests)."""

@@ -28,17 +28,40 @@ MAX_DOM_DEPTH = 512
 AHEAD = 2
 
 
+# Debian's Chromium builds, the fastest printer first: the headless shell prints a short item
+# in 7 ms where the full browser, in its headless mode, takes 23 (bench/document_speed.py);
+# the two lay a page out alike to a subpixel, not to the byte, so a run records which drew it
+CHROMIUMS = ("chromium-headless-shell", "chromium", "chromium-browser")
+NO_CHROMIUM = ("the document renderer needs Chromium: apt-get install chromium-headless-shell "
+               "(scripts/install-debian.sh)")
+
+
 def chromium_path() -> str:
-    """Debian's chromium (or MMCONVERT_CHROMIUM); one line naming the package otherwise."""
+    """Debian's Chromium headless shell, else its chromium (or MMCONVERT_CHROMIUM); one line
+    naming the package otherwise."""
     given = os.environ.get("MMCONVERT_CHROMIUM")
     if given and not Path(given).is_file():
-        raise UsageError(f"MMCONVERT_CHROMIUM={given}: no such file; the document renderer "
-                         "needs Chromium: apt-get install chromium (scripts/install-debian.sh)")
-    path = given or shutil.which("chromium") or shutil.which("chromium-browser")
+        raise UsageError(f"MMCONVERT_CHROMIUM={given}: no such file; {NO_CHROMIUM}")
+    path = given or next(filter(None, map(shutil.which, CHROMIUMS)), None)
     if not path:
-        raise UsageError("the document renderer needs Chromium: apt-get install chromium "
-                         "(scripts/install-debian.sh), or set MMCONVERT_CHROMIUM to its path")
+        raise UsageError(f"{NO_CHROMIUM}, or set MMCONVERT_CHROMIUM to its path")
     return path
+
+
+def has_chromium() -> bool:
+    """Whether ``chromium_path`` finds a Chromium."""
+    try:
+        chromium_path()
+    except UsageError:
+        return False
+    return True
+
+
+def browser_name() -> str:
+    """Which build draws: "chromium-headless-shell" (a headless shell, Debian's or Chrome's
+    ``chrome-headless-shell``) or "chromium" (a whole browser in its headless mode)."""
+    return ("chromium-headless-shell" if "headless-shell" in Path(chromium_path()).name
+            else "chromium")
 
 
 @functools.lru_cache(maxsize=1)
