@@ -506,10 +506,10 @@ class DocumentJob(StyledJob):
         """Have the browser print the item's page (unless it was asked already, or a search
         on its layouts comes first: ``laid_out_first``) and then the next item's (as this
         item's part: another part is a page of its own, printed when it is run), so that the
-        next one prints in Chromium's process while this one is
-        drawn in ours. The pages are those of a print asked for on the spot: a print is
-        taken only by the same document and files. An item whose page cannot be made is
-        left to meet its error when it is run."""
+        next one prints in Chromium's process while this one is drawn in ours. The pages are
+        those of a print asked for on the spot: a print is taken only by the same document
+        and files. An item whose page cannot be made is left to meet its error when it is
+        run."""
         after = self._after.pop(item.id, None)
         for each in (item, after):
             if each is None or each.id == self._asked:
