@@ -123,7 +123,7 @@ DOCUMENT = Item(id="golden-003", corpus="golden", subset="golden", split="test",
 
 def document_outputs() -> dict[str, bytes]:
     """The document renderer's PDF and pages, labelled by the Chromium that drew them: its
-    bytes are that browser's (``chromium_version`` below names the one pinned)."""
+    bytes are that browser's (``chromium_build`` below names the one pinned)."""
     from mmconvert.renderers.document import DocumentOptions, DocumentRenderer
 
     out: dict[str, bytes] = {}
@@ -247,7 +247,7 @@ def read_table() -> dict[str, dict[str, str]]:
     return json.loads(TABLE.read_text(encoding="utf-8")) if TABLE.exists() else {}
 
 
-def chromium_version() -> dict[str, str] | None:
+def chromium_build() -> dict[str, str] | None:
     """The Chromium build that draws documents here, and its version."""
     from mmconvert.errors import UsageError
     from mmconvert.renderers.document.browser import browser_name, browser_version
@@ -344,15 +344,15 @@ def test_outputs_match_their_golden_hashes(key, tmp_path):
     if key == "renderer:document":
         # the document's bytes are the browser's: pinned for the Chromium that made them;
         # another Chromium is held to what must hold anyway
-        version = chromium_version()
+        build = chromium_build()
         pinned = read_table().get("renderer:document:chromium")
         if UPDATE:
             table = read_table()
-            table["renderer:document:chromium"] = version
+            table["renderer:document:chromium"] = build
             TABLE.write_text(json.dumps(dict(sorted(table.items())), indent=1) + "\n",
                              encoding="utf-8")
             write_document_reference(outputs)
-        elif version != pinned and got != read_table().get(key):
+        elif build != pinned and got != read_table().get(key):
             check_document_pages(outputs)
             return
     if UPDATE:

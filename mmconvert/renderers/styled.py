@@ -330,11 +330,10 @@ class StyledJob(Job):
         """The search run on estimated pages (``Estimates``: laid out, not drawn), moved by
         the renderer's usual offsets, and the size (and width) found drawn: kept where the
         target is met, or out of the sizes' reach (``bounded``), and the drawn page gives the
-        count estimated. Else the offsets are
-        moved to that drawn page, the item's own, and the search runs once more on the same
-        layouts. None where neither is kept (the search then runs on drawn pages, with those
-        made) or the renderer has no estimate at a size tried (columns: none is laid out);
-        and the layouts made."""
+        count estimated. Else the offsets are moved to that drawn page, the item's own, and
+        the search runs once more on the same layouts. None where neither is kept (the search
+        then runs on drawn pages, with those made) or the renderer has no estimate at a size
+        tried (columns: none is laid out); and the layouts made."""
         estimates = EstimatedSizes(sizes, renderer.usual_offsets())
         for _ in range(2):
             try:

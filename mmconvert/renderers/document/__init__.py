@@ -420,11 +420,13 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits, Estimates):  # options made
         options = self.options
         top, _, _, left = options.margins()
         pad_right, pad_bottom = cut_pads(options)
-        across, down = width * 72 / options.ppi, height * 72 / options.ppi
+        across = width * POINTS_PER_INCH / options.ppi
+        down = height * POINTS_PER_INCH / options.ppi
+        pixel = POINTS_PER_INCH / options.ppi  # a page is cut where it is a pixel short
         cut_across = options.crop == "content" and \
-            across < options.page_width * POINTS_PER_INCH - 72 / options.ppi
+            across < options.page_width * POINTS_PER_INCH - pixel
         cut_down = options.crop != "none" and \
-            down < options.page_height * POINTS_PER_INCH - 72 / options.ppi
+            down < options.page_height * POINTS_PER_INCH - pixel
         return (across - left - pad_right if cut_across else None,
                 down - top - pad_bottom if cut_down else None)
 
