@@ -148,10 +148,16 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         """The text the item's pages show (a target's text tokens)."""
         return drawn_text(item, part, self.options.model_dump())
 
+    # the item last laid out by ``pixel_sizes`` (a target's search), its layout taken once by
+    # ``laid_out`` when that size is drawn: not laid out twice
+    _measured: tuple[Item, RenderPart, PageLayout] | None = None
+
     def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
         """The sizes of the item's pages in pixels, laid out, not drawn (a target's
         vision tokens)."""
-        widths, heights = self.page_sizes(self.layout(item, part))
+        layout = self.layout(item, part)
+        self._measured = (item, part, layout)  # for ``laid_out``, if this size is drawn
+        widths, heights = self.page_sizes(layout)
         return [self.pixel_size(w, h) for w, h in zip(widths, heights, strict=True)]
 
     def row_params(self, part: RenderPart) -> dict[str, Any]:
@@ -333,7 +339,9 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
                  ) -> tuple[PageLayout, list[PageInk], list[float], list[float]]:
         """``part`` of ``item`` laid out: its layout, each page's ink, and the pages' sizes in
         points; an item whose pages would hold too many pixels is refused here."""
-        layout = self.layout(item, part)
+        measured, self._measured = self._measured, None
+        layout = measured[2] if measured and measured[0] is item and measured[1] == part \
+            else self.layout(item, part)
         widths, heights = self.page_sizes(layout)
         too_big = self.too_big(widths, heights, self.options.ppi)
         if too_big:

@@ -381,3 +381,32 @@ def test_a_target_gives_the_same_bytes_from_the_cli_and_convert_on_any_worker_co
                           out=by_api, workers=2)
         drawn = files(by_cli)
         assert len(drawn) == 1 + 6 + 6 and drawn == files(by_api)  # manifest, PNGs, layouts
+
+
+def test_the_size_a_search_keeps_is_drawn_from_the_layout_it_measured(tmp_path, monkeypatch):
+    """A page renderer's search lays an item out at each size it tries; the size it keeps is
+    drawn from that layout, not laid out again: the layouts made are the layouts the rows
+    record, and the pages are a plain render's at the size (and width) kept."""
+    from mmconvert.renderers.page import PageRenderer
+
+    made = []
+    layout = PageRenderer.layout
+    monkeypatch.setattr(PageRenderer, "layout",
+                        lambda self, item, part: made.append(item.id) or layout(self, item, part))
+    items = items_file(tmp_path, 4)
+    out = tmp_path / "budget"
+    assert run("render", items, "--render", "context", "--vision-budget", 256, "--ratio-model",
+               "qwen2.5-vl", "--workers", 1, "--out", out).exit_code == 0
+    rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert len(made) == sum(row["target"]["layouts"] for row in rows)
+    for row in rows[:2]:
+        target, plain = row["target"], tmp_path / f"plain-{row['id']}"
+        width = ["--page-width", target["page_width"]] if "page_width" in target else []
+        (tmp_path / f"{row['id']}.jsonl").write_text(
+            next(line for line in items.read_text().splitlines()
+                 if json.loads(line)["id"] == row["id"]) + "\n", encoding="utf-8")
+        assert run("render", tmp_path / f"{row['id']}.jsonl", "--render", "context",
+                   "--font-size", target["font_size"], *width, "--workers", 1,
+                   "--out", plain).exit_code == 0
+        page = row["images"][0]["path"]
+        assert (plain / page).read_bytes() == (out / page).read_bytes()
