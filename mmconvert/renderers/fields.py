@@ -21,6 +21,18 @@ from .layout import control_characters, flow, normalise
 MAX_ITEM_MEGAPIXELS = 2_000
 
 
+def over_pixel_limit(sizes: list[tuple[int, int]], ppi: float) -> str | None:
+    """Why an item's pages of ``sizes`` (pixels) at ``ppi`` are refused before drawing: more
+    than ``MAX_ITEM_MEGAPIXELS`` in all (a 2-million-character context at 1200 PPI is 365
+    pages of 139 megapixels); None when they are not."""
+    total = sum(width * height for width, height in sizes) / 1e6
+    if total <= MAX_ITEM_MEGAPIXELS:
+        return None
+    return (f"{len(sizes)} page(s) at {ppi:g} PPI would be {total:,.0f} megapixels, over the "
+            f"{MAX_ITEM_MEGAPIXELS:,}-megapixel limit of one item; lower --ppi, or shorten the "
+            "text")
+
+
 @dataclass
 class PageImage:
     png: bytes

@@ -34,7 +34,6 @@ from .drawing import (
     show_runs,
 )
 from .fields import (
-    MAX_ITEM_MEGAPIXELS,
     PageImage,
     PageInk,
     PageRender,
@@ -43,6 +42,7 @@ from .fields import (
     image_fields,
     layout_file,
     layout_texts,
+    over_pixel_limit,
     well_drawn,
 )
 from .fonts import FontChain, font_manifest, page_chain
@@ -97,6 +97,7 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
     unit = "page"
     profile = Profile(roles=("page",), paper=("page",),
                       checks=frozenset({"ocr", "text_layer", "image"}))
+    _measured: tuple[Item, RenderPart, PageLayout] | None = None  # ``pixel_sizes``' last
 
     @classmethod
     def job(cls, config: RenderConfig, api: ApiOptions | None = None, *,
@@ -148,16 +149,11 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
         """The text the item's pages show (a target's text tokens)."""
         return drawn_text(item, part, self.options.model_dump())
 
-    # the item last laid out by ``pixel_sizes`` (a target's search), its layout taken once by
-    # ``laid_out`` when that size is drawn: not laid out twice
-    _measured: tuple[Item, RenderPart, PageLayout] | None = None
-
     def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
-        """The sizes of the item's pages in pixels, laid out, not drawn (a target's
-        vision tokens)."""
-        layout = self.layout(item, part)
-        self._measured = (item, part, layout)  # for ``laid_out``, if this size is drawn
-        widths, heights = self.page_sizes(layout)
+        """The sizes of the item's pages in pixels, laid out, not drawn (a target's vision
+        tokens); the layout is kept for ``laid_out``, should this size be drawn."""
+        self._measured = (item, part, self.layout(item, part))
+        widths, heights = self.page_sizes(self._measured[2])
         return [self.pixel_size(w, h) for w, h in zip(widths, heights, strict=True)]
 
     def row_params(self, part: RenderPart) -> dict[str, Any]:
@@ -339,9 +335,9 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
                  ) -> tuple[PageLayout, list[PageInk], list[float], list[float]]:
         """``part`` of ``item`` laid out: its layout, each page's ink, and the pages' sizes in
         points; an item whose pages would hold too many pixels is refused here."""
-        measured, self._measured = self._measured, None
-        layout = measured[2] if measured and measured[0] is item and measured[1] == part \
-            else self.layout(item, part)
+        kept, self._measured = self._measured, None  # laid out by ``pixel_sizes``: not again
+        layout = kept[2] if kept and kept[0] is item and kept[1] == part else \
+            self.layout(item, part)
         widths, heights = self.page_sizes(layout)
         too_big = self.too_big(widths, heights, self.options.ppi)
         if too_big:
@@ -422,15 +418,9 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
 
     def too_big(self, widths: list[float], heights: list[float], ppi: float) -> str | None:
         """Why pages of ``widths`` x ``heights`` (points) at ``ppi`` are refused before
-        drawing: more than ``MAX_ITEM_MEGAPIXELS`` in all (a 2-million-character context at
-        1200 PPI is 365 pages of 139 megapixels); None when they are not."""
-        total = sum(math.prod(self.pixel_size(w, h, ppi))
-                    for w, h in zip(widths, heights, strict=True)) / 1e6
-        if total <= MAX_ITEM_MEGAPIXELS:
-            return None
-        return (f"{len(heights)} page(s) at {ppi:g} PPI would be {total:,.0f} megapixels, over "
-                f"the {MAX_ITEM_MEGAPIXELS:,}-megapixel limit of one item; lower --ppi, or "
-                "shorten the text")
+        drawing (``fields.over_pixel_limit``); None when they are not."""
+        return over_pixel_limit([self.pixel_size(w, h, ppi)
+                                 for w, h in zip(widths, heights, strict=True)], ppi)
 
     def layout_record(self, layout: PageLayout, widths: list[float],
                       heights: list[float]) -> dict:
