@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import (
     ValidationError,
@@ -97,7 +97,9 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
     unit = "page"
     profile = Profile(roles=("page",), paper=("page",),
                       checks=frozenset({"ocr", "text_layer", "image"}))
-    _measured: tuple[Item, RenderPart, PageLayout] | None = None  # ``pixel_sizes``' last
+    # the last layout ``pixel_sizes`` made in the process, with its renderer, item and part:
+    # one held at most (a search's layouts are let go as before), for ``laid_out`` to take
+    _measured: ClassVar[list[tuple[PageRenderer, Item, RenderPart, PageLayout]]] = []
 
     @classmethod
     def job(cls, config: RenderConfig, api: ApiOptions | None = None, *,
@@ -151,9 +153,10 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
 
     def pixel_sizes(self, item: Item, part: RenderPart) -> list[tuple[int, int]]:
         """The sizes of the item's pages in pixels, laid out, not drawn (a target's vision
-        tokens); the layout is kept for ``laid_out``, should this size be drawn."""
-        self._measured = (item, part, self.layout(item, part))
-        widths, heights = self.page_sizes(self._measured[2])
+        tokens); the layout is kept for ``laid_out``, should this be the size drawn next."""
+        layout = self.layout(item, part)
+        PageRenderer._measured[:] = [(self, item, part, layout)]
+        widths, heights = self.page_sizes(layout)
         return [self.pixel_size(w, h) for w, h in zip(widths, heights, strict=True)]
 
     def row_params(self, part: RenderPart) -> dict[str, Any]:
@@ -335,9 +338,10 @@ class PageRenderer(Renderer[PageOptions], Redraws, Restyles, Fits):
                  ) -> tuple[PageLayout, list[PageInk], list[float], list[float]]:
         """``part`` of ``item`` laid out: its layout, each page's ink, and the pages' sizes in
         points; an item whose pages would hold too many pixels is refused here."""
-        kept, self._measured = self._measured, None  # laid out by ``pixel_sizes``: not again
-        layout = kept[2] if kept and kept[0] is item and kept[1] == part else \
-            self.layout(item, part)
+        kept = next(iter(PageRenderer._measured[:]), None)
+        PageRenderer._measured.clear()  # taken once: the size a search kept is not laid out again
+        layout = kept[3] if kept and kept[0] is self and kept[1] is item and kept[2] == part \
+            else self.layout(item, part)
         widths, heights = self.page_sizes(layout)
         too_big = self.too_big(widths, heights, self.options.ppi)
         if too_big:

@@ -383,22 +383,37 @@ def test_a_target_gives_the_same_bytes_from_the_cli_and_convert_on_any_worker_co
         assert len(drawn) == 1 + 6 + 6 and drawn == files(by_api)  # manifest, PNGs, layouts
 
 
-def test_the_size_a_search_keeps_is_drawn_from_the_layout_it_measured(tmp_path, monkeypatch):
-    """A page renderer's search lays an item out at each size it tries; the size it keeps is
-    drawn from that layout, not laid out again: the layouts made are the layouts the rows
-    record, and the pages are a plain render's at the size (and width) kept."""
+def test_the_size_a_search_keeps_is_drawn_from_the_layout_it_measured_last(tmp_path,
+                                                                          monkeypatch):
+    """A page renderer's search lays an item out at each size it tries; where the size it
+    keeps is the last it tried, it is drawn from that layout, not laid out again (one layout
+    is held, never the search's all): an item makes the layouts its row records, and one more
+    only where the size kept was not the last tried. The pages are a plain render's at the
+    size (and width) kept."""
     from mmconvert.renderers.page import PageRenderer
 
-    made = []
+    made: dict[str, list[tuple[float, float]]] = {}
     layout = PageRenderer.layout
-    monkeypatch.setattr(PageRenderer, "layout",
-                        lambda self, item, part: made.append(item.id) or layout(self, item, part))
-    items = items_file(tmp_path, 4)
+
+    def counted(self, item, part):
+        made.setdefault(item.id, []).append((self.options.font_size, self.options.page_width))
+        return layout(self, item, part)
+
+    monkeypatch.setattr(PageRenderer, "layout", counted)
+    items = items_file(tmp_path, 6)
     out = tmp_path / "budget"
     assert run("render", items, "--render", "context", "--vision-budget", 256, "--ratio-model",
                "qwen2.5-vl", "--workers", 1, "--out", out).exit_code == 0
     rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
-    assert len(made) == sum(row["target"]["layouts"] for row in rows)
+    again = 0
+    for row in rows:
+        target, sizes = row["target"], made[row["id"]]
+        searched = sizes[:target["layouts"]]
+        kept = (target["font_size"], target.get("page_width", searched[0][1]))
+        assert len(set(searched)) == len(searched) and kept in searched
+        assert sizes[target["layouts"]:] == ([] if searched[-1] == kept else [kept])
+        again += len(sizes) - target["layouts"]
+    assert again < len(rows)  # some drawn from the search's own layout
     for row in rows[:2]:
         target, plain = row["target"], tmp_path / f"plain-{row['id']}"
         width = ["--page-width", target["page_width"]] if "page_width" in target else []
