@@ -78,8 +78,8 @@ def test_review_by_keyboard_and_buttons_survives_a_reload(browser, site):
     page.keyboard.press("r")
     wait_for_message(page, "Reason")
     page.keyboard.press("2")
-    text = wait_for_message(page, r"Rejected astronomy-000 \(missing_text\), saved in \d+ ms")
-    assert int(re.search(r"(\d+) ms", text).group(1)) < 100
+    # the save's time is shown; how fast it is is bench/review_speed.py's to measure, not a test's
+    wait_for_message(page, r"Rejected astronomy-000 \(missing_text\), saved in \d+ ms")
     expect(page.locator("#item-id")).to_have_text("astronomy-001")
 
     # 2: reject by button, with a reason chosen in the list and a note
