@@ -127,16 +127,9 @@ class ItemSizes:
         """The renderer at font ``size`` (and page ``width`` in inches, when moved); None
         where those options are refused."""
         if (size, width) not in self.made:
-            base = self.base
-            values: dict[str, Any] = {"font_size": size}
-            if base.line_pitch is not None:  # a fixed pitch keeps its share of the size
-                values["line_pitch"] = base.line_pitch * size / base.font_size
-            if width is not None:
-                values["page_width"] = width
-            try:
-                self.made[size, width] = self.job.make_renderer(base.with_values(values))
-            except ValidationError:
-                self.made[size, width] = None
+            options = self.job.options_at(self.base, size, width)
+            self.made[size, width] = None if options is None else \
+                self.job.make_renderer(options)
         return self.made[size, width]
 
     def sizes_at(self, size: float, width: float | None = None) -> list[tuple[int, int]] | None:
@@ -237,6 +230,7 @@ class StyledJob(Job):
 
     def start_style(self) -> None:
         self._drawn: dict[str, Any] = {}  # renderers of the styles drawn per item
+        self._sized: dict[tuple[int, float, float | None], tuple[Any, Any]] = {}
         self.style = self.config.drawn_style
         target = self.config.target
         self.target = target if target.wanted else None
@@ -254,6 +248,27 @@ class StyledJob(Job):
     def make_renderer(self, options):
         """The job's renderer with other options."""
         return type(self.renderer)(options)
+
+    def options_at(self, base, size: float, width: float | None):
+        """``base`` at font ``size`` (and page ``width`` in inches, when moved), validated
+        once for every item whose search tries them (a search tries the same few hundred
+        sizes and widths across a run); None where those options are refused."""
+        key = (id(base), size, width)
+        kept = self._sized.get(key)
+        if kept is None or kept[0] is not base:  # an id is unique only while base lives
+            values: dict[str, Any] = {"font_size": size}
+            if base.line_pitch is not None:  # a fixed pitch keeps its share of the size
+                values["line_pitch"] = base.line_pitch * size / base.font_size
+            if width is not None:
+                values["page_width"] = width
+            try:
+                options = base.with_values(values)
+            except ValidationError:
+                options = None
+            if len(self._sized) >= 4096:
+                self._sized.clear()
+            kept = self._sized[key] = (base, options)
+        return kept[1]
 
     @property
     def options(self):

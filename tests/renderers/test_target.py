@@ -389,17 +389,25 @@ def test_the_size_a_search_keeps_is_drawn_from_the_layout_it_measured_last(tmp_p
     keeps is the last it tried, it is drawn from that layout, not laid out again (one layout
     is held, never the search's all): an item makes the layouts its row records, and one more
     only where the size kept was not the last tried. The pages are a plain render's at the
-    size (and width) kept."""
+    size (and width) kept. The options at a size and width are validated once in a run, not
+    once for each item whose search tries them."""
     from mmconvert.renderers.page import PageRenderer
+    from mmconvert.renderers.page_options import PageOptions
 
     made: dict[str, list[tuple[float, float]]] = {}
-    layout = PageRenderer.layout
+    layout, with_values = PageRenderer.layout, PageOptions.with_values
+    validated: list[tuple] = []
 
     def counted(self, item, part):
         made.setdefault(item.id, []).append((self.options.font_size, self.options.page_width))
         return layout(self, item, part)
 
+    def validating(self, values):
+        validated.append((id(self), *sorted(values.items())))
+        return with_values(self, values)
+
     monkeypatch.setattr(PageRenderer, "layout", counted)
+    monkeypatch.setattr(PageOptions, "with_values", validating)
     items = items_file(tmp_path, 6)
     out = tmp_path / "budget"
     assert run("render", items, "--render", "context", "--vision-budget", 256, "--ratio-model",
@@ -414,6 +422,8 @@ def test_the_size_a_search_keeps_is_drawn_from_the_layout_it_measured_last(tmp_p
         assert sizes[target["layouts"]:] == ([] if searched[-1] == kept else [kept])
         again += len(sizes) - target["layouts"]
     assert again < len(rows)  # some drawn from the search's own layout
+    assert len(set(validated)) == len(validated)
+    assert len(validated) < len({(row["id"], *size) for row in rows for size in made[row["id"]]})
     for row in rows[:2]:
         target, plain = row["target"], tmp_path / f"plain-{row['id']}"
         width = ["--page-width", target["page_width"]] if "page_width" in target else []
