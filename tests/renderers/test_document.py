@@ -331,16 +331,33 @@ def test_a_budget_draws_a_plain_renders_pages_and_searches_printed_pages_where_e
     prints (a layout leaves nothing behind in the browser). Where the estimates are wrong,
     the printed page says so: the search runs again on estimates moved by that page's own
     offsets, and where those are wrong too, on printed pages, which meet the budget as
-    before."""
+    before. The first layout of each item after the first in a group is made while the item
+    before it is drawn, and taken by its search: no layout is made twice or left unused."""
     from mmconvert.renderers.document import DocumentRenderer
+    from mmconvert.renderers.document.browser import Browser
 
     def pages(folder: Path) -> dict[str, list[str]]:
         return {row["id"]: [image["sha256"] for image in row["images"]] for row in rows(folder)}
 
+    measure, lay_out, made, taken = Browser.measure, Browser._lay_out, [], []
+
+    def measured(self, document, files, across):
+        taken.append((document, tuple(files), across) in self._laid_ahead)
+        return measure(self, document, files, across)
+
+    def laid_out(self, *args):
+        made.append(args)
+        return lay_out(self, *args)
+
     budget = ("--vision-budget", "400", "--ratio-model", "qwen2.5-vl", "--crop", "content")
     out, workers = tmp_path / "budget", tmp_path / "workers"
-    assert run("render", docs, "--renderer", "document", "--render", "context", *budget,
-               "--out", out).exit_code == 0
+    with monkeypatch.context() as counting:
+        counting.setattr(Browser, "measure", measured)
+        counting.setattr(Browser, "_lay_out", laid_out)
+        assert run("render", docs, "--renderer", "document", "--render", "context", *budget,
+                   "--out", out).exit_code == 0
+    assert any(taken) and len(made) == len(taken) == sum(
+        row["target"]["estimated"] for row in rows(out))
     assert run("render", docs, "--renderer", "document", "--render", "context", *budget,
                "--workers", "2", "--out", workers).exit_code == 0
     assert (workers / "manifest.jsonl").read_bytes() == (out / "manifest.jsonl").read_bytes()

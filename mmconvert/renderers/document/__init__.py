@@ -45,7 +45,7 @@ from ..base import (
 from ..fields import PageImage
 from ..page_options import PageOptions, named_page_size
 from ..styled import StyledConfig, StyledJob, style_field
-from ..target import TargetOptions
+from ..target import TargetOptions, on_grid
 from .browser import (
     AHEAD,
     NO_PLAYWRIGHT,
@@ -391,18 +391,29 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits, Estimates):  # options made
         what it draws; None for more than one column (a column is filled to the page's
         height only in print) or for what would not fit one page."""
         options = self.options
-        top, right, bottom, left = options.margins()
+        top, _, bottom, _ = options.margins()
         if options.columns != 1:
             return None
         _, document, files = self.page(item, part)
-        across = options.page_width * POINTS_PER_INCH - left - right
         try:
-            edge_right, edge_bottom = Browser.get().measure(document, files, across)
+            edge_right, edge_bottom = Browser.get().measure(document, files, self.across())
         except Exception:  # noqa: BLE001 - no estimate: the item is typeset, and meets its
             return None  # own error there
         if top + edge_bottom > options.page_height * POINTS_PER_INCH - bottom:
             return None
         return edge_right, edge_bottom
+
+    def across(self) -> float:
+        """The page area's width in points, as ``page_edges`` lays it out."""
+        _, right, _, left = self.options.margins()
+        return self.options.page_width * POINTS_PER_INCH - left - right
+
+    def lay_out_ahead(self, item: Item, part: RenderPart) -> None:
+        """Have the browser lay the item out now, for its ``page_edges`` to take (one
+        column: more are not laid out)."""
+        if self.options.columns == 1:
+            _, document, files = self.page(item, part)
+            Browser.get().lay_out_ahead(document, files, self.across())
 
     def edge_pixels(self, right: float, bottom: float) -> tuple[int, int]:
         options = self.options
@@ -467,6 +478,7 @@ class DocumentJob(StyledJob):
             self.batch = self.target_batch
         self._after: dict[str, Item] = {}  # the group's next item after each
         self._asked: str | None = None  # the item whose print was asked for ahead
+        self._next: Item | None = None  # the group's item after the one being run
 
     def make_renderer(self, options) -> DocumentRenderer:
         return DocumentRenderer(options, self.folder, self.bodies)
@@ -513,6 +525,7 @@ class DocumentJob(StyledJob):
         and files. An item whose page cannot be made is left to meet its error when it is
         run."""
         after = self._after.pop(item.id, None)
+        self._next = after
         for each in (item, after):
             if each is None or each.id == self._asked:
                 continue
@@ -532,10 +545,31 @@ class DocumentJob(StyledJob):
         return target is not None and target.fit_pages is None and \
             renderer.options.columns == 1
 
+    def lay_out_ahead(self, part: RenderPart) -> None:
+        """Where a target's search starts on layouts (``laid_out_first``), have the browser
+        lay the group's next item out at the size its search starts from, at the style's
+        width, while this one is drawn: its search then takes its first layout made. That
+        layout is what the browser would have been asked next all the same. An item whose
+        page cannot be made meets its error when it is run."""
+        after = self._next
+        if after is None or self.target is None:
+            return
+        try:
+            renderer = self.renderer_for(after)
+            if self.laid_out_first(renderer):
+                base, target = renderer.options, self.target
+                options = self.options_at(base, on_grid(base.font_size, target.min_font_size,
+                                                        target.max_font_size), None)
+                if options is not None:
+                    self.make_renderer(options).lay_out_ahead(after, part)
+        except Exception:  # noqa: BLE001 - met again, as that item's own, when it runs
+            pass
+
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()
         self.print_ahead(item, part)
         renderer, target = self.styled_renderer(item, part)
+        self.lay_out_ahead(part)
         drawn = renderer.pages(item, part)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
         images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), png,

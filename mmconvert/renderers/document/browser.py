@@ -24,7 +24,8 @@ NO_PLAYWRIGHT = needs("the document renderer", "Playwright", "document")
 # elements open at once that Chromium's HTML parser nests (past it, it sets them beside their
 # parents: the page no longer draws what the HTML says)
 MAX_DOM_DEPTH = 512
-# prints asked for ahead and not yet taken, at most (a worker's next item, and a spare)
+# prints (and layouts) asked for ahead and not yet taken, at most (a worker's next item, and
+# a spare)
 AHEAD = 2
 
 
@@ -107,6 +108,8 @@ class Browser:
         self._refused: list[str] = []
         # prints asked for ahead, by document and files: where each one's answer comes
         self._ahead: dict[tuple[str, tuple[str, ...]], queue.Queue] = {}
+        # layouts asked for ahead, by document, files and width
+        self._laid_ahead: dict[tuple[str, tuple[str, ...], float], queue.Queue] = {}
         self._thread = threading.Thread(target=self._serve, args=(chromium_path(),),
                                         name="mmconvert-chromium", daemon=True)
         self._thread.start()  # not waited for: ``ready`` waits
@@ -278,13 +281,36 @@ class Browser:
         """``document`` laid out in the page (not printed), its page area ``across`` points
         wide: the rightmost and lowest edge, in points from the page area's top left, of
         what it draws (each text line's box, each border, background and image). A page
-        printed after it is the same: the page area's width is let go again."""
+        printed after it is the same: the page area's width is let go again. A layout asked
+        for ``ahead`` is taken, else the page is laid out now."""
+        with self._lock:
+            answer = self._laid_ahead.pop((document, tuple(files), across), None)
+        if answer is None:
+            answer = self._lay_out(document, files, across)
+        return self._answer(answer)
+
+    def lay_out_ahead(self, document: str, files: dict[str, bytes], across: float) -> None:
+        """Have the browser lay ``document`` out now, after what it was asked before, for a
+        ``measure`` call with the same document, files and width to take (at most ``AHEAD``
+        wait; an older one is let go). The edges are the same: a layout depends on its
+        document and width alone."""
+        key = (document, tuple(files), across)
+        with self._lock:
+            if key in self._laid_ahead:
+                return
+            self._laid_ahead[key] = self._lay_out(document, files, across)
+            while len(self._laid_ahead) > AHEAD:
+                del self._laid_ahead[next(iter(self._laid_ahead))]
+
+    def _lay_out(self, document: str, files: dict[str, bytes], across: float) -> queue.Queue:
+        """Queue the layout of ``document`` on the browser's thread (``_queued``): its answer
+        is the edges, in points."""
         def lay_out(page) -> tuple[float, float]:
             self._files, self._refused = files, []
             right, bottom = page.evaluate(_MEASURE, [document, across])
             return right * 0.75, bottom * 0.75  # CSS pixels to points
 
-        return self._answer(self._queued(lay_out))
+        return self._queued(lay_out)
 
     def _queued(self, work) -> queue.Queue:
         """Queue ``work(page)`` on the browser's thread, after what was asked before: where
