@@ -265,7 +265,7 @@ class StyledJob(Job):
                 options = base.with_values(values)
             except ValidationError:
                 options = None
-            if len(self._sized) >= 4096:
+            if len(self._sized) >= 1024:  # about 3.4 KB each; a run tries some hundreds
                 self._sized.clear()
             kept = self._sized[key] = (base, options)
         return kept[1]
