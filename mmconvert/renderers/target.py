@@ -116,6 +116,12 @@ def on_grid(size: float, low: float, high: float) -> float:
     return round(min(high, max(low, round(size / FONT_STEP) * FONT_STEP)), 2)
 
 
+def first_size(options: TargetOptions, start: float) -> float:
+    """The size a search from ``start`` (the style's own size) tries first."""
+    low, high = options.min_font_size, options.max_font_size
+    return on_grid(min(high, max(low, start)), low, high)
+
+
 def target_goal(options: TargetOptions, text_tokens: int | None) -> float | None:
     """The vision tokens a target asks for: the budget, or the text tokens over the ratio
     (None without text tokens)."""
@@ -144,9 +150,8 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
         got = tried[size]
         return math.inf if got is None or not goal else abs(got - goal) / goal
 
-    step = min(high, max(low, start))
+    size = first_size(options, start)
     for _ in range(layouts if goal else 1):
-        size = on_grid(step, low, high)
         if size not in tried:
             tried[size] = tokens_at(size)
         got = tried[size]
@@ -155,7 +160,7 @@ def fit(options: TargetOptions, text_tokens: int | None, tokens_at, start: float
         nxt = _next_size(tried, size, got, aim or goal, aim, goal, options, between, guess)
         if nxt is None:
             break
-        step = nxt
+        size = on_grid(nxt, low, high)
     best = min(tried, key=lambda s: (error(s), abs(s - start))) if goal else next(iter(tried))
     responsive = len({t for t in tried.values() if t is not None}) > 1
     record = _fit_record(options, text_tokens, goal, tried, best, error(best), responsive)

@@ -45,7 +45,7 @@ from ..base import (
 from ..fields import PageImage
 from ..page_options import PageOptions, named_page_size
 from ..styled import StyledConfig, StyledJob, style_field
-from ..target import TargetOptions, on_grid
+from ..target import TargetOptions, first_size
 from .browser import (
     AHEAD,
     NO_PLAYWRIGHT,
@@ -409,11 +409,10 @@ class DocumentRenderer(Renderer[Any], Redraws, Fits, Estimates):  # options made
         return self.options.page_width * POINTS_PER_INCH - left - right
 
     def lay_out_ahead(self, item: Item, part: RenderPart) -> None:
-        """Have the browser lay the item out now, for its ``page_edges`` to take (one
-        column: more are not laid out)."""
-        if self.options.columns == 1:
-            _, document, files = self.page(item, part)
-            Browser.get().lay_out_ahead(document, files, self.across())
+        """Have the browser lay the item out now, for its ``page_edges`` to take (asked only
+        on one column, ``DocumentJob.laid_out_first``: more are not laid out)."""
+        _, document, files = self.page(item, part)
+        Browser.get().lay_out_ahead(document, files, self.across())
 
     def edge_pixels(self, right: float, bottom: float) -> tuple[int, int]:
         options = self.options
@@ -478,7 +477,6 @@ class DocumentJob(StyledJob):
             self.batch = self.target_batch
         self._after: dict[str, Item] = {}  # the group's next item after each
         self._asked: str | None = None  # the item whose print was asked for ahead
-        self._next: Item | None = None  # the group's item after the one being run
 
     def make_renderer(self, options) -> DocumentRenderer:
         return DocumentRenderer(options, self.folder, self.bodies)
@@ -516,16 +514,15 @@ class DocumentJob(StyledJob):
     def prepare(self, items: list[Item]) -> None:
         self._after = {item.id: after for item, after in zip(items, items[1:], strict=False)}
 
-    def print_ahead(self, item: Item, part: RenderPart) -> None:
+    def print_ahead(self, item: Item, part: RenderPart) -> Item | None:
         """Have the browser print the item's page (unless it was asked already, or a search
         on its layouts comes first: ``laid_out_first``) and then the next item's (as this
         item's part: another part is a page of its own, printed when it is run), so that the
         next one prints in Chromium's process while this one is drawn in ours. The pages are
         those of a print asked for on the spot: a print is taken only by the same document
         and files. An item whose page cannot be made is left to meet its error when it is
-        run."""
+        run. The group's next item, if any."""
         after = self._after.pop(item.id, None)
-        self._next = after
         for each in (item, after):
             if each is None or each.id == self._asked:
                 continue
@@ -536,6 +533,7 @@ class DocumentJob(StyledJob):
             except Exception:  # noqa: BLE001 - met again, as that item's own, when it runs
                 pass
         self._asked = after.id if after is not None else None
+        return after
 
     def laid_out_first(self, renderer: DocumentRenderer) -> bool:
         """Whether a target's search starts on the item's layouts (``Estimates``), so that
@@ -545,21 +543,19 @@ class DocumentJob(StyledJob):
         return target is not None and target.fit_pages is None and \
             renderer.options.columns == 1
 
-    def lay_out_ahead(self, part: RenderPart) -> None:
+    def lay_out_ahead(self, after: Item | None, part: RenderPart) -> None:
         """Where a target's search starts on layouts (``laid_out_first``), have the browser
-        lay the group's next item out at the size its search starts from, at the style's
-        width, while this one is drawn: its search then takes its first layout made. That
-        layout is what the browser would have been asked next all the same. An item whose
-        page cannot be made meets its error when it is run."""
-        after = self._next
+        lay the group's next item (``after``) out at the size its search starts from, at the
+        style's width, while this one is drawn: its search then takes its first layout made.
+        That layout is what the browser would have been asked next all the same. An item
+        whose page cannot be made meets its error when it is run."""
         if after is None or self.target is None:
             return
         try:
             renderer = self.renderer_for(after)
             if self.laid_out_first(renderer):
-                base, target = renderer.options, self.target
-                options = self.options_at(base, on_grid(base.font_size, target.min_font_size,
-                                                        target.max_font_size), None)
+                base = renderer.options
+                options = self.options_at(base, first_size(self.target, base.font_size), None)
                 if options is not None:
                     self.make_renderer(options).lay_out_ahead(after, part)
         except Exception:  # noqa: BLE001 - met again, as that item's own, when it runs
@@ -567,9 +563,9 @@ class DocumentJob(StyledJob):
 
     def run(self, item: Item, part: RenderPart, prompt_keys: tuple[str, ...]) -> Output:
         config, output = self.config, Output()
-        self.print_ahead(item, part)
+        after = self.print_ahead(item, part)
         renderer, target = self.styled_renderer(item, part)
-        self.lay_out_ahead(part)
+        self.lay_out_ahead(after, part)
         drawn = renderer.pages(item, part)
         prompt, text_prompt = self.prompts.pair(item, part, config.prompt_style, prompt_keys)
         images = [output.image(item_file("images", item.id, f"_p{number:03d}.png"), png,

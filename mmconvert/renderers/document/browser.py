@@ -256,11 +256,8 @@ class Browser:
         page's JavaScript is off, and Playwright's own evaluation, which writes it, runs
         apart), so the faces it names are fetched once a process, not once an item; the PDF
         is made once its fonts are loaded and its images decoded."""
-        with self._lock:
-            answer = self._ahead.pop((document, tuple(files)), None)
-        if answer is None:
-            answer = self._print(document, files)
-        return self._answer(answer)
+        return self._take(self._ahead, (document, tuple(files)),
+                          lambda: self._print(document, files))
 
     def ahead(self, document: str, files: dict[str, bytes]) -> None:
         """Have the browser print ``document`` now, after what it was asked before, for a
@@ -268,13 +265,7 @@ class Browser:
         Chromium's own process while this one is drawn in ours. At most ``AHEAD`` prints
         wait to be taken; an older one is let go (printed, not used). The pages are the
         same: a print depends on its document alone, whatever was printed before."""
-        key = (document, tuple(files))
-        with self._lock:
-            if key in self._ahead:
-                return
-            self._ahead[key] = self._print(document, files)
-            while len(self._ahead) > AHEAD:
-                del self._ahead[next(iter(self._ahead))]
+        self._ask(self._ahead, (document, tuple(files)), lambda: self._print(document, files))
 
     def measure(self, document: str, files: dict[str, bytes], across: float
                 ) -> tuple[float, float]:
@@ -283,24 +274,33 @@ class Browser:
         what it draws (each text line's box, each border, background and image). A page
         printed after it is the same: the page area's width is let go again. A layout asked
         for ``ahead`` is taken, else the page is laid out now."""
-        with self._lock:
-            answer = self._laid_ahead.pop((document, tuple(files), across), None)
-        if answer is None:
-            answer = self._lay_out(document, files, across)
-        return self._answer(answer)
+        return self._take(self._laid_ahead, (document, tuple(files), across),
+                          lambda: self._lay_out(document, files, across))
 
     def lay_out_ahead(self, document: str, files: dict[str, bytes], across: float) -> None:
         """Have the browser lay ``document`` out now, after what it was asked before, for a
         ``measure`` call with the same document, files and width to take (at most ``AHEAD``
         wait; an older one is let go). The edges are the same: a layout depends on its
         document and width alone."""
-        key = (document, tuple(files), across)
+        self._ask(self._laid_ahead, (document, tuple(files), across),
+                  lambda: self._lay_out(document, files, across))
+
+    def _ask(self, asked: dict, key: tuple, queue_work) -> None:
+        """Queue a work (``queue_work()``) ahead under ``key`` in ``asked``, unless it is
+        there; at most ``AHEAD`` wait, an older one let go (done, not used)."""
         with self._lock:
-            if key in self._laid_ahead:
+            if key in asked:
                 return
-            self._laid_ahead[key] = self._lay_out(document, files, across)
-            while len(self._laid_ahead) > AHEAD:
-                del self._laid_ahead[next(iter(self._laid_ahead))]
+            asked[key] = queue_work()
+            while len(asked) > AHEAD:
+                del asked[next(iter(asked))]
+
+    def _take(self, asked: dict, key: tuple, queue_work):
+        """The answer of the work asked ahead under ``key`` in ``asked``, else of the work
+        queued now (``queue_work()``)."""
+        with self._lock:
+            answer = asked.pop(key, None)
+        return self._answer(queue_work() if answer is None else answer)
 
     def _lay_out(self, document: str, files: dict[str, bytes], across: float) -> queue.Queue:
         """Queue the layout of ``document`` on the browser's thread (``_queued``): its answer
