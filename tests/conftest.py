@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -25,18 +28,86 @@ def tree_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-@pytest.fixture(scope="session")
-def sample_run(tmp_path_factory) -> Path:
-    """The shipped sample rendered once for the session (the README's demo run), shared by
-    the tests that only read a run: read-only, checked when the session ends (a test that
-    changes a run copies it first)."""
+class Made(NamedTuple):
+    """A run a session fixture made, and what its command printed."""
+
+    out: Path
+    output: str
+
+
+@contextlib.contextmanager
+def made_once(factory, name: str, make: Callable[[Path], str]) -> Iterator[Made]:
+    """``make(folder)`` run once for the whole session, whatever the number of workers
+    (pytest-xdist makes a session fixture once in each): the first worker to ask makes it
+    under the temporary root they share, holding a lock, and the others wait and take it.
+    The folder is read-only: checked when each worker's session ends (a test that changes a
+    run copies it: ``copy_run``)."""
+    import shutil
+
+    from filelock import FileLock
+
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's own root, above each worker's
+    root = root / "made-once"
+    root.mkdir(exist_ok=True)
+    folder, said = root / name, root / f"{name}.output"
+    with FileLock(root / f"{name}.lock"):
+        if not said.exists():
+            if folder.exists():  # a worker's make that failed part way
+                shutil.rmtree(folder)
+            output = make(folder)
+            said.write_text(output, encoding="utf-8")
+    before = tree_digest(folder)
+    yield Made(folder, said.read_text(encoding="utf-8"))
+    assert tree_digest(folder) == before, f"a test changed the shared {folder}: copy it first"
+
+
+def rendered(*args) -> Callable[[Path], str]:
+    """A ``make`` for ``made_once``: ``mmconvert render mmlu-redux ARGS --out FOLDER``, which
+    must succeed; its output."""
     from tests.test_cli import run
 
-    out = tmp_path_factory.mktemp("sample") / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out).exit_code == 0
-    before = tree_digest(out)
-    yield out
-    assert tree_digest(out) == before, f"a test changed the shared {out}: copy it first"
+    def make(out: Path) -> str:
+        result = run("render", "mmlu-redux", *args, "--out", out)
+        assert result.exit_code == 0, result.output
+        return result.output
+    return make
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory) -> Iterator[Path]:
+    """The shipped sample rendered once for the session by the README's demo command, shared
+    by the tests that only read a run (the golden table's ``run:render-sample`` among
+    them)."""
+    with made_once(tmp_path_factory, "sample",
+                   rendered("--source", SAMPLE, "--ppi", "92.9")) as made:
+        yield made.out
+
+
+@pytest.fixture(scope="session")
+def sample_pdf_run(tmp_path_factory) -> Iterator[Made]:
+    """The shipped sample rendered once for the session with ``--pdf``, and the command's
+    output."""
+    with made_once(tmp_path_factory, "sample-pdf",
+                   rendered("--source", SAMPLE, "--pdf")) as made:
+        yield made
+
+
+@pytest.fixture(scope="session")
+def nonce_run(tmp_path_factory) -> Iterator[Path]:
+    """The shipped sample rendered once for the session with ``--nonce 7``."""
+    with made_once(tmp_path_factory, "nonce",
+                   rendered("--source", SAMPLE, "--nonce", "7")) as made:
+        yield made.out
+
+
+@pytest.fixture(scope="session")
+def csv_run(tmp_path_factory) -> Iterator[Path]:
+    """The MMLU-Redux fixture's first six items rendered once for the session."""
+    with made_once(tmp_path_factory, "csv",
+                   rendered("--source", REDUX_CSV, "--limit", 6)) as made:
+        yield made.out
 
 
 def copy_run(shared: Path, to: Path) -> Path:
@@ -47,18 +118,23 @@ def copy_run(shared: Path, to: Path) -> Path:
     return to
 
 
-@pytest.fixture(scope="session")
-def csv_run(tmp_path_factory) -> Path:
-    """The MMLU-Redux fixture's first six items rendered once for the session: read-only,
-    checked when the session ends (a test that changes a run copies it: ``copy_run``)."""
-    from tests.test_cli import run
+# the render ``files_and_shards`` makes both ways
+SHARDED = {"corpus": "mmlu-redux", "source": REDUX_CSV, "pdf": True, "limit": 14}
 
-    out = tmp_path_factory.mktemp("csv") / "run"
-    assert run("render", "mmlu-redux", "--source", REDUX_CSV, "--limit", 6,
-               "--out", out).exit_code == 0
-    before = tree_digest(out)
-    yield out
-    assert tree_digest(out) == before, f"a test changed the shared {out}: copy it first"
+
+@pytest.fixture(scope="session")
+def files_and_shards(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
+    """``SHARDED`` rendered once for the session as files and as shards of 4 rows."""
+    import mmconvert
+
+    def make(root: Path) -> str:
+        mmconvert.convert(SHARDED, out=root / "files", log=lambda line: None)
+        mmconvert.convert({**SHARDED, "store": "shards", "shard_rows": 4},
+                          out=root / "shards", log=lambda line: None)
+        return ""
+
+    with made_once(tmp_path_factory, "files-and-shards", make) as made:
+        yield made.out / "files", made.out / "shards"
 
 
 @pytest.fixture(scope="session")

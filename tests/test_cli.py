@@ -29,12 +29,10 @@ def test_list():
     assert "page" in run("list", "renderers").output
 
 
-def test_render_the_shipped_sample(tmp_path):
-    out = tmp_path / "run"
-    result = run("render", "mmlu-redux", "--source", SAMPLE, "--out", out, "--pdf")
-    assert result.exit_code == 0, result.output
-    assert "mmlu-redux: dropped 2 of 11 rows flagged by error_type" in result.output
-    assert f"9 item(s) rendered (9 page(s)) into {out}" in result.output
+def test_render_the_shipped_sample(sample_pdf_run):
+    out, output = sample_pdf_run  # the session's render --pdf of the sample, read only
+    assert "mmlu-redux: dropped 2 of 11 rows flagged by error_type" in output
+    assert f"9 item(s) rendered (9 page(s)) into {out}" in output
     rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
     assert len(rows) == 9
     row = rows[0]

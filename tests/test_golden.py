@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from mmconvert.items import Item
-from tests.conftest import FIXTURES, SAMPLE
+from tests.conftest import FIXTURES
 
 TABLE = Path(__file__).parent / "golden.json"
 UPDATE = os.environ.get("MMCONVERT_UPDATE_GOLDEN") == "1"
@@ -214,28 +214,25 @@ def transform_outputs(name: str) -> dict[str, bytes]:
     return out
 
 
-def sample_run_outputs(tmp_path) -> dict[str, bytes]:
-    """The README's demo: every file of the run but run.json (versions, paths, timings)."""
-    from tests.test_cli import run
-
-    out = tmp_path / "demo"
-    result = run("render", "mmlu-redux", "--source", SAMPLE, "--ppi", "92.9", "--out", out)
-    assert result.exit_code == 0, result.output
+def sample_run_outputs(out: Path) -> dict[str, bytes]:
+    """The README's demo (the session's ``sample_run``, made by its command): every file of
+    the run but run.json (versions, paths, timings)."""
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
             if p.is_file() and p.name != "run.json"}
 
 
 PRODUCERS = {
-    "renderer:page": lambda tmp_path: page_outputs(),
-    "renderer:occlude": lambda tmp_path: occlude_outputs(),
-    "renderer:generate": lambda tmp_path: generate_outputs(),
-    "renderer:document": lambda tmp_path: document_outputs(),
-    **{f"transform:{name}": (lambda tmp_path, name=name: transform_outputs(name))
+    "renderer:page": lambda request: page_outputs(),
+    "renderer:occlude": lambda request: occlude_outputs(),
+    "renderer:generate": lambda request: generate_outputs(),
+    "renderer:document": lambda request: document_outputs(),
+    **{f"transform:{name}": (lambda request, name=name: transform_outputs(name))
        for name in TRANSFORM_CASES},
-    "run:render-sample": sample_run_outputs,
-    **{f"style:{name}": (lambda tmp_path, name=name: style_outputs(name))
+    "run:render-sample": lambda request: sample_run_outputs(
+        request.getfixturevalue("sample_run")),
+    **{f"style:{name}": (lambda request, name=name: style_outputs(name))
        for name in ("readbench", "glyph", "pixelworld", "vtcbench", "wild")},
-    "style:fields": lambda tmp_path: style_field_outputs(),
+    "style:fields": lambda request: style_field_outputs(),
 }
 
 
@@ -338,8 +335,8 @@ def far_cells(got, ref) -> float:
 
 
 @pytest.mark.parametrize("key", sorted(PRODUCERS))
-def test_outputs_match_their_golden_hashes(key, tmp_path):
-    outputs = PRODUCERS[key](tmp_path)
+def test_outputs_match_their_golden_hashes(key, request):
+    outputs = PRODUCERS[key](request)
     got = hashes(outputs)
     if key == "renderer:document":
         # the document's bytes are the browser's: pinned for the Chromium that made them;

@@ -21,11 +21,11 @@ def test_every_renderer_names_a_row_model(name):
     assert issubclass(model, Row) and model.model_config["extra"] == "forbid"
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rows") / "demo"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", out, "--pdf").exit_code == 0
-    return out
+@pytest.fixture
+def demo(sample_pdf_run):
+    """The session's sample run with its PDFs: read only (a test here copies it to change
+    it)."""
+    return sample_pdf_run.out
 
 
 def lines(folder):

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from mmconvert.corpora.nonce import CONSONANTS, VOWELS, nonce_text, nonce_word
 from mmconvert.manifest import JsonlLog
 from mmconvert.qa.checks import expected_text
-from tests.conftest import SAMPLE
 from tests.test_cli import run
 from tests.typed import typed_rows
 
@@ -48,10 +47,8 @@ def test_letters_alternate_and_another_seed_draws_other_words():
     assert len({nonce_word("reading", seed) for seed in range(20)}) >= 19
 
 
-def test_render_nonce_draws_the_nonce_text_and_keeps_the_mapping(tmp_path, sample_run):
-    plain, nonce = sample_run, tmp_path / "nonce"  # the session's plain render, read only
-    result = run("render", "mmlu-redux", "--source", SAMPLE, "--nonce", "7", "--out", nonce)
-    assert result.exit_code == 0, result.output
+def test_render_nonce_draws_the_nonce_text_and_keeps_the_mapping(sample_run, nonce_run):
+    plain, nonce = sample_run, nonce_run  # the session's renders, plain and --nonce 7
     before = {r.id: r for r in typed_rows(plain)}
     after = typed_rows(nonce)
     assert [r["id"] for r in after] == list(before)

@@ -20,7 +20,6 @@ from PIL import Image
 
 from mmconvert.evaluation.transcribe import TRANSCRIBE_PROMPT
 from mmconvert.qa.checks import expected_text
-from tests.conftest import SAMPLE
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
 from tests.typed import typed_rows
@@ -31,10 +30,9 @@ READ, REASONS, READ_NONCE = {0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 2,
 
 
 @pytest.mark.slow
-def test_every_cell_of_the_decomposition_equals_its_truth(tmp_path, monkeypatch, sample_run):
-    real, nonce = sample_run, tmp_path / "nonce"  # the session's plain render, read only
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--nonce", "1", "--out",
-               nonce).exit_code == 0
+def test_every_cell_of_the_decomposition_equals_its_truth(tmp_path, monkeypatch, sample_run,
+                                                          nonce_run):
+    real, nonce = sample_run, nonce_run  # the session's renders, plain and --nonce 7: read only
     rows = typed_rows(real)
     nonce_rows = typed_rows(nonce)
     pages: dict[bytes, tuple[int, bool]] = {}

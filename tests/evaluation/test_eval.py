@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mmconvert.manifest import JsonlLog
-from tests.conftest import FIXTURES, SAMPLE
+from tests.conftest import FIXTURES
 from tests.openai_server import FakeOpenAI
 from tests.test_cli import run
 
@@ -457,22 +457,21 @@ def test_an_evaluation_whose_every_request_fails_is_an_error(demo, server, tmp_p
     assert result.output.count("\n") == 1
 
 
-def test_eval_of_a_sharded_run_sends_the_same_images(demo, server, tmp_path, monkeypatch):
+def test_eval_of_a_sharded_run_sends_the_same_images(files_and_shards, server, tmp_path,
+                                                     monkeypatch):
     fake, url = server
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    sharded = tmp_path / "sharded"
-    assert run("render", "mmlu-redux", "--source", SAMPLE, "--out", sharded, "--store",
-               "shards").exit_code == 0
+    plain, sharded = files_and_shards  # the session's render both ways, read only
     assert not (sharded / "images").exists()
     sent = {}
-    for name, run_dir in (("files", demo), ("shards", sharded)):
+    for name, run_dir in (("files", plain), ("shards", sharded)):
         before = len(fake.requests("chat"))
         result = run("eval", run_dir, "--model", "reader-2", "--base-url", url, "--out",
                      tmp_path / f"ev-{name}", "--modality", "image")
         assert result.exit_code == 0, result.output
         sent[name] = sorted(json.dumps(r.body["messages"], sort_keys=True)
                             for r in fake.requests("chat")[before:])
-    assert sent["shards"] == sent["files"] and len(sent["files"]) == len(rows(demo))
+    assert sent["shards"] == sent["files"] and len(sent["files"]) == len(rows(plain))
 
 
 def test_a_redirect_to_another_origin_never_carries_the_key(demo, tmp_path, monkeypatch):
