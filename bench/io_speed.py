@@ -43,25 +43,37 @@ def items(data: Path, copies: int) -> list[dict]:
 
 
 def timed(command: list[str]) -> float:
+    """Seconds of ``command`` as a whole process, started with nothing left to write back: a
+    run syncs its files (``os.sync``, the whole system's), and would otherwise also wait for
+    the pages the process before it left unwritten (the baseline syncs nothing)."""
+    os.sync()
     started = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True)
     return time.perf_counter() - started
 
 
-def best_times(rows: list[dict], repeat: int) -> dict[str, float]:
-    """Each side's best seconds over ``repeat`` alternated whole processes."""
-    best = {"mmconvert": float("inf"), "baseline": float("inf")}
+def best_times(sets: dict[str, list[dict]], repeat: int) -> dict[str, dict[str, float]]:
+    """Each side's best seconds on each set of rows, over ``repeat`` rounds of alternated whole
+    processes. Every folder is kept until the end: ext4 makes a file slowly for a minute or
+    more after many were deleted near it (its inode search skips recently deleted inodes),
+    so a folder removed between runs would slow the runs after it."""
+    best = {label: {"mmconvert": float("inf"), "baseline": float("inf")} for label in sets}
     with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "items.jsonl"
-        source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        sources = {}
+        for label, rows in sets.items():
+            sources[label] = Path(tmp) / f"{label}.jsonl"
+            sources[label].write_text("".join(json.dumps(r) + "\n" for r in rows),
+                                      encoding="utf-8")
         script = BASELINE_PROCESS.format(bench=str(ROOT / "bench"), ppi=92.9)
         for number in range(repeat):
-            best["mmconvert"] = min(best["mmconvert"], timed(
-                [sys.executable, "-m", "mmconvert", "render", str(source), "--workers", "1",
-                 "--out", str(Path(tmp) / f"run-{number}")]))
-            best["baseline"] = min(best["baseline"], timed(
-                [sys.executable, "-c", script, str(source), "options",
-                 str(Path(tmp) / f"pil-{number}")]))
+            for label, source in sources.items():
+                times = best[label]
+                times["mmconvert"] = min(times["mmconvert"], timed(
+                    [sys.executable, "-m", "mmconvert", "render", str(source), "--workers",
+                     "1", "--out", str(Path(tmp) / f"run-{label}-{number}")]))
+                times["baseline"] = min(times["baseline"], timed(
+                    [sys.executable, "-c", script, str(source), "options",
+                     str(Path(tmp) / f"pil-{label}-{number}")]))
     return best
 
 
@@ -99,7 +111,8 @@ def stages(rows: list[dict], repeat: int) -> dict[str, float]:
 
 def past_start(args) -> None:
     many, few = items(args.data, args.copies), items(args.data, args.less)
-    big, small = best_times(many, args.repeat), best_times(few, args.repeat)
+    best = best_times({"many": many, "few": few}, args.repeat)
+    big, small = best["many"], best["few"]
     extra = len(many) - len(few)
     print(f"MMLU-Redux option blocks, one worker, whole processes, best of {args.repeat}: "
           f"{len(many)} items less {len(few)} (load {os.getloadavg()[0]:.2f})")
@@ -132,7 +145,7 @@ def main() -> None:
         past_start(args)
         return
     rows = items(args.data, args.copies)
-    best = best_times(rows, args.repeat)
+    best = best_times({"all": rows}, args.repeat)["all"]
     print(f"{len(rows)} MMLU-Redux option blocks, one worker, whole processes, best of "
           f"{args.repeat}")
     for name, seconds in best.items():
