@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -42,12 +43,17 @@ def main() -> None:
                                  for k in range(args.items)))
 
         def render(out: Path, *extra: str) -> float:
+            """The best of ``--repeat`` runs, each into a new folder (``out``, then
+            ``out-1``...), all removed at the end: an --overwrite would time its deletes, and
+            ext4's slow file making just after them (``bench/io_speed.py``)."""
             times = []
-            for _ in range(args.repeat):
+            for number in range(args.repeat):
+                folder = out if number == 0 else out.with_name(f"{out.name}-{number}")
+                os.sync()
                 started = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "mmconvert", "render", str(items),
                                 "--renderer", "document", "--workers", "1", "--crop",
-                                "content", "--out", str(out), "--overwrite", *extra],
+                                "content", "--out", str(folder), *extra],
                                check=True, capture_output=True, cwd=ROOT)
                 times.append(time.perf_counter() - started)
             return min(times)
@@ -55,10 +61,10 @@ def main() -> None:
         cut = render(tmp / "cut")
         print(f"{args.items} short items cut to their text: {cut:.1f} s")
         for budget in args.budgets.split(","):
-            seconds = render(tmp / "budget", "--vision-budget", budget, "--ratio-model",
-                             args.ratio_model)
+            seconds = render(tmp / f"budget-{budget}", "--vision-budget", budget,
+                             "--ratio-model", args.ratio_model)
             targets = [json.loads(line)["target"] for line in
-                       (tmp / "budget" / "manifest.jsonl").read_text().splitlines()]
+                       (tmp / f"budget-{budget}" / "manifest.jsonl").read_text().splitlines()]
             layouts = [t["layouts"] for t in targets]
             laid = [t.get("estimated", 0) for t in targets]
             print(f"  --vision-budget {budget}: {seconds:.1f} s, {seconds / cut:.2f}x the cut; "

@@ -39,13 +39,15 @@ def main() -> None:
             source = Path(tmp) / f"items-{copies}.jsonl"
             source.write_text("".join(json.dumps(row) + "\n"
                                       for row in items(args.data, copies)), encoding="utf-8")
-            for _ in range(args.repeat):  # alternated, the best of each kept
+            for number in range(args.repeat):  # alternated, the best of each kept
                 for budget in ("plain", *budgets):
                     extra = [] if budget == "plain" else [
                         "--vision-budget", budget, "--ratio-model", args.ratio_model]
+                    # a new folder each time, all removed at the end: an --overwrite would
+                    # time the deletes, and ext4's slow file making just after them
+                    out = Path(tmp) / f"run-{copies}-{budget}-{number}"
                     seconds = timed([sys.executable, "-m", "mmconvert", "render", str(source),
-                                     "--workers", "1", "--out", str(Path(tmp) / "run"),
-                                     "--overwrite", *extra])
+                                     "--workers", "1", "--out", str(out), *extra])
                     key = (copies, budget)
                     best[key] = min(best.get(key, float("inf")), seconds)
     plain = best[args.copies, "plain"] - best[args.less, "plain"]
