@@ -23,6 +23,14 @@ sys.path.insert(0, str(ROOT))
 from bench.io_speed import items, timed  # noqa: E402
 
 
+def page_pixels(out: Path) -> float:
+    """The mean width x height of the pages of the run in ``out``."""
+    sizes = [image["width"] * image["height"]
+             for line in (out / "manifest.jsonl").read_text(encoding="utf-8").splitlines()
+             for image in json.loads(line)["images"]]
+    return sum(sizes) / len(sizes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -34,6 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     budgets = args.budgets.split(",")
     best: dict[tuple[int, str], float] = {}
+    made: dict[str, float] = {}  # the mean pixels of a page of each run
     with tempfile.TemporaryDirectory() as tmp:
         for copies in (args.less, args.copies):
             source = Path(tmp) / f"items-{copies}.jsonl"
@@ -50,9 +59,13 @@ def main() -> None:
                                      "--workers", "1", "--out", str(out), *extra])
                     key = (copies, budget)
                     best[key] = min(best.get(key, float("inf")), seconds)
+                    if copies == args.copies and number == 0:
+                        made[budget] = page_pixels(out)
     plain = best[args.copies, "plain"] - best[args.less, "plain"]
     print(f"plain: {best[args.copies, 'plain']:.2f} s on {args.copies} copies, "
           f"{best[args.less, 'plain']:.2f} s on {args.less}: {plain:.2f} s past the start")
+    print("pixels a page (what a page costs to draw and encode): " + ", ".join(
+        f"{budget} {made[budget]:,.0f}" for budget in ("plain", *budgets)))
     for budget in budgets:
         past = best[args.copies, budget] - best[args.less, budget]
         whole = best[args.copies, budget] / best[args.copies, "plain"]
