@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -24,12 +25,19 @@ def paragraph(rng) -> str:
 
 
 def timed_render(args: list, out: Path) -> tuple[float, list[dict[str, Any]]]:
-    """Seconds ``mmconvert render ARGS --out OUT --overwrite`` took, start-up included, and
-    the rows it wrote."""
+    """Seconds ``mmconvert render ARGS --out OUT`` took, start-up included, and the rows it
+    wrote. A run into an ``out`` that exists goes to a new folder beside it (``OUT-1``, ...),
+    never over it: an --overwrite would time its deletes, and ext4's slow file making just
+    after them (``bench/io_speed.py``); the caller's temporary folder removes them all."""
     from mmconvert.runfolder import open_run
 
+    folder, number = out, 0
+    while folder.exists():
+        number += 1
+        folder = out.with_name(f"{out.name}-{number}")
+    os.sync()  # nothing an earlier process left unwritten is written back in this one's time
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "mmconvert", "render", *map(str, args), "--out",
-                    str(out), "--overwrite"], check=True, capture_output=True, cwd=ROOT)
+                    str(folder)], check=True, capture_output=True, cwd=ROOT)
     seconds = time.perf_counter() - started
-    return seconds, open_run(out).rows()
+    return seconds, open_run(folder).rows()
