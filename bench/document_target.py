@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.document_speed import short_item  # noqa: E402
+from bench.runs import timed_render  # noqa: E402
 
 
 def main() -> None:
@@ -42,29 +40,19 @@ def main() -> None:
         items.write_text("".join(json.dumps(short_item(rng, k)) + "\n"
                                  for k in range(args.items)))
 
-        def render(out: Path, *extra: str) -> float:
-            """The best of ``--repeat`` runs, each into a new folder (``out``, then
-            ``out-1``...), all removed at the end: an --overwrite would time its deletes, and
-            ext4's slow file making just after them (``bench/io_speed.py``)."""
-            times = []
-            for number in range(args.repeat):
-                folder = out if number == 0 else out.with_name(f"{out.name}-{number}")
-                os.sync()
-                started = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "mmconvert", "render", str(items),
-                                "--renderer", "document", "--workers", "1", "--crop",
-                                "content", "--out", str(folder), *extra],
-                               check=True, capture_output=True, cwd=ROOT)
-                times.append(time.perf_counter() - started)
-            return min(times)
+        def render(out: Path, *extra: str) -> tuple[float, list[dict]]:
+            """The best of ``--repeat`` runs (``timed_render``: each into a new folder), and
+            the rows of the last."""
+            runs = [timed_render([items, "--renderer", "document", "--workers", "1", "--crop",
+                                  "content", *extra], out) for _ in range(args.repeat)]
+            return min(seconds for seconds, _ in runs), runs[-1][1]
 
-        cut = render(tmp / "cut")
+        cut, _ = render(tmp / "cut")
         print(f"{args.items} short items cut to their text: {cut:.1f} s")
         for budget in args.budgets.split(","):
-            seconds = render(tmp / f"budget-{budget}", "--vision-budget", budget,
-                             "--ratio-model", args.ratio_model)
-            targets = [json.loads(line)["target"] for line in
-                       (tmp / f"budget-{budget}" / "manifest.jsonl").read_text().splitlines()]
+            seconds, rows = render(tmp / "budget", "--vision-budget", budget, "--ratio-model",
+                                   args.ratio_model)
+            targets = [row["target"] for row in rows]
             layouts = [t["layouts"] for t in targets]
             laid = [t.get("estimated", 0) for t in targets]
             print(f"  --vision-budget {budget}: {seconds:.1f} s, {seconds / cut:.2f}x the cut; "

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.render_speed import BASELINE_PROCESS  # noqa: E402
+from bench.runs import timed  # noqa: E402
 
 
 def items(data: Path, copies: int) -> list[dict]:
@@ -40,16 +40,6 @@ def items(data: Path, copies: int) -> list[dict]:
         LoadRequest(source=data / "mmlu-redux" / "mmlu_redux"), LoadReport()))
     return [{"id": f"{item.id}-{copy}", "question": item.question, "options": item.options,
              "answer": item.answer} for copy in range(copies) for item in loaded]
-
-
-def timed(command: list[str]) -> float:
-    """Seconds of ``command`` as a whole process, started with nothing left to write back: a
-    run syncs its files (``os.sync``, the whole system's), and would otherwise also wait for
-    the pages the process before it left unwritten (the baseline syncs nothing)."""
-    os.sync()
-    started = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True)
-    return time.perf_counter() - started
 
 
 def best_times(sets: dict[str, list[dict]], repeat: int) -> dict[str, dict[str, float]]:

@@ -24,10 +24,20 @@ def paragraph(rng) -> str:
     return " ".join(rng.choices(WORDS, k=rng.randint(40, 140))).capitalize() + "."
 
 
+def timed(command: list) -> float:
+    """Seconds of ``command`` as a whole process, started with nothing left to write back: a
+    run syncs its files (``os.sync``, the whole system's), and would otherwise also wait for
+    the pages the process before it left unwritten (a baseline may sync nothing)."""
+    os.sync()
+    started = time.perf_counter()
+    subprocess.run([str(part) for part in command], check=True, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - started
+
+
 def timed_render(args: list, out: Path) -> tuple[float, list[dict[str, Any]]]:
-    """Seconds ``mmconvert render ARGS --out OUT`` took, start-up included, and the rows it
-    wrote. A run into an ``out`` that exists goes to a new folder beside it (``OUT-1``, ...),
-    never over it: an --overwrite would time its deletes, and ext4's slow file making just
+    """Seconds ``mmconvert render ARGS --out OUT`` took (``timed``), start-up included, and the
+    rows it wrote. A run into an ``out`` that exists goes to a new folder beside it (``OUT-1``,
+    ...), never over it: an --overwrite would time its deletes, and ext4's slow file making just
     after them (``bench/io_speed.py``); the caller's temporary folder removes them all."""
     from mmconvert.runfolder import open_run
 
@@ -35,9 +45,5 @@ def timed_render(args: list, out: Path) -> tuple[float, list[dict[str, Any]]]:
     while folder.exists():
         number += 1
         folder = out.with_name(f"{out.name}-{number}")
-    os.sync()  # nothing an earlier process left unwritten is written back in this one's time
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mmconvert", "render", *map(str, args), "--out",
-                    str(folder)], check=True, capture_output=True, cwd=ROOT)
-    seconds = time.perf_counter() - started
+    seconds = timed([sys.executable, "-m", "mmconvert", "render", *args, "--out", folder])
     return seconds, open_run(folder).rows()

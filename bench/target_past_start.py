@@ -20,14 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.io_speed import items, timed  # noqa: E402
+from bench.io_speed import items  # noqa: E402
+from bench.runs import timed_render  # noqa: E402
 
 
-def page_pixels(out: Path) -> float:
-    """The mean width x height of the pages of the run in ``out``."""
-    sizes = [image["width"] * image["height"]
-             for line in (out / "manifest.jsonl").read_text(encoding="utf-8").splitlines()
-             for image in json.loads(line)["images"]]
+def page_pixels(rows: list[dict]) -> float:
+    """The mean width x height of the pages of a run's ``rows``."""
+    sizes = [image["width"] * image["height"] for row in rows for image in row["images"]]
     return sum(sizes) / len(sizes)
 
 
@@ -52,15 +51,12 @@ def main() -> None:
                 for budget in ("plain", *budgets):
                     extra = [] if budget == "plain" else [
                         "--vision-budget", budget, "--ratio-model", args.ratio_model]
-                    # a new folder each time, all removed at the end: an --overwrite would
-                    # time the deletes, and ext4's slow file making just after them
-                    out = Path(tmp) / f"run-{copies}-{budget}-{number}"
-                    seconds = timed([sys.executable, "-m", "mmconvert", "render", str(source),
-                                     "--workers", "1", "--out", str(out), *extra])
+                    seconds, rows = timed_render([source, "--workers", "1", *extra],
+                                                 Path(tmp) / f"run-{copies}-{budget}")
                     key = (copies, budget)
                     best[key] = min(best.get(key, float("inf")), seconds)
                     if copies == args.copies and number == 0:
-                        made[budget] = page_pixels(out)
+                        made[budget] = page_pixels(rows)
     plain = best[args.copies, "plain"] - best[args.less, "plain"]
     print(f"plain: {best[args.copies, 'plain']:.2f} s on {args.copies} copies, "
           f"{best[args.less, 'plain']:.2f} s on {args.less}: {plain:.2f} s past the start")
